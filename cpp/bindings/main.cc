@@ -1,0 +1,32 @@
+#include "pybind11.h"
+
+namespace evokit::bindings {
+
+void require_length(const py::array& a, py::ssize_t expected, const char* what) {
+  if (a.ndim() != 1 || a.shape(0) != expected) {
+    const std::string shape = py::str(a.attr("shape"));
+    throw std::invalid_argument(std::string(what) + " must have shape (" + std::to_string(expected) +
+                                ",), got " + shape);
+  }
+}
+
+py::array_t<float> require_out(const py::object& out, py::ssize_t expected, const char* what) {
+  if (!py::isinstance<py::array_t<float>>(out) ||
+      !(py::array(out).flags() & py::array::c_style) || !py::array(out).writeable()) {
+    throw std::invalid_argument(std::string(what) +
+                                " must be a writable C-contiguous float32 NumPy array");
+  }
+  auto arr = py::reinterpret_borrow<py::array_t<float>>(out);
+  require_length(arr, expected, what);
+  return arr;
+}
+
+}  // namespace evokit::bindings
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "EvoKit's C++ core: counter-based Gaussian noise, fitness shaping, ES gradient, optimizers";
+  m.attr("__version__") = EVOKIT_VERSION;
+  evokit::bindings::bind_sampler(m);
+  evokit::bindings::bind_fitness(m);
+  evokit::bindings::bind_optimizer(m);
+}

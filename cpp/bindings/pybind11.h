@@ -1,0 +1,34 @@
+// The one pybind11 include of the bindings, with the helpers they share.
+//
+// The bindings are thin: convert and validate arguments with the GIL held,
+// release it, call the C++ core. C++ std::invalid_argument becomes ValueError
+// and std::out_of_range becomes IndexError (pybind11's standard translation).
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+
+namespace evokit::bindings {
+
+namespace py = pybind11;
+
+// Input arrays: float32, C-contiguous; other dtypes are converted (a copy).
+using FloatIn = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using Int64In = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+
+// A 1-D input of exactly `expected` elements, or ValueError naming `what`.
+void require_length(const py::array& a, py::ssize_t expected, const char* what);
+
+// An output array the caller owns and that we write in place: it must already
+// be float32, C-contiguous, writable and of `expected` elements (never copied,
+// so that the caller sees the result).
+py::array_t<float> require_out(const py::object& out, py::ssize_t expected, const char* what);
+
+void bind_sampler(py::module_& m);
+void bind_fitness(py::module_& m);
+void bind_optimizer(py::module_& m);
+
+}  // namespace evokit::bindings

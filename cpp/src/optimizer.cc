@@ -1,0 +1,174 @@
+// First-order optimizers. Updates are elementwise, so splitting the vector
+// into fixed blocks across threads gives the same bits for any num_threads.
+#include "evokit/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "messages.h"
+#include "parallel.h"
+
+namespace evokit {
+
+namespace detail {
+namespace {
+
+// Elements per parallel work item.
+constexpr std::size_t kElementBlock = 16384;
+
+// body(begin, end) over [0, n) in fixed blocks, on up to num_threads threads.
+template <class Body>
+void parallel_ranges(std::size_t n, int num_threads, const Body& body) {
+  const std::size_t blocks = ceil_div(n, kElementBlock);
+  parallel_items(blocks, team_size(blocks, num_threads), [&](std::size_t b) {
+    const std::size_t begin = b * kElementBlock;
+    body(begin, std::min(n, begin + kElementBlock));
+  });
+}
+
+// Index of the first non-finite value of x[0, n), or n if there is none.
+std::size_t first_non_finite(const float* x, std::size_t n, int num_threads) {
+  const std::size_t blocks = ceil_div(n, kElementBlock);
+  std::vector<std::size_t> first(blocks, n);
+  parallel_items(blocks, team_size(blocks, num_threads), [&](std::size_t b) {
+    const std::size_t begin = b * kElementBlock;
+    const std::size_t end = std::min(n, begin + kElementBlock);
+    for (std::size_t i = begin; i < end; ++i) {
+      if (!std::isfinite(x[i])) {
+        first[b] = i;
+        return;
+      }
+    }
+  });
+  return *std::min_element(first.begin(), first.end());
+}
+
+void require_positive_finite(float value, const char* what) {
+  if (!(value > 0.0f) || !std::isfinite(value)) {
+    throw std::invalid_argument(std::string(what) + " must be > 0 and finite, got " +
+                                format_number(value));
+  }
+}
+
+void require_unit_interval(float value, const char* what) {
+  if (!(value >= 0.0f && value < 1.0f)) {
+    throw std::invalid_argument(std::string(what) + " must be in [0, 1), got " +
+                                format_number(value));
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+Optimizer::Optimizer(float lr, std::size_t num_params) : num_params_(num_params), lr_(lr) {
+  detail::require_positive_finite(lr, "learning rate (optimizer.base_lr)");
+  if (num_params == 0) throw std::invalid_argument("num_params must be > 0, got 0");
+}
+
+void Optimizer::step(float* params, const float* grad, std::size_t n, int num_threads) {
+  if (n != num_params_) {
+    throw std::invalid_argument("grad has " + std::to_string(n) +
+                                " values but the optimizer has num_params " +
+                                std::to_string(num_params_));
+  }
+  detail::require_non_null(params, "params");
+  detail::require_non_null(grad, "grad");
+  detail::require_num_threads(num_threads);
+  for (std::size_t k = 0; k < states_.size(); ++k) {
+    if (states_[k].size() != num_params_) {
+      throw std::invalid_argument("optimizer state '" + names_[k] + "' has " +
+                                  std::to_string(states_[k].size()) +
+                                  " values, expected num_params " + std::to_string(num_params_));
+    }
+  }
+  const std::size_t bad = detail::first_non_finite(grad, n, num_threads);
+  if (bad < n) {
+    throw std::invalid_argument("grad[" + std::to_string(bad) + "] is " +
+                                detail::format_number(grad[bad]));
+  }
+  ++steps_;
+  do_step(params, grad, num_threads);
+}
+
+std::vector<float>& Optimizer::state(const std::string& name) {
+  for (std::size_t k = 0; k < names_.size(); ++k) {
+    if (names_[k] == name) return states_[k];
+  }
+  std::string valid;
+  for (const std::string& known : names_) valid += (valid.empty() ? "'" : ", '") + known + "'";
+  throw std::invalid_argument("unknown state '" + name + "' for optimizer " + this->name() +
+                              (valid.empty() ? std::string("; it has no state vectors")
+                                             : "; valid names: " + valid));
+}
+
+void Optimizer::set_steps(std::int64_t steps) {
+  if (steps < 0) throw std::invalid_argument("steps must be >= 0, got " + std::to_string(steps));
+  steps_ = steps;
+}
+
+SGD::SGD(float lr, std::size_t num_params) : Optimizer(lr, num_params) {}
+
+void SGD::do_step(float* params, const float* grad, int num_threads) {
+  const float lr = lr_;
+  detail::parallel_ranges(num_params_, num_threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) params[i] -= lr * grad[i];
+  });
+}
+
+Momentum::Momentum(float lr, float momentum, std::size_t num_params)
+    : Optimizer(lr, num_params), momentum_(momentum) {
+  detail::require_unit_interval(momentum, "momentum (optimizer.momentum.momentum)");
+  names_ = state_names();
+  states_.assign(names_.size(), std::vector<float>(num_params_, 0.0f));
+}
+
+void Momentum::do_step(float* params, const float* grad, int num_threads) {
+  const float lr = lr_;
+  const float mu = momentum_;
+  float* velocity = states_[0].data();
+  detail::parallel_ranges(num_params_, num_threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      velocity[i] = mu * velocity[i] + grad[i];
+      params[i] -= lr * velocity[i];
+    }
+  });
+}
+
+Adam::Adam(float lr, float beta1, float beta2, float epsilon, std::size_t num_params)
+    : Optimizer(lr, num_params), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {
+  detail::require_unit_interval(beta1, "beta1 (optimizer.adam.beta1)");
+  detail::require_unit_interval(beta2, "beta2 (optimizer.adam.beta2)");
+  detail::require_positive_finite(epsilon, "epsilon (optimizer.adam.epsilon)");
+  names_ = state_names();
+  states_.assign(names_.size(), std::vector<float>(num_params_, 0.0f));
+}
+
+void Adam::do_step(float* params, const float* grad, int num_threads) {
+  // The bias corrections use the step count t = steps_ (already incremented
+  // by step()), shared by every parameter, and are computed in double.
+  const double t = static_cast<double>(steps_);
+  const double correction1 = 1.0 - std::pow(static_cast<double>(beta1_), t);
+  const double correction2 = 1.0 - std::pow(static_cast<double>(beta2_), t);
+  const double lr = lr_;
+  const double eps = epsilon_;
+  const float b1 = beta1_;
+  const float b2 = beta2_;
+  const float one_minus_b1 = 1.0f - beta1_;
+  const float one_minus_b2 = 1.0f - beta2_;
+  float* m = states_[0].data();
+  float* v = states_[1].data();
+  detail::parallel_ranges(num_params_, num_threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const float g = grad[i];
+      m[i] = b1 * m[i] + one_minus_b1 * g;
+      v[i] = b2 * v[i] + one_minus_b2 * (g * g);
+      const double m_hat = static_cast<double>(m[i]) / correction1;
+      const double v_hat = static_cast<double>(v[i]) / correction2;
+      params[i] = static_cast<float>(static_cast<double>(params[i]) -
+                                     lr * m_hat / (std::sqrt(v_hat) + eps));
+    }
+  });
+}
+
+}  // namespace evokit

@@ -1,0 +1,52 @@
+// Helpers shared by the core's unit tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace evokit::testing {
+
+// Success iff f() throws an E whose what() contains `needle`.
+template <class E, class F>
+::testing::AssertionResult ThrowsWithMessage(F&& f, const std::string& needle) {
+  try {
+    f();
+  } catch (const E& e) {
+    const std::string what = e.what();
+    if (what.find(needle) != std::string::npos) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << "message \"" << what << "\" does not contain \"" << needle << "\"";
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << "threw another exception type: " << e.what();
+  } catch (...) {
+    return ::testing::AssertionFailure() << "threw a non-std exception";
+  }
+  return ::testing::AssertionFailure() << "did not throw";
+}
+
+// The message of the E that f() throws ("" if it throws nothing or another type).
+template <class E, class F>
+std::string MessageOf(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (...) {
+  }
+  return "";
+}
+
+// Byte-for-byte equality of two float vectors (NaN-safe, -0 != +0).
+inline bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+}  // namespace evokit::testing
+
+#define EXPECT_THROW_WITH(statement, exception_type, needle) \
+  EXPECT_TRUE(::evokit::testing::ThrowsWithMessage<exception_type>([&] { statement; }, needle))

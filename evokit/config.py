@@ -1,0 +1,250 @@
+"""Loading and validating EvoKit configs (protobuf text format, ``.prototxt``).
+
+The schema is ``proto/evokit.proto`` (message ``EvoKitConfig``); every default is
+written there. A config that does not parse or holds a value out of range raises
+:class:`ConfigError`, whose message names the file, the line where it is known and
+the field, e.g.::
+
+    configs/bad.prototxt:7: solver.sampling.gaussian_sampling.std must be > 0, got -0.5
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Dict, List, Optional, Tuple, Union
+
+from google.protobuf import text_format
+
+from . import evokit_pb2 as pb
+
+__all__ = ["ConfigError", "load_config", "parse_config", "validate_config", "config_to_text"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+ACTIVATIONS = ("tanh", "relu", "sigmoid", "identity")
+
+FITNESS_SHAPING_NAMES = {
+    pb.CENTERED_RANK: "centered_rank",
+    pb.Z_SCORE: "z_score",
+    pb.RAW: "raw",
+}
+
+
+class ConfigError(ValueError):
+    """A config that cannot be parsed or holds an invalid value.
+
+    Attributes ``source`` (file name or ``"<string>"``), ``line`` (1-based, or
+    None where unknown) and ``field`` (dotted path, or None).
+    """
+
+    def __init__(self, source: str, message: str, line: Optional[int] = None,
+                 field: Optional[str] = None, column: Optional[int] = None):
+        self.source = source
+        self.line = line
+        self.field = field
+        where = source
+        if line is not None:
+            where += f":{line}" + (f":{column}" if column is not None else "")
+        super().__init__(f"{where}: {message}")
+
+
+# --------------------------------------------------------------------------
+# parsing
+# --------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|#[^\n]*'   # strings, comments
+    r'|[-+]?(?:\d|\.\d)[\w.+-]*'                             # numbers (1e-08, -0.5, 0x1f)
+    r'|[A-Za-z_][\w.]*|\S')                                   # identifiers, punctuation
+
+
+def _field_tokens(text: str) -> List[Tuple[str, int, int]]:
+    """Every field name in a text-format message as (dotted path, line,
+    column), both 1-based, in order of appearance."""
+    out: List[Tuple[str, int, int]] = []
+    stack: List[str] = []
+    pending: Optional[str] = None  # the field whose value comes next
+    expect_field = True
+    for m in _TOKEN.finditer(text):
+        tok = m.group(0)
+        if tok.startswith("#"):
+            continue
+        if tok in ("{", "<"):
+            stack.append(pending or "?")
+            pending, expect_field = None, True
+        elif tok in ("}", ">"):
+            if stack:
+                stack.pop()
+            pending, expect_field = None, True
+        elif tok in (":", "[", ","):
+            expect_field = False
+        elif tok == "]":
+            expect_field = True
+        elif expect_field and (tok[0].isalpha() or tok[0] == "_"):
+            pending = tok
+            line = text.count("\n", 0, m.start()) + 1
+            column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            out.append((".".join(stack + [tok]), line, column))
+        else:  # a value; the next identifier names a field again
+            expect_field = True
+    return out
+
+
+def _field_lines(text: str) -> Dict[str, int]:
+    """Map each dotted field path to the first line it appears on."""
+    lines: Dict[str, int] = {}
+    for path, line, _ in _field_tokens(text):
+        lines.setdefault(path, line)
+    return lines
+
+
+def _field_at(text: str, line: int, column: int) -> Optional[str]:
+    """The dotted path of the last field named at or before (line, column)."""
+    found = None
+    for path, l, c in _field_tokens(text):
+        if (l, c) > (line, column):
+            break
+        found = path
+    return found
+
+
+def parse_config(text: str, source: str = "<string>", validate: bool = True) -> pb.EvoKitConfig:
+    """Parse a config from text-format ``text``; ``source`` names it in errors."""
+    config = pb.EvoKitConfig()
+    try:
+        text_format.Parse(text, config)
+    except text_format.ParseError as exc:
+        # protobuf says "line:column : 'the line': message"; we put the file
+        # in front, drop the echo of the line and name the field.
+        msg = re.sub(r"^\d+:\d+\s*:\s*", "", str(exc))
+        msg = re.sub(r"^'.*?':\s*", "", msg)
+        line, column = exc.GetLine(), exc.GetColumn()
+        field = _field_at(text, line, column) if line is not None else None
+        enum = re.search(r'Enum type "([\w.]+)" has no value named (\S+?)\.?$', msg)
+        if enum:
+            values = ", ".join(v.name for v in pb.DESCRIPTOR.pool.FindEnumTypeByName(enum.group(1)).values)
+            msg = f"unknown value {enum.group(2)}, expected one of {values}"
+        if field and enum:
+            msg = f"{field}: {msg}"
+        raise ConfigError(source, msg, line=line, column=column, field=field) from None
+    if validate:
+        validate_config(config, source=source, text=text)
+    return config
+
+
+def load_config(path: Union[PathLike, pb.EvoKitConfig], validate: bool = True) -> pb.EvoKitConfig:
+    """Load an ``EvoKitConfig`` from a ``.prototxt`` file (or return a copy of a
+    config message, validated)."""
+    if isinstance(path, pb.EvoKitConfig):
+        config = pb.EvoKitConfig()
+        config.CopyFrom(path)
+        if validate:
+            validate_config(config)
+        return config
+    source = os.fspath(path)
+    if not os.path.exists(source):
+        raise ConfigError(source, "no such config file")
+    if os.path.isdir(source):
+        raise ConfigError(source, "is a directory, expected a .prototxt config file")
+    try:
+        with open(source, "r", encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as exc:
+        raise ConfigError(source, f"not a text file (byte offset {exc.start} is not UTF-8)") from None
+    except OSError as exc:
+        raise ConfigError(source, f"cannot read: {exc.strerror}") from None
+    return parse_config(text, source=source, validate=validate)
+
+
+def config_to_text(config: pb.EvoKitConfig) -> str:
+    """The config in text format (what ``save_solver`` stores)."""
+    return text_format.MessageToString(config)
+
+
+# --------------------------------------------------------------------------
+# validation
+# --------------------------------------------------------------------------
+
+class _Checker:
+    def __init__(self, source: str, text: Optional[str]):
+        self.source = source
+        self.lines = _field_lines(text) if text else {}
+
+    def fail(self, field: str, message: str) -> None:
+        line = self.lines.get(field)
+        # fall back to the closest enclosing message that appears in the text
+        parent = field
+        while line is None and "." in parent:
+            parent = parent.rsplit(".", 1)[0]
+            line = self.lines.get(parent)
+        raise ConfigError(self.source, f"{field} {message}", line=line, field=field)
+
+    def positive(self, field: str, value: float) -> None:
+        if not (math.isfinite(value) and value > 0):
+            self.fail(field, f"must be > 0, got {value:g}")
+
+    def non_negative(self, field: str, value: float) -> None:
+        if not (math.isfinite(value) and value >= 0):
+            self.fail(field, f"must be >= 0, got {value:g}")
+
+    def unit_interval(self, field: str, value: float) -> None:
+        if not (0.0 <= value < 1.0):
+            self.fail(field, f"must be in [0, 1), got {value:g}")
+
+    def at_least(self, field: str, value: int, low: int) -> None:
+        if value < low:
+            self.fail(field, f"must be >= {low}, got {value}")
+
+
+def validate_config(config: pb.EvoKitConfig, source: str = "<config>",
+                    text: Optional[str] = None, num_params: Optional[int] = None) -> None:
+    """Check every value of ``config``; raise :class:`ConfigError` on the first
+    bad one. With ``num_params`` (the model's parameter count) also check that
+    the noise table is large enough."""
+    c = _Checker(source, text)
+    solver = config.solver
+    s = "solver"
+    c.at_least(f"{s}.population_size", solver.population_size, 1)
+    if solver.antithetic and solver.population_size % 2:
+        c.fail(f"{s}.population_size",
+               f"must be even when solver.antithetic is true, got {solver.population_size}")
+    c.non_negative(f"{s}.weight_decay", solver.weight_decay)
+    c.at_least(f"{s}.num_threads", solver.num_threads, 1)
+    try:
+        re.compile(solver.param_pattern)
+    except re.error as exc:
+        c.fail(f"{s}.param_pattern", f"is not a valid regular expression: {exc}")
+
+    opt = solver.optimizer
+    c.positive(f"{s}.optimizer.base_lr", opt.base_lr)
+    c.unit_interval(f"{s}.optimizer.momentum.momentum", opt.momentum.momentum)
+    c.unit_interval(f"{s}.optimizer.adam.beta1", opt.adam.beta1)
+    c.unit_interval(f"{s}.optimizer.adam.beta2", opt.adam.beta2)
+    c.positive(f"{s}.optimizer.adam.epsilon", opt.adam.epsilon)
+
+    g = solver.sampling.gaussian_sampling
+    gs = f"{s}.sampling.gaussian_sampling"
+    c.positive(f"{gs}.std", g.std)
+    if g.cached:
+        c.at_least(f"{gs}.cache_size", g.cache_size, 1)
+        if num_params is not None and g.cache_size < num_params:
+            c.fail(f"{gs}.cache_size",
+                   f"({g.cache_size}) is smaller than the model ({num_params} parameters): "
+                   f"raise {gs}.cache_size to at least {num_params} "
+                   f"(a table many times larger gives more distinct noise)")
+
+    t = config.train
+    c.at_least("train.max_generations", t.max_generations, 1)
+    c.at_least("train.eval_every", t.eval_every, 1)
+    c.at_least("train.eval_episodes", t.eval_episodes, 1)
+    c.at_least("train.num_workers", t.num_workers, 1)
+    c.at_least("train.episodes_per_sample", t.episodes_per_sample, 1)
+    for i, h in enumerate(t.hidden_sizes):
+        if h < 1:
+            c.fail("train.hidden_sizes", f"must all be >= 1, got {h} at position {i}")
+    if t.activation not in ACTIVATIONS:
+        c.fail("train.activation", f"must be one of {', '.join(ACTIVATIONS)}, got {t.activation!r}")
+    if not math.isfinite(t.target_return):
+        c.fail("train.target_return", f"must be finite, got {t.target_return}")

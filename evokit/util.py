@@ -1,0 +1,36 @@
+"""Small helpers shared across the package."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Union
+
+__all__ = ["atomic_write_bytes"]
+
+
+def atomic_write_bytes(path: Union[str, "os.PathLike[str]"], data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a crash leaves either the old file or
+    the new one, never a half-written file: write a temporary file in the same
+    directory, flush, fsync, rename over ``path``, fsync the directory."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,146 @@
+"""The compiled core through its binding: noise against the NumPy reference,
+thread-count invariance, fitness shaping, optimizers, and error translation."""
+
+import numpy as np
+import pytest
+
+import es_oracle
+from evokit import _core
+
+
+def test_philox_known_answer():
+    # Random123 kat_vectors, philox4x32_10
+    assert tuple(_core.philox4x32([0, 0, 0, 0], [0, 0])) == (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)
+    assert tuple(_core.philox4x32([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344],
+                                 [0xA4093822, 0x299F31D0])) == \
+        (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)
+
+
+def test_numpy_reference_philox_matches():
+    for ctr, key in [([1, 2, 3, 4], [5, 6]), ([2**32 - 1, 0, 7, 2**31], [123456789, 987654321])]:
+        assert tuple(_core.philox4x32(ctr, key)) == es_oracle.philox4x32(ctr, key)
+
+
+@pytest.mark.parametrize("seed, stream", [(0, 0), (1024, 5), (2**40 + 3, 2**61), (7, _core.TABLE_STREAM)])
+def test_gaussian_matches_numpy_reference(seed, stream):
+    got = _core.fill_gaussian(seed, stream, 1000, 37)
+    want = np.array([es_oracle.gaussian(seed, stream, 1000 + i) for i in range(37)], dtype=np.float32)
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6)
+    assert got[5] == _core.gaussian_at(seed, stream, 1005)
+
+
+def test_noise_moments():
+    x = _core.fill_gaussian(3, 9, 0, 400_000).astype(np.float64)
+    assert abs(x.mean()) < 0.01
+    assert abs(x.var() - 1) < 0.01
+    assert abs(((x - x.mean()) ** 4).mean() / x.var() ** 2 - 3) < 0.05
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_thread_count_does_not_change_bits(cached):
+    n = 70_001  # not a multiple of any block size
+    samplers = [_core.GaussianSampler(seed=5, sigma=0.1, cached=cached, cache_size=200_000,
+                                      num_params=n, num_threads=t) for t in (1, 2, 3)]
+    if cached:
+        for s in samplers[1:]:
+            np.testing.assert_array_equal(s.table, samplers[0].table)
+    theta = np.random.default_rng(0).normal(size=n).astype(np.float32)
+    keys = np.array([samplers[0].draw_key(0, j, 0) for j in range(9)], dtype=np.int64)
+    signs = np.array([1, -1] * 4 + [1], dtype=np.float32)
+    weights = np.linspace(-0.5, 0.5, 9).astype(np.float32)
+    outs = [s.descent_direction(keys, signs, weights, theta, 0.01, num_threads=t)
+            for s, t in zip(samplers, (1, 2, 3))]
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])
+    perts = [s.perturb(theta, int(keys[3]), -1.0, num_threads=t) for s, t in zip(samplers, (1, 2, 3))]
+    for p in perts[1:]:
+        np.testing.assert_array_equal(p, perts[0])
+    # and the direction matches a float64 reference built from the noise
+    eps = np.stack([samplers[0].noise(int(k)) for k in keys])
+    ref = es_oracle.es_direction(theta, eps, signs, weights, 0.1, 0.01)
+    np.testing.assert_allclose(outs[0], ref, rtol=1e-4, atol=1e-5)
+
+
+def test_cached_noise_is_a_window_of_the_table():
+    s = _core.GaussianSampler(seed=1, sigma=1.0, cached=True, cache_size=1000, num_params=10)
+    np.testing.assert_array_equal(s.noise(990), s.table[990:1000])
+    assert s.max_key == 990
+    assert not s.table.flags.writeable
+    assert s.table[17] == _core.gaussian_at(1, _core.TABLE_STREAM, 17)
+
+
+def test_perturb_writes_in_place():
+    s = _core.GaussianSampler(seed=1, sigma=0.5, cached=False, cache_size=0, num_params=8)
+    theta = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, dtype=np.float32)
+    ret = s.perturb(theta, 42, 1.0, out=out)
+    assert ret is out or np.shares_memory(ret, out)
+    np.testing.assert_allclose(out, theta + 0.5 * s.noise(42), atol=1e-6)
+    with pytest.raises(ValueError, match=r"out must be a writable C-contiguous float32 NumPy array"):
+        s.perturb(theta, 42, 1.0, out=np.zeros(8, dtype=np.float64))
+
+
+def test_sampler_errors():
+    with pytest.raises(ValueError, match=r"gaussian_sampling.std must be > 0"):
+        _core.GaussianSampler(seed=1, sigma=-0.5, cached=False, cache_size=0, num_params=4)
+    with pytest.raises(ValueError, match=r"cache_size \(10\) must be >= the number of parameters \(40\)"):
+        _core.GaussianSampler(seed=1, sigma=0.5, cached=True, cache_size=10, num_params=40)
+    s = _core.GaussianSampler(seed=1, sigma=0.5, cached=True, cache_size=100, num_params=40)
+    with pytest.raises(IndexError, match=r"key 61 is outside the noise table"):
+        s.check_key(61)
+    with pytest.raises(ValueError, match=r"theta must have shape \(40,\), got \(39,\)"):
+        s.perturb(np.zeros(39, np.float32), 0, 1.0)
+    with pytest.raises(ValueError, match=r"sign"):
+        s.descent_direction(np.array([0]), np.array([0.5], np.float32), np.array([1.0], np.float32))
+
+
+def test_fitness_shaping():
+    np.testing.assert_array_equal(_core.average_ranks(np.array([1, 3, 3, 2], np.float32)), [0, 2.5, 2.5, 1])
+    r = np.array([5.0, 1.0, 5.0, 2.0, 9.0], np.float32)
+    np.testing.assert_allclose(_core.shape_fitness(r, "centered_rank"), es_oracle.centered_ranks(r), atol=1e-7)
+    np.testing.assert_allclose(_core.shape_fitness(r, "z_score"), (r - r.mean()) / r.std(), atol=1e-6)
+    np.testing.assert_array_equal(_core.shape_fitness(r, "raw"), r)
+    with pytest.raises(ValueError, match=r"reward of sample 2 is nan"):
+        _core.shape_fitness(np.array([1, 2, np.nan], np.float32), "raw")
+    with pytest.raises(ValueError, match=r"unknown fitness shaping 'rank'"):
+        _core.shape_fitness(r, "rank")
+
+
+@pytest.mark.parametrize("kind", ["SGD", "MOMENTUM", "ADAM"])
+def test_optimizers_match_reference(kind):
+    n = 5
+    opt = {"SGD": lambda: _core.SGD(0.1, n), "MOMENTUM": lambda: _core.Momentum(0.1, 0.9, n),
+           "ADAM": lambda: _core.Adam(0.1, 0.9, 0.999, 1e-8, n)}[kind]()
+    params = np.linspace(-1, 1, n).astype(np.float32)
+    ref, state = params.astype(np.float64), {}
+    rng = np.random.default_rng(2)
+    for step in range(4):
+        g = rng.normal(size=n).astype(np.float32)
+        opt.step(params, g)
+        ref, state = es_oracle.optimizer_step(ref, g.astype(np.float64), state, kind, 0.1)
+        np.testing.assert_allclose(params, ref, rtol=1e-5, atol=1e-6)
+    assert opt.steps == 4
+
+
+def test_optimizer_state_roundtrip_and_errors():
+    a = _core.Adam(0.1, 0.9, 0.999, 1e-8, 3)
+    p = np.ones(3, np.float32)
+    a.step(p, np.array([1, -1, 2], np.float32))
+    b = _core.Adam(0.1, 0.9, 0.999, 1e-8, 3)
+    for name in a.state_names:
+        b.set_state(name, a.get_state(name))
+    b.steps = a.steps
+    q = p.copy()
+    a.step(p, np.array([0.5, 0.5, 0.5], np.float32))
+    b.step(q, np.array([0.5, 0.5, 0.5], np.float32))
+    np.testing.assert_array_equal(p, q)
+    with pytest.raises(ValueError, match=r"grad must have shape \(3,\), got \(2,\)"):
+        a.step(p, np.zeros(2, np.float32))
+    before = p.copy()
+    with pytest.raises(ValueError, match=r"grad\[1\] is inf"):
+        a.step(p, np.array([0, np.inf, 0], np.float32))
+    np.testing.assert_array_equal(p, before)
+    with pytest.raises(ValueError, match=r"momentum"):
+        _core.Momentum(0.1, 1.5, 3)
+    with pytest.raises(ValueError):
+        a.get_state("velocity")
