@@ -5,6 +5,18 @@ gradient, SGD / momentum / Adam) behind a thin pybind11 binding, ONNX policies
 and protobuf configs.
 """
 
+try:
+    from . import _core, evokit_pb2  # built by `pip install .`
+except ImportError as _exc:  # pragma: no cover - depends on how evokit was imported
+    import os as _os
+
+    raise ImportError(
+        f"evokit is being imported from {_os.path.dirname(__file__)}, which lacks its built parts "
+        f"(the compiled _core module and the evokit_pb2 generated from proto/): {_exc}. "
+        f"Install it with `pip install .` (or `pip install -e .`) and run from outside the source "
+        f"tree, e.g. pytest with --import-mode=importlib as configured in pyproject.toml."
+    ) from None
+
 from . import evokit_pb2 as proto
 from ._core import __version__
 from .agent import ESAgent, SamplingInfo, SolverFileError

@@ -194,6 +194,7 @@ class OnnxPolicy:
         self.param_pattern = param_pattern
         self._lock = threading.Lock()
         self._session = None
+        self._feeds_cache: dict[int, tuple] = {}
 
         if not isinstance(param_pattern, str):
             raise ModelError(
@@ -332,6 +333,22 @@ class OnnxPolicy:
             )
         return np.ascontiguousarray(arr)
 
+    def _feeds_for(self, params: Any) -> dict[str, np.ndarray]:
+        """The parameter feeds (views of ``params``). Agents update their
+        float32 parameter buffers in place, so the views of such a buffer are
+        built once and cached with the buffer (held, so its id stays unique)."""
+        if type(params) is np.ndarray:
+            hit = self._feeds_cache.get(id(params))
+            if hit is not None and hit[0] is params:
+                return hit[1]
+        flat = self._check_params(params)
+        feeds = self._param_feeds(flat)
+        if flat is params:  # a float32 buffer, not a converted copy
+            if len(self._feeds_cache) >= 256:
+                self._feeds_cache.clear()
+            self._feeds_cache[id(params)] = (params, feeds)
+        return feeds
+
     def _param_feeds(self, flat: np.ndarray) -> dict[str, np.ndarray]:
         return {
             name: flat[a:b].reshape(shape)
@@ -408,8 +425,7 @@ class OnnxPolicy:
         ``np.asarray(params, dtype=np.float32)``.
         """
         x, single = self._check_obs(obs)
-        flat = self._check_params(params)
-        feeds = self._param_feeds(flat)
+        feeds = dict(self._feeds_for(params))
         feeds[self.input_name] = x
         sess = self._get_session()
         try:

@@ -133,7 +133,6 @@ def test_demo_quick_mode():
     assert out.stdout.count("epoch") == 3 and "model and solver saved" in out.stdout
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(5))
 def test_cartpole_default_config_solves(seed, tmp_path):
     res = evokit.train(CARTPOLE, seed=seed, out_dir=str(tmp_path), log=quiet)
