@@ -67,7 +67,6 @@ def run_numpy(seed: int) -> dict:
     import multiprocessing
 
     import numpy as np
-    import onnx
     from onnx import numpy_helper
 
     sys.path.insert(0, os.path.join(ROOT, "tests"))

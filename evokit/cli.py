@@ -54,6 +54,18 @@ def _cmd_check_config(args) -> int:
     return 0
 
 
+def _workers(text: str) -> int:
+    if text == "auto":
+        return os.cpu_count() or 1
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
+
+
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -71,7 +83,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, help="seed of the run (default: the config's train.seed)")
     t.add_argument("--out", help="output directory (default: runs/ENV-seedS)")
     t.add_argument("--model", help="initial ONNX policy (default: a fresh MLP of train.hidden_sizes)")
-    t.add_argument("--workers", type=int, help="evaluation processes (default: train.num_workers)")
+    t.add_argument("--workers", type=_workers,
+                   help="evaluation processes, or 'auto' for one per core (default: train.num_workers)")
     t.add_argument("--max-generations", type=int, help="override train.max_generations")
     t.add_argument("--quiet", action="store_true", help="no progress lines")
     t.add_argument("--require-solved", action="store_true",

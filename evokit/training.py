@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import csv
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Union
 
-import numpy as np
 
 from . import _core
 from . import evokit_pb2 as pb

@@ -114,7 +114,7 @@ def test_optimizers_match_reference(kind):
     params = np.linspace(-1, 1, n).astype(np.float32)
     ref, state = params.astype(np.float64), {}
     rng = np.random.default_rng(2)
-    for step in range(4):
+    for _step in range(4):
         g = rng.normal(size=n).astype(np.float32)
         opt.step(params, g)
         ref, state = es_oracle.optimizer_step(ref, g.astype(np.float64), state, kind, 0.1)
@@ -144,3 +144,27 @@ def test_optimizer_state_roundtrip_and_errors():
         _core.Momentum(0.1, 1.5, 3)
     with pytest.raises(ValueError):
         a.get_state("velocity")
+
+
+def test_stub_file_matches_the_module():
+    import ast
+    import os
+
+    import evokit
+
+    stub = os.path.join(os.path.dirname(evokit.__file__), "_core.pyi")
+    with open(stub) as f:
+        tree = ast.parse(f.read())
+    declared = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            declared.add(node.name)
+        elif isinstance(node, ast.AnnAssign):
+            declared.add(node.target.id)
+    public = {n for n in dir(_core) if not n.startswith("_")} | {"__version__"}
+    assert declared == public
+    for cls in ("GaussianSampler", "Optimizer", "Adam"):
+        node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+        members = {n.name for n in node.body if isinstance(n, ast.FunctionDef) and n.name != "__init__"}
+        members |= {n.target.id for n in node.body if isinstance(n, ast.AnnAssign)}
+        assert members == {n for n in vars(getattr(_core, cls)) if not n.startswith("_")}, cls

@@ -10,7 +10,6 @@ import onnxruntime as ort
 import pytest
 
 import evokit
-from evokit import evokit_pb2 as pb
 from evokit.cli import main as cli
 from evokit.evaluation import EnvError, ProcessEvaluator, SerialEvaluator
 
@@ -119,6 +118,15 @@ def test_cli_init_model_and_train(tmp_path, capsys):
                 "--out", str(tmp_path / "run"), "--quiet"]) == 0
     assert (tmp_path / "run" / "model.onnx").is_file()
     assert capsys.readouterr().out == ""
+
+
+def test_cli_workers_argument(capsys):
+    from evokit.cli import _parser
+
+    assert _parser().parse_args(["train", "c", "--workers", "auto"]).workers == (os.cpu_count() or 1)
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["train", "c", "--workers", "0"])
+    assert "argument --workers: must be >= 1, got 0" in capsys.readouterr().err
 
 
 def test_console_script_runs():
