@@ -27,6 +27,7 @@ update at once); each clone owns only its perturbed parameter vector.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import Optional, Sequence, Union
 
@@ -38,7 +39,7 @@ from .config import FITNESS_SHAPING_NAMES, ConfigError, config_to_text, load_con
 from .model import OnnxPolicy, select_action
 from .util import atomic_write_bytes
 
-__all__ = ["ESAgent", "SamplingInfo", "SolverFileError"]
+__all__ = ["ESAgent", "SamplingInfo", "SolverFileError", "params_fingerprint"]
 
 SamplingInfo = pb.SamplingInfo
 
@@ -61,19 +62,13 @@ class ESAgent:
     def __init__(self, config=None, model=None):
         self._config: Optional[pb.EvoKitConfig] = None
         self._policy: Optional[OnnxPolicy] = None
-        self._params: Optional[np.ndarray] = None  # centre parameters (float32)
-        self._sampler = None
-        self._optimizer = None
+        self._initial: Optional[np.ndarray] = None  # the model's parameters before init_solver
+        self._core = None  # _core.ESAgent: the original's or a clone's
         self._parent: Optional[ESAgent] = None
-        self._clone_id = -1
-        self._num_clones = 0
-        self._draws = 0
-        self._noisy: Optional[np.ndarray] = None
+        self._center_view: Optional[np.ndarray] = None
+        self._noisy_view: Optional[np.ndarray] = None
+        self._stream = 0
         self._info: Optional[pb.SamplingInfo] = None
-        #: Salt for the keys this agent's clones draw: samplers that run at the
-        #: same time with the same config (several processes) set distinct
-        #: values so that their noise differs.
-        self.sampling_stream = 0
         if config is not None:
             self.load_config(config)
         if model is not None:
@@ -97,9 +92,8 @@ class ESAgent:
             path = os.path.join(path, MODEL_FILE)
         pattern = self._config.solver.param_pattern if self._config is not None else ".*"
         self._policy = OnnxPolicy.load(path, param_pattern=pattern)
-        self._params = self._policy.initial_params()
-        self._sampler = None
-        self._optimizer = None
+        self._initial = self._policy.initial_params()
+        self._set_core(None)
 
     def init_solver(self) -> None:
         """Build the sampler (and its shared noise table) and the optimizer."""
@@ -108,32 +102,27 @@ class ESAgent:
             raise RuntimeError("init_solver() needs a config: call load_config() first")
         if self._policy is None:
             raise RuntimeError("init_solver() needs a model: call load_inference_model() first")
-        cfg = self._config
-        validate_config(cfg, source="config", num_params=self._policy.num_params)
-        g = cfg.solver.sampling.gaussian_sampling
-        if cfg.solver.sampling.type != pb.SamplingConfig.GAUSSIAN_SAMPLING:
-            raise ConfigError("config", f"solver.sampling.type {cfg.solver.sampling.type} is not supported")
-        self._sampler = _core.GaussianSampler(
-            seed=g.seed, sigma=g.std, cached=g.cached, cache_size=g.cache_size,
-            num_params=self._policy.num_params, num_threads=cfg.solver.num_threads)
-        self._optimizer = _make_optimizer(cfg.solver.optimizer, self._policy.num_params)
+        validate_config(self._config, source="config", num_params=self._policy.num_params)
+        self._set_core(_make_core_agent(self._config, self._initial))
+        self._core.sampling_stream = self._stream
 
     @classmethod
     def _replica(cls, config: pb.EvoKitConfig, policy: OnnxPolicy, params: np.ndarray,
                  model_iter_id: int) -> "ESAgent":
         """An agent for an evaluation worker: same config, model and centre
-        parameters, no optimizer state (it never updates)."""
+        parameters at iteration ``model_iter_id``, used only to clone and set noise."""
         agent = cls()
         agent._config = config
         agent._policy = policy
-        agent._params = np.array(params, dtype=np.float32)
-        g = config.solver.sampling.gaussian_sampling
-        agent._sampler = _core.GaussianSampler(
-            seed=g.seed, sigma=g.std, cached=g.cached, cache_size=g.cache_size,
-            num_params=policy.num_params, num_threads=1)
-        agent._optimizer = _make_optimizer(config.solver.optimizer, policy.num_params)
-        agent._optimizer.steps = model_iter_id
+        agent._set_core(_make_core_agent(config, np.asarray(params, dtype=np.float32), num_threads=1))
+        agent._core.optimizer.steps = model_iter_id
         return agent
+
+    def _set_core(self, core) -> None:
+        self._core = core
+        self._noisy_view = None
+        # The C++ vectors never move: views taken once stay valid and see updates.
+        self._center_view = core.center if core is not None else None
 
     # ------------------------------------------------------------- properties
 
@@ -161,23 +150,50 @@ class ESAgent:
     def params(self) -> np.ndarray:
         """The parameters this agent predicts with (read-only view): the
         perturbed ones for a clone with noise, else the centre."""
-        p = self._current_params()
-        view = p.view()
+        return self._current_params()
+
+    @property
+    def center(self) -> np.ndarray:
+        """The centre parameters (read-only view; follows every update)."""
+        root = self._root()
+        if root._center_view is not None:
+            return root._center_view
+        if root._initial is None:
+            raise RuntimeError("no model loaded: call load_inference_model() first")
+        view = root._initial.view()
         view.flags.writeable = False
         return view
 
     @property
     def model_iter_id(self) -> int:
         """Number of updates applied to the centre parameters."""
-        root = self._root()
-        if root._optimizer is None:
-            return 0
-        return int(root._optimizer.steps)
+        core = self._root()._core
+        return 0 if core is None else int(core.model_iter_id)
+
+    @property
+    def sampler(self):
+        """The Gaussian sampler (``evokit._core.GaussianSampler``): noise from keys."""
+        self._require_solver("sampler")
+        return self._core.sampler
+
+    @property
+    def sampling_stream(self) -> int:
+        """Salt for the keys of clones made afterwards: samplers that run at
+        the same time with the same config (several processes) set distinct
+        values so that their noise differs."""
+        return self._root()._stream
+
+    @sampling_stream.setter
+    def sampling_stream(self, value: int) -> None:
+        self._require_original("sampling_stream")
+        self._stream = int(value)
+        if self._core is not None:
+            self._core.sampling_stream = self._stream
 
     @property
     def sampling_info(self) -> Optional[pb.SamplingInfo]:
         """The info of this clone's current noise (None without noise)."""
-        if self._info is None or self._info.model_iter_id != self.model_iter_id:
+        if self._parent is None or not self._core.has_noise:
             return None
         return self._info
 
@@ -193,11 +209,9 @@ class ESAgent:
         c = ESAgent()
         c._config = root._config
         c._policy = root._policy
-        c._sampler = root._sampler
         c._parent = root
-        c._clone_id = root._num_clones
-        root._num_clones += 1
-        c.sampling_stream = root.sampling_stream
+        c._core = root._core.clone()
+        c._center_view = root._center_view
         return c
 
     def add_noise(self) -> pb.SamplingInfo:
@@ -206,14 +220,8 @@ class ESAgent:
         if self._parent is None:
             raise RuntimeError("add_noise() is for sampling agents: call it on agent.clone(), "
                                "not on the agent that owns the solver")
-        antithetic = self._config.solver.antithetic
-        pair_id = self._clone_id // 2 if antithetic else self._clone_id
-        it = self.model_iter_id
-        key = self._sampler.draw_key(it, pair_id, self._draws, self.sampling_stream)
-        self._draws += 1
-        info = pb.SamplingInfo(key=[key], model_iter_id=it,
-                               mirrored=bool(antithetic and self._clone_id % 2 == 1))
-        self.set_noise(info)
+        info = _to_proto(self._core.add_noise())
+        self._info = info
         return info
 
     def set_noise(self, info: pb.SamplingInfo) -> None:
@@ -221,15 +229,8 @@ class ESAgent:
         re-evaluate a logged sample)."""
         if self._parent is None:
             raise RuntimeError("set_noise() is for sampling agents: call it on agent.clone()")
-        key = _single_key(info, "sampling info")
-        self._sampler.check_key(key)
-        if self._noisy is None:
-            self._noisy = np.empty(self.num_params, dtype=np.float32)
-        sign = -1.0 if info.mirrored else 1.0
-        self._sampler.perturb(self._root()._params, key, sign, out=self._noisy,
-                              num_threads=self._config.solver.num_threads)
-        self._info = pb.SamplingInfo()
-        self._info.CopyFrom(info)
+        self._core.set_noise(_to_core(info))
+        self._info = _to_proto(_to_core(info))
         self._info.model_iter_id = self.model_iter_id
 
     # ------------------------------------------------------------ inference
@@ -245,12 +246,15 @@ class ESAgent:
 
     # --------------------------------------------------------------- update
 
-    def update(self, infos: Sequence[pb.SamplingInfo], rewards) -> dict:
+    def update(self, infos: Sequence[pb.SamplingInfo], rewards, history=None) -> dict:
         """One ES step from the samples' infos and rewards (larger is better).
 
+        ``history`` maps older iterations to their centre parameters: a
+        sample drawn at an older iteration u is used with EvoKit's correction,
+        its noise taken as ``s * eps(key) + (theta_u - theta) / sigma``.
         Every input is checked before anything changes: on error the
         parameters and the solver state are left as they were. Returns a dict
-        with the number of samples and the reward statistics.
+        with the sample counts and the reward statistics.
         """
         if self._parent is not None:
             raise RuntimeError("update() must be called on the agent that owns the solver, "
@@ -260,38 +264,15 @@ class ESAgent:
         rewards = np.asarray(rewards, dtype=np.float64)
         if rewards.ndim != 1:
             raise ValueError(f"rewards must be a 1-D sequence, got shape {rewards.shape}")
-        if len(infos) != len(rewards):
-            raise ValueError(f"update() got {len(infos)} sampling infos but {len(rewards)} rewards; "
-                             f"they must pair up one to one")
-        if not infos:
-            raise ValueError("update() needs at least one sample, got none")
-        it = self.model_iter_id
-        keys = np.empty(len(infos), dtype=np.int64)
-        signs = np.empty(len(infos), dtype=np.float32)
+        core_infos = []
         for i, info in enumerate(infos):
             if not isinstance(info, pb.SamplingInfo):
                 raise TypeError(f"sampling info {i} is a {type(info).__name__}, expected SamplingInfo")
-            keys[i] = _single_key(info, f"sampling info {i}")
-            try:
-                self._sampler.check_key(int(keys[i]))
-            except IndexError as exc:
-                raise IndexError(f"sampling info {i}: {exc}") from None
-            if info.model_iter_id != it:
-                raise ValueError(f"sampling info {i} was drawn at model iteration {info.model_iter_id} "
-                                 f"but the agent is at iteration {it}")
-            signs[i] = -1.0 if info.mirrored else 1.0
-        for i, r in enumerate(rewards):
-            if not np.isfinite(r):
-                raise ValueError(f"reward of sample {i} is {r}")
-        solver = self._config.solver
-        method = FITNESS_SHAPING_NAMES[solver.fitness_shaping]
-        weights = _core.shape_fitness(rewards.astype(np.float32), method)
-        direction = self._sampler.descent_direction(
-            keys, signs, weights, self._params, solver.weight_decay, solver.num_threads)
-        self._optimizer.step(self._params, direction, solver.num_threads)
-        return {"num_samples": len(infos), "model_iter_id": self.model_iter_id,
-                "reward_mean": float(rewards.mean()), "reward_max": float(rewards.max()),
-                "reward_min": float(rewards.min())}
+            core_infos.append(_to_core(info))
+        stats = self._core.update(core_infos, rewards, history)
+        stats.update(reward_mean=float(rewards.mean()), reward_max=float(rewards.max()),
+                     reward_min=float(rewards.min()))
+        return stats
 
     # -------------------------------------------------------------- save/load
 
@@ -299,7 +280,7 @@ class ESAgent:
         """Write the centre policy as plain ONNX to ``directory/model.onnx``."""
         self._require_original("save_inference_model")
         path = os.path.join(os.fspath(directory), MODEL_FILE)
-        self.policy.save(path, self._params)
+        self.policy.save(path, self.center)
         return path
 
     def save_solver(self, directory: Union[str, os.PathLike]) -> str:
@@ -307,11 +288,12 @@ class ESAgent:
         model fingerprint) to ``directory/solver.pb``, atomically."""
         self._require_original("save_solver")
         self._require_solver("save_solver")
-        opt = self._optimizer
+        opt = self._core.optimizer
         state = pb.SolverState(
             num_params=self.num_params, optimizer=self._config.solver.optimizer.type,
             steps=int(opt.steps), model_fingerprint=self.policy.fingerprint(),
-            config=config_to_text(self._config))
+            config=config_to_text(self._config),
+            params_fingerprint=params_fingerprint(self.policy, self.center))
         for name in opt.state_names:
             state.vectors.add(name=name, data=opt.get_state(name).astype("<f4").tobytes())
         path = os.path.join(os.fspath(directory), SOLVER_FILE)
@@ -355,12 +337,13 @@ class ESAgent:
                 raise SolverFileError(f"{path}: state vector {v.name!r} holds {arr.size} values, "
                                       f"expected {self.num_params}")
             vectors[v.name] = arr
-        missing = set(self._optimizer.state_names) - set(vectors)
+        opt = self._core.optimizer
+        missing = set(opt.state_names) - set(vectors)
         if missing:
             raise SolverFileError(f"{path}: state vectors {sorted(missing)} are missing")
         for name, arr in vectors.items():
-            self._optimizer.set_state(name, arr.astype(np.float32))
-        self._optimizer.steps = state.steps
+            opt.set_state(name, arr.astype(np.float32))
+        opt.steps = state.steps
 
     # ---------------------------------------------------------------- helpers
 
@@ -368,37 +351,53 @@ class ESAgent:
         return self._parent if self._parent is not None else self
 
     def _current_params(self) -> np.ndarray:
-        root = self._root()
-        if root._params is None:
-            raise RuntimeError("no model loaded: call load_inference_model() first")
-        if self._noisy is not None and self.sampling_info is not None:
-            return self._noisy
-        return root._params
+        if self._parent is not None and self._core.has_noise:
+            if self._noisy_view is None:
+                self._noisy_view = self._core.params
+            return self._noisy_view
+        return self.center
 
     def _require_original(self, what: str) -> None:
         if self._parent is not None:
             raise RuntimeError(f"{what}() must be called on the original agent, not on a clone")
 
     def _require_solver(self, what: str) -> None:
-        if self._sampler is None or self._optimizer is None:
+        if self._root()._core is None:
             raise RuntimeError(f"{what}() needs the solver: call init_solver() first")
 
 
-def _single_key(info: pb.SamplingInfo, what: str) -> int:
-    if len(info.key) == 0:
-        raise ValueError(f"{what} has no key")
-    if len(info.key) != 1:
-        raise ValueError(f"{what} has {len(info.key)} keys, Gaussian sampling uses exactly 1")
-    return int(info.key[0])
+def params_fingerprint(policy: OnnxPolicy, params: np.ndarray) -> str:
+    """sha256 of one exact model: its graph and its parameter values (what
+    SampleRecord.model_fingerprint holds for samples drawn from it)."""
+    h = hashlib.sha256(policy.fingerprint().encode())
+    h.update(np.ascontiguousarray(params, dtype="<f4").tobytes())
+    return h.hexdigest()
 
 
-def _make_optimizer(cfg: pb.OptimizerConfig, num_params: int):
-    T = pb.OptimizerConfig
-    if cfg.type == T.SGD:
-        return _core.SGD(cfg.base_lr, num_params)
-    if cfg.type == T.MOMENTUM:
-        return _core.Momentum(cfg.base_lr, cfg.momentum.momentum, num_params)
-    if cfg.type == T.ADAM:
-        a = cfg.adam
-        return _core.Adam(cfg.base_lr, a.beta1, a.beta2, a.epsilon, num_params)
-    raise ConfigError("config", f"solver.optimizer.type: unknown optimizer type {cfg.type}")
+def _to_core(info: pb.SamplingInfo):
+    return _core.SamplingInfo(key=list(info.key), model_iter_id=int(info.model_iter_id),
+                              mirrored=bool(info.mirrored))
+
+
+def _to_proto(info) -> pb.SamplingInfo:
+    return pb.SamplingInfo(key=list(info.key), model_iter_id=int(info.model_iter_id),
+                           mirrored=bool(info.mirrored))
+
+
+_OPTIMIZER_NAMES = {pb.OptimizerConfig.SGD: "SGD", pb.OptimizerConfig.MOMENTUM: "MOMENTUM",
+                    pb.OptimizerConfig.ADAM: "ADAM"}
+
+
+def _make_core_agent(cfg: pb.EvoKitConfig, params: np.ndarray, num_threads: Optional[int] = None):
+    s = cfg.solver
+    if s.sampling.type != pb.SamplingConfig.GAUSSIAN_SAMPLING:
+        raise ConfigError("config", f"solver.sampling.type {s.sampling.type} is not supported")
+    g, o = s.sampling.gaussian_sampling, s.optimizer
+    if o.type not in _OPTIMIZER_NAMES:
+        raise ConfigError("config", f"solver.optimizer.type: unknown optimizer type {o.type}")
+    return _core.ESAgent(
+        params, seed=g.seed, sigma=g.std, cached=g.cached, cache_size=g.cache_size,
+        optimizer=_OPTIMIZER_NAMES[o.type], learning_rate=o.base_lr, momentum=o.momentum.momentum,
+        beta1=o.adam.beta1, beta2=o.adam.beta2, epsilon=o.adam.epsilon, antithetic=s.antithetic,
+        fitness_shaping=FITNESS_SHAPING_NAMES[s.fitness_shaping], weight_decay=s.weight_decay,
+        num_threads=s.num_threads if num_threads is None else num_threads)

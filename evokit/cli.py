@@ -3,6 +3,9 @@
     evokit train CONFIG [--env ID] [--seed S] [--out DIR] [--model M] [--workers N]
     evokit init-model --env ID [--hidden 16 16] [--activation tanh] [--seed S] -o MODEL
     evokit check-config CONFIG [CONFIG ...]
+    evokit init-solver --config C --model M --warehouse W
+    evokit sample --warehouse W --env ID --num-samples N --log L [--seed S]
+    evokit update --warehouse W --log L [L ...]
 
 Errors a user can cause print one line, ``evokit: error: ...``, and exit 1
 (2 for bad usage); ``--debug`` shows the traceback instead.
@@ -40,6 +43,61 @@ def _cmd_init_model(args) -> int:
     env.close()
     atomic_write_bytes(args.output, model.SerializeToString())
     print(f"wrote {args.output}: MLP {args.hidden or 'linear'} ({args.activation}) for {args.env}")
+    return 0
+
+
+def _cmd_init_solver(args) -> int:
+    from .warehouse import Warehouse
+
+    wh = Warehouse.create(args.warehouse, args.config, args.model)
+    agent = wh.load_agent(0)
+    print(f"created warehouse {wh.path}: iteration 0 ({agent.num_params} parameters)")
+    return 0
+
+
+def _cmd_sample(args) -> int:
+    from .pipeline import sample
+
+    report = sample(args.warehouse, args.env, args.num_samples, args.log, seed=args.seed,
+                    iteration=args.iteration, num_workers=args.workers,
+                    episodes_per_sample=args.episodes)
+    if not args.quiet:
+        print(report)
+    return 0
+
+
+def _cmd_update(args) -> int:
+    from .pipeline import update
+
+    report = update(args.warehouse, args.log, config=args.config)
+    for line in report.lines():
+        print(line, file=sys.stdout if report.to_iteration is not None else sys.stderr)
+    return 0 if report.to_iteration is not None else 1
+
+
+def _cmd_evaluate(args) -> int:
+    from .agent import ESAgent
+    from .config import parse_config
+    from .evaluation import make_evaluator
+    from .warehouse import INFO_FILE, Warehouse
+
+    if os.path.isdir(args.model) and os.path.exists(os.path.join(args.model, INFO_FILE)):
+        agent = Warehouse(args.model).load_agent()
+        what = f"{args.model} iteration {agent.model_iter_id}"
+    else:
+        agent = ESAgent()
+        agent.load_config(parse_config(""))
+        agent.load_inference_model(args.model)
+        agent.init_solver()
+        what = args.model
+    seeds = [[args.seed + i] for i in range(args.episodes)]
+    with make_evaluator(args.env, args.workers) as ev:
+        result = ev.evaluate(agent, [None] * args.episodes, seeds)
+    mean = float(result.rewards.mean())
+    print(f"{what}: mean return {mean:.2f} over {args.episodes} episodes "
+          f"(min {result.rewards.min():.2f}, max {result.rewards.max():.2f})")
+    if args.min_return is not None and mean < args.min_return:
+        return 1
     return 0
 
 
@@ -102,6 +160,55 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=0, help="seed of the initial weights (default: 0)")
     m.add_argument("-o", "--output", required=True, help="path of the .onnx file to write")
     m.set_defaults(func=_cmd_init_model)
+
+    i = sub.add_parser("init-solver", help="create a model warehouse (iteration 0)",
+                       description="Create a model warehouse: the initial ONNX model and a fresh "
+                                   "solver as W/model_iter_id-0/ (model.onnx, solver.pb).")
+    i.add_argument("--config", required=True, help="config file (.prototxt)")
+    i.add_argument("--model", required=True, help="initial ONNX policy (see `evokit init-model`)")
+    i.add_argument("--warehouse", required=True, help="directory to create (must not exist or be empty)")
+    i.set_defaults(func=_cmd_init_solver)
+
+    s = sub.add_parser("sample", help="evaluate perturbed models and append them to a log",
+                       description="The reference online sampler: load the newest model of the "
+                                   "warehouse, clone agents, add noise, evaluate each in the "
+                                   "environment (in parallel) and append one record per sample to "
+                                   "the log.")
+    s.add_argument("--warehouse", required=True, help="model warehouse (from `evokit init-solver`)")
+    s.add_argument("--env", required=True, help="gymnasium environment id")
+    s.add_argument("--num-samples", type=int, required=True, help="samples to draw (even if antithetic)")
+    s.add_argument("--log", required=True, help="sampling log to append to (created if missing)")
+    s.add_argument("--seed", type=int, default=0,
+                   help="this sampler's id: samplers running at once need distinct seeds (default: 0)")
+    s.add_argument("--iteration", type=int, help="sample this kept iteration instead of the newest")
+    s.add_argument("--workers", type=_workers, default=1,
+                   help="evaluation processes, or 'auto' for one per core (default: 1)")
+    s.add_argument("--episodes", type=int, default=1, help="episodes averaged per sample (default: 1)")
+    s.add_argument("--quiet", action="store_true", help="print nothing on success")
+    s.set_defaults(func=_cmd_sample)
+
+    u = sub.add_parser("update", help="update the warehouse from sampling logs",
+                       description="Read the logs (never modifying them), rebuild the noise from the "
+                                   "keys, update, and write iteration k+1. Reports the samples used, "
+                                   "those from older iterations (corrected) and those dropped, and "
+                                   "why. Exits 1 only when no usable sample remained.")
+    u.add_argument("--warehouse", required=True, help="model warehouse")
+    u.add_argument("--log", required=True, nargs="+", help="sampling logs")
+    u.add_argument("--config", help="a new config for this and later iterations (key fields must not "
+                                    "change)")
+    u.set_defaults(func=_cmd_update)
+
+    e = sub.add_parser("evaluate", help="evaluate a policy's mean return",
+                       description="Run episodes of an ONNX policy (or a warehouse's newest model) "
+                                   "and print the mean return.")
+    e.add_argument("model", help="an .onnx policy, or a model warehouse directory")
+    e.add_argument("--env", required=True, help="gymnasium environment id")
+    e.add_argument("--episodes", type=int, default=20, help="episodes (default: 20)")
+    e.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: 0)")
+    e.add_argument("--workers", type=_workers, default=1, help="evaluation processes (default: 1)")
+    e.add_argument("--min-return", type=float,
+                   help="exit 1 unless the mean return reaches this value")
+    e.set_defaults(func=_cmd_evaluate)
 
     c = sub.add_parser("check-config", help="validate config files",
                        description="Parse and validate config files; print the first problem.")

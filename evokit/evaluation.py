@@ -202,8 +202,7 @@ class ProcessEvaluator(Evaluator):
 
     def evaluate(self, agent, infos, seeds) -> EvalResult:
         self._ensure_pool(agent)
-        root_params = agent._root()._params
-        params = np.ascontiguousarray(root_params, dtype=np.float32).tobytes()
+        params = np.ascontiguousarray(agent.center, dtype=np.float32).tobytes()
         it = agent.model_iter_id
         items = [(None if i is None else i.SerializeToString(), list(map(int, s)))
                  for i, s in zip(infos, seeds)]

@@ -6,7 +6,7 @@ import os
 import tempfile
 from typing import Union
 
-__all__ = ["atomic_write_bytes"]
+__all__ = ["atomic_write_bytes", "fsync_dir"]
 
 
 def atomic_write_bytes(path: Union[str, "os.PathLike[str]"], data: bytes) -> None:
@@ -29,6 +29,11 @@ def atomic_write_bytes(path: Union[str, "os.PathLike[str]"], data: bytes) -> Non
         except FileNotFoundError:
             pass
         raise
+    fsync_dir(directory)
+
+
+def fsync_dir(directory: Union[str, "os.PathLike[str]"]) -> None:
+    """fsync a directory, so that a rename or a new file in it is durable."""
     dir_fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

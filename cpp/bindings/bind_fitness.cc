@@ -4,17 +4,13 @@
 
 namespace evokit::bindings {
 
-namespace {
-
-FitnessShaping parse_method(const std::string& method) {
+FitnessShaping parse_fitness_shaping(const std::string& method) {
   if (method == "centered_rank") return FitnessShaping::kCenteredRank;
   if (method == "z_score") return FitnessShaping::kZScore;
   if (method == "raw") return FitnessShaping::kRaw;
   throw std::invalid_argument("unknown fitness shaping '" + method +
                               "', expected one of 'centered_rank', 'z_score', 'raw'");
 }
-
-}  // namespace
 
 void bind_fitness(py::module_& m) {
   m.def(
@@ -33,7 +29,7 @@ void bind_fitness(py::module_& m) {
       "shape_fitness",
       [](const FloatIn& rewards, const std::string& method) {
         require_length(rewards, rewards.size(), "rewards");
-        const FitnessShaping kind = parse_method(method);
+        const FitnessShaping kind = parse_fitness_shaping(method);
         std::vector<float> weights;
         {
           py::gil_scoped_release release;

@@ -29,4 +29,5 @@ PYBIND11_MODULE(_core, m) {
   evokit::bindings::bind_sampler(m);
   evokit::bindings::bind_fitness(m);
   evokit::bindings::bind_optimizer(m);
+  evokit::bindings::bind_agent(m);
 }

@@ -2,7 +2,9 @@
 //
 // The bindings are thin: convert and validate arguments with the GIL held,
 // release it, call the C++ core. C++ std::invalid_argument becomes ValueError
-// and std::out_of_range becomes IndexError (pybind11's standard translation).
+// and std::out_of_range becomes IndexError (pybind11's standard translation);
+// any other std::exception, e.g. std::logic_error, becomes RuntimeError with
+// its message.
 #pragma once
 
 #include <pybind11/numpy.h>
@@ -10,6 +12,8 @@
 #include <pybind11/stl.h>
 
 #include <string>
+
+#include <evokit/fitness.h>
 
 namespace evokit::bindings {
 
@@ -27,8 +31,12 @@ void require_length(const py::array& a, py::ssize_t expected, const char* what);
 // so that the caller sees the result).
 py::array_t<float> require_out(const py::object& out, py::ssize_t expected, const char* what);
 
+// "centered_rank", "z_score" or "raw", else ValueError naming the accepted values.
+FitnessShaping parse_fitness_shaping(const std::string& method);
+
 void bind_sampler(py::module_& m);
 void bind_fitness(py::module_& m);
 void bind_optimizer(py::module_& m);
+void bind_agent(py::module_& m);
 
 }  // namespace evokit::bindings

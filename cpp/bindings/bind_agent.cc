@@ -1,0 +1,195 @@
+#include <evokit/es_agent.h>
+
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "pybind11.h"
+
+namespace evokit::bindings {
+
+namespace {
+
+OptimizerOptions::Type parse_optimizer(const std::string& name) {
+  if (name == "SGD") return OptimizerOptions::Type::kSGD;
+  if (name == "MOMENTUM") return OptimizerOptions::Type::kMomentum;
+  if (name == "ADAM") return OptimizerOptions::Type::kAdam;
+  throw std::invalid_argument("unknown optimizer '" + name +
+                              "', expected one of 'SGD', 'MOMENTUM', 'ADAM'");
+}
+
+// A 1-D array-like of floats, copied into a vector (with the GIL held).
+std::vector<float> to_vector(const FloatIn& a, const char* what) {
+  if (a.ndim() != 1) {
+    const std::string shape = py::str(a.attr("shape"));
+    throw std::invalid_argument(std::string(what) + " must be a 1-D array, got shape " + shape);
+  }
+  return std::vector<float>(a.data(), a.data() + a.shape(0));
+}
+
+// A read-only NumPy view of `v` (no copy); `owner` (the agent) keeps it alive.
+py::array_t<float> view_of(const std::vector<float>& v, py::handle owner) {
+  py::array_t<float> view({static_cast<py::ssize_t>(v.size())}, {sizeof(float)}, v.data(), owner);
+  view.attr("setflags")(py::arg("write") = false);
+  return view;
+}
+
+std::string repr(const SamplingInfo& info) {
+  std::ostringstream out;
+  out << "SamplingInfo(key=[";
+  for (std::size_t i = 0; i < info.key.size(); ++i) out << (i ? ", " : "") << info.key[i];
+  out << "], model_iter_id=" << info.model_iter_id
+      << ", mirrored=" << (info.mirrored ? "True" : "False") << ")";
+  return out.str();
+}
+
+}  // namespace
+
+void bind_agent(py::module_& m) {
+  py::class_<SamplingInfo>(m, "SamplingInfo",
+                           "The noise a sampling agent used: its key, the model iteration it "
+                           "perturbed and whether it is the mirrored (-eps) member of a pair.")
+      .def(py::init([](std::vector<std::int64_t> key, std::int64_t model_iter_id, bool mirrored) {
+             return SamplingInfo{std::move(key), model_iter_id, mirrored};
+           }),
+           py::arg("key") = std::vector<std::int64_t>{}, py::arg("model_iter_id") = 0,
+           py::arg("mirrored") = false)
+      .def_readwrite("key", &SamplingInfo::key,
+                     "The noise keys (read as a copy: assign a new list to change them).")
+      .def_readwrite("model_iter_id", &SamplingInfo::model_iter_id)
+      .def_readwrite("mirrored", &SamplingInfo::mirrored)
+      .def(
+          "__eq__",
+          [](const SamplingInfo& a, const SamplingInfo& b) {
+            return a.key == b.key && a.model_iter_id == b.model_iter_id &&
+                   a.mirrored == b.mirrored;
+          },
+          py::is_operator())
+      .def("__repr__", &repr);
+
+  py::class_<ESAgent>(m, "ESAgent",
+                      "The agent that owns the centre parameters, the sampler and the "
+                      "optimizer; clone() makes the sampling agents.")
+      .def(py::init([](const FloatIn& params, std::uint64_t seed, float sigma, bool cached,
+                       std::int64_t cache_size, const std::string& optimizer, float learning_rate,
+                       float momentum, float beta1, float beta2, float epsilon, bool antithetic,
+                       const std::string& fitness_shaping, float weight_decay, int num_threads) {
+             if (cache_size < 0) {
+               throw std::invalid_argument("gaussian_sampling.cache_size must be >= 0, got " +
+                                           std::to_string(cache_size));
+             }
+             SolverOptions options;
+             options.sampling.seed = seed;
+             options.sampling.sigma = sigma;
+             options.sampling.cached = cached;
+             options.sampling.cache_size = static_cast<std::size_t>(cache_size);
+             options.sampling.num_threads = num_threads;
+             options.optimizer.type = parse_optimizer(optimizer);
+             options.optimizer.learning_rate = learning_rate;
+             options.optimizer.momentum = momentum;
+             options.optimizer.beta1 = beta1;
+             options.optimizer.beta2 = beta2;
+             options.optimizer.epsilon = epsilon;
+             options.antithetic = antithetic;
+             options.fitness_shaping = parse_fitness_shaping(fitness_shaping);
+             options.weight_decay = weight_decay;
+             options.num_threads = num_threads;
+             std::vector<float> theta = to_vector(params, "params");
+             py::gil_scoped_release release;  // building the table takes a while
+             return std::make_unique<ESAgent>(options, std::move(theta));
+           }),
+           py::arg("params"), py::kw_only(), py::arg("seed"), py::arg("sigma"), py::arg("cached"),
+           py::arg("cache_size"), py::arg("optimizer"), py::arg("learning_rate"),
+           py::arg("momentum") = 0.9, py::arg("beta1") = 0.9, py::arg("beta2") = 0.999,
+           py::arg("epsilon") = 1e-8, py::arg("antithetic") = true,
+           py::arg("fitness_shaping") = "centered_rank", py::arg("weight_decay") = 0.0,
+           py::arg("num_threads") = 1,
+           "The original agent over a copy of `params`; optimizer is 'SGD', 'MOMENTUM' or "
+           "'ADAM'.")
+      .def("clone", &ESAgent::clone,
+           "A sampling agent sharing this agent's parameters, sampler and optimizer.")
+      .def_property_readonly("is_clone", &ESAgent::is_clone)
+      .def_property_readonly("clone_id", &ESAgent::clone_id, "-1 for the original.")
+      .def("add_noise", &ESAgent::add_noise, py::call_guard<py::gil_scoped_release>(),
+           "Clones only: perturb with the next key and return its SamplingInfo.")
+      .def(
+          "set_noise",
+          [](ESAgent& self, SamplingInfo info) {  // a copy: Python cannot change it meanwhile
+            py::gil_scoped_release release;
+            self.set_noise(info);
+          },
+          py::arg("info"), "Clones only: perturb with the noise `info` names.")
+      .def_property_readonly("has_noise", &ESAgent::has_noise,
+                             "Whether this clone holds noise drawn at the current iteration.")
+      .def_property_readonly(
+          "params",
+          [](py::object self) { return view_of(self.cast<const ESAgent&>().params(), self); },
+          "Read-only view (no copy) of the parameters to predict with: a clone's perturbed "
+          "ones while it has current noise, else the centre.")
+      .def_property_readonly(
+          "center",
+          [](py::object self) { return view_of(self.cast<const ESAgent&>().center(), self); },
+          "Read-only view (no copy) of the centre parameters; it sees every update.")
+      .def_property_readonly("num_params", &ESAgent::num_params)
+      .def_property_readonly("model_iter_id", &ESAgent::model_iter_id,
+                             "The number of updates so far.")
+      .def(
+          "update",
+          [](ESAgent& self, const std::vector<SamplingInfo>& infos, const FloatIn& rewards,
+             const std::optional<py::dict>& history) {
+            const std::vector<float> r = to_vector(rewards, "rewards");
+            // Copy the parameters of the older iterations the samples need.
+            std::map<std::int64_t, std::vector<float>> older;
+            const std::int64_t current = self.model_iter_id();
+            if (history) {
+              for (const SamplingInfo& info : infos) {
+                const std::int64_t t = info.model_iter_id;
+                if (t >= current || older.count(t) != 0) continue;
+                const py::int_ key(t);
+                if (!history->contains(key)) continue;  // the core names the missing one
+                const FloatIn value = FloatIn::ensure((*history)[key]);
+                if (!value) {
+                  throw std::invalid_argument("history[" + std::to_string(t) +
+                                              "] must be a 1-D float array");
+                }
+                const std::string what = "history[" + std::to_string(t) + "]";
+                older.emplace(t, to_vector(value, what.c_str()));
+              }
+            }
+            UpdateStats stats;
+            {
+              py::gil_scoped_release release;
+              stats = self.update(infos, r, [&older](std::int64_t t) -> const std::vector<float>* {
+                const auto it = older.find(t);
+                return it == older.end() ? nullptr : &it->second;
+              });
+            }
+            py::dict out;
+            out["num_samples"] = stats.num_samples;
+            out["num_corrected"] = stats.num_corrected;
+            out["model_iter_id"] = stats.model_iter_id;
+            return out;
+          },
+          py::arg("infos"), py::arg("rewards"), py::arg("history") = py::none(),
+          "One ES step (original only). `history` maps an older model iteration to its centre "
+          "parameters, for samples drawn before the last update.")
+      .def_property("sampling_stream", &ESAgent::sampling_stream, &ESAgent::set_sampling_stream,
+                    "Salt for the keys of clones made afterwards.")
+      .def_property_readonly("sampler", &ESAgent::sampler,
+                             py::return_value_policy::reference_internal,
+                             "The GaussianSampler (kept alive by the agent).")
+      .def_property_readonly("optimizer", &ESAgent::optimizer,
+                             py::return_value_policy::reference_internal,
+                             "The optimizer (original only).")
+      .def(
+          "set_center",
+          [](ESAgent& self, const FloatIn& params) {
+            const std::vector<float> theta = to_vector(params, "params");
+            py::gil_scoped_release release;
+            self.set_center(theta);
+          },
+          py::arg("params"),
+          "Replace the centre parameters (original only); keeps the optimizer state.");
+}
+
+}  // namespace evokit::bindings
