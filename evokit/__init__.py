@@ -6,7 +6,7 @@ and protobuf configs.
 """
 
 try:
-    from . import _core, evokit_pb2  # built by `pip install .`
+    from . import _core, evokit_pb2  # noqa: F401  (built by `pip install .`)
 except ImportError as _exc:  # pragma: no cover - depends on how evokit was imported
     import os as _os
 

@@ -38,7 +38,7 @@ from . import evokit_pb2 as pb
 from .evaluation import Evaluator, make_evaluator
 from .samplelog import LogError, Skipped, append_records, read_log
 from .training import episode_seeds
-from .warehouse import Warehouse, WarehouseError
+from .warehouse import Warehouse
 
 __all__ = ["SampleReport", "UpdateReport", "sample", "update"]
 

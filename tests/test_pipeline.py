@@ -3,7 +3,6 @@ crash safety and bad input."""
 
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
