@@ -135,8 +135,14 @@ def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
 
 
 def update(warehouse, logs: Sequence, config=None) -> UpdateReport:
-    """One update of the warehouse from the records in ``logs``."""
+    """One update of the warehouse from the records in ``logs`` (holding the
+    warehouse's lock: a concurrent update fails with WarehouseError)."""
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    with wh.locked():
+        return _update_locked(wh, logs, config)
+
+
+def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
     agent = wh.load_agent(config=config)
     k = agent.model_iter_id
     report = UpdateReport(from_iteration=k, to_iteration=None)

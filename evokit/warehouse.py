@@ -21,6 +21,8 @@ ignored and removed by the next commit.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -249,6 +251,20 @@ class Warehouse:
         return agent
 
     # ---- writing -------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self):
+        """Hold the warehouse's update lock (an exclusive flock on
+        warehouse.pb): one update at a time; a second one fails at once."""
+        fd = os.open(os.path.join(self.path, INFO_FILE), os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise WarehouseError(f"{self.path}: another update is running on this warehouse") from None
+            yield self
+        finally:
+            os.close(fd)
 
     def commit(self, agent: ESAgent, consumed: Iterable[bytes] = ()) -> int:
         """Write ``agent`` (which must be at latest + 1) as the next iteration,

@@ -286,6 +286,20 @@ def test_config_change_that_breaks_keys_is_refused(setup):
     assert Warehouse(wh).config().solver.optimizer.base_lr == pytest.approx(0.01)
 
 
+def test_concurrent_update_is_refused(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 4, log)
+    snapshot = files(wh)
+    with Warehouse(wh).locked():
+        with pytest.raises(WarehouseError, match=r"another update is running on this warehouse"):
+            update(wh, [log])
+        proc = evokit_cli("update", "--warehouse", wh, "--log", log, check=False)
+        assert proc.returncode == 1 and "another update is running" in proc.stderr
+    assert files(wh) == snapshot
+    assert update(wh, [log]).to_iteration == 1
+
+
 def test_same_sampler_twice_at_one_iteration_is_refused(setup):
     tmp, cfg, model, wh = setup
     log = tmp / "log"
