@@ -1,0 +1,93 @@
+// ONNX policy models for the native forward pass.
+//
+// The float32 initializers of the graph are the parameters: all of them, or
+// those whose names fully match `param_pattern` (std::regex, ECMAScript).
+// The parameter vector holds them flattened in C order and concatenated in
+// graph.initializer order: the same layout as Python's OnnxPolicy, so a
+// parameter vector (and a noise key) means the same on both sides.
+//
+// graph() translates the ONNX nodes into an evokit::PolicyGraph whose
+// parameters are (offset, shape) windows of that vector; the other float
+// initializers become constants. The ONNX types stay behind this header
+// (only a forward declaration of onnx::ModelProto appears here).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "evokit/policy_graph.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace evokit::io {
+
+class OnnxModel {
+ public:
+  // Reads an .onnx file. Throws ModelError naming the file: missing, a
+  // directory, not an ONNX model (corrupt bytes), rejected by the ONNX
+  // checker (IR <= 8; newer files are not checked), external data, no float
+  // initializer matching param_pattern, not exactly one observation input.
+  static OnnxModel load(const std::string& path, const std::string& param_pattern = ".*");
+  // The same from serialized bytes; `source` names them in errors.
+  static OnnxModel from_bytes(const std::string& bytes, const std::string& param_pattern = ".*",
+                              const std::string& source = "<memory>");
+
+  const std::string& source() const noexcept { return source_; }
+  const std::string& param_pattern() const noexcept { return param_pattern_; }
+  std::size_t num_params() const noexcept { return parameters_.size(); }
+  // The parameters' initializer names, shapes and offsets into the vector.
+  const std::vector<std::string>& param_names() const noexcept { return param_names_; }
+  const std::vector<std::vector<std::size_t>>& param_shapes() const noexcept {
+    return param_shapes_;
+  }
+  const std::vector<std::size_t>& param_offsets() const noexcept { return param_offsets_; }
+  // The model's own parameter values, flat.
+  const std::vector<float>& parameters() const noexcept { return parameters_; }
+
+  // The observation input (the one graph input that is not an initializer)
+  // and the first graph output.
+  const std::string& input_name() const noexcept { return input_name_; }
+  const std::string& output_name() const noexcept { return output_name_; }
+  std::int64_t ir_version() const noexcept { return ir_version_; }
+  // The default-domain opset (0 if the model imports none).
+  std::int64_t opset() const noexcept { return opset_; }
+
+  // The forward pass. Throws ModelError naming the file and the node for an
+  // op the native graph does not support or a shape it cannot run.
+  PolicyGraph graph() const;
+
+  // The original model with the parameter initializers set to `params`
+  // (stored as raw little-endian data), serialized.
+  std::string serialize(const std::vector<float>& params) const;
+  // serialize() written to `path` atomically (temporary file in the same
+  // directory, fsync, rename; parent directories are created). Throws
+  // std::invalid_argument for a wrong params size, ModelError if `path` is
+  // a directory, std::system_error if the file cannot be written.
+  void save(const std::string& path, const std::vector<float>& params) const;
+
+  // The parsed model, for callers that include the ONNX headers themselves.
+  const onnx::ModelProto& proto() const noexcept { return *model_; }
+
+ private:
+  OnnxModel() = default;
+  void setup();
+
+  std::shared_ptr<const onnx::ModelProto> model_;  // immutable once loaded
+  std::string source_;
+  std::string param_pattern_;
+  std::vector<std::string> param_names_;
+  std::vector<std::vector<std::size_t>> param_shapes_;
+  std::vector<std::size_t> param_offsets_;
+  std::vector<float> parameters_;
+  std::string input_name_;
+  std::string output_name_;
+  std::int64_t ir_version_ = 0;
+  std::int64_t opset_ = 0;
+};
+
+}  // namespace evokit::io

@@ -1,0 +1,240 @@
+#include "evokit/io/es_agent.h"
+
+#include <filesystem>
+#include <stdexcept>
+#include <utility>
+
+#include "evokit/io/config.h"
+#include "evokit/io/errors.h"
+#include "evokit/io/solver_state.h"
+#include "file_util.h"
+
+namespace evokit::io {
+
+evokit::SamplingInfo to_core(const proto::SamplingInfo& info) {
+  evokit::SamplingInfo out;
+  out.key.assign(info.key().begin(), info.key().end());
+  out.model_iter_id = info.model_iter_id();
+  out.mirrored = info.mirrored();
+  return out;
+}
+
+proto::SamplingInfo to_proto(const evokit::SamplingInfo& info) {
+  proto::SamplingInfo out;
+  for (const std::int64_t key : info.key) out.add_key(key);
+  out.set_model_iter_id(info.model_iter_id);
+  out.set_mirrored(info.mirrored);
+  return out;
+}
+
+ESAgent::ESAgent() = default;
+ESAgent::~ESAgent() = default;
+ESAgent::ESAgent(ESAgent&&) noexcept = default;
+ESAgent& ESAgent::operator=(ESAgent&&) noexcept = default;
+
+void ESAgent::require_original(const char* what) const {
+  if (is_clone_) {
+    throw std::logic_error(std::string(what) +
+                           "() must be called on the original agent, not on a clone");
+  }
+}
+
+void ESAgent::require_solver(const char* what) const {
+  if (!core_) {
+    throw std::logic_error(std::string(what) + "() needs the solver: call init_solver() first");
+  }
+}
+
+const proto::EvoKitConfig& ESAgent::load_config(const std::string& path) {
+  require_original("load_config");
+  return set_config(io::load_config(path), path);
+}
+
+const proto::EvoKitConfig& ESAgent::set_config(const proto::EvoKitConfig& config,
+                                               const std::string& source) {
+  require_original("set_config");
+  config_ = std::make_shared<const proto::EvoKitConfig>(config);
+  config_source_ = source;
+  return *config_;
+}
+
+void ESAgent::load_inference_model(const std::string& path) {
+  require_original("load_inference_model");
+  std::string file = path;
+  std::error_code ec;
+  const std::string inside = detail::join_path(path, kModelFile);
+  if (std::filesystem::is_directory(path, ec) && std::filesystem::exists(inside, ec)) file = inside;
+  const std::string pattern = config_ ? config_->solver().param_pattern() : std::string(".*");
+  auto model = std::make_shared<const OnnxModel>(OnnxModel::load(file, pattern));
+  auto graph = std::make_shared<const PolicyGraph>(model->graph());
+  model_ = std::move(model);
+  graph_ = std::move(graph);
+  initial_params_ = model_->parameters();
+  core_.reset();
+  model_fingerprint_.clear();
+  params_fingerprint_.clear();
+  params_fingerprint_iter_ = -1;
+}
+
+void ESAgent::init_solver() {
+  require_original("init_solver");
+  if (!config_) throw std::logic_error("init_solver() needs a config: call load_config() first");
+  if (!model_) {
+    throw std::logic_error(
+        "init_solver() needs a model: call load_inference_model() first");
+  }
+  const proto::SolverConfig& solver = config_->solver();
+  if (solver.sampling().type() != proto::SamplingConfig::GAUSSIAN_SAMPLING) {
+    throw ConfigError(config_source_ + ": solver.sampling.type " +
+                      proto::SamplingConfig::Type_Name(solver.sampling().type()) +
+                      " is not supported");
+  }
+  try {
+    const SolverOptions options = solver_options(*config_, model_->num_params());
+    core_ = std::make_unique<evokit::ESAgent>(options, initial_params_);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(config_source_ + ": " + e.what());
+  }
+}
+
+ESAgent ESAgent::clone() {
+  require_solver("clone");
+  ESAgent c;
+  c.config_ = config_;
+  c.config_source_ = config_source_;
+  c.model_ = model_;
+  c.graph_ = graph_;
+  c.core_ = core_->clone();
+  c.is_clone_ = true;
+  return c;
+}
+
+void ESAgent::add_noise(proto::SamplingInfo* info) {
+  if (info == nullptr) throw std::invalid_argument("add_noise(): info must not be null");
+  *info = add_noise();
+}
+
+proto::SamplingInfo ESAgent::add_noise() {
+  require_solver("add_noise");
+  return to_proto(core_->add_noise());
+}
+
+void ESAgent::set_noise(const proto::SamplingInfo& info) {
+  require_solver("set_noise");
+  core_->set_noise(to_core(info));
+}
+
+void ESAgent::set_sampling_stream(std::uint64_t stream) {
+  require_solver("set_sampling_stream");
+  core_->set_sampling_stream(stream);
+}
+
+std::uint64_t ESAgent::sampling_stream() const {
+  require_solver("sampling_stream");
+  return core_->sampling_stream();
+}
+
+std::size_t ESAgent::obs_size() const { return graph().obs_size(); }
+
+std::vector<float> ESAgent::predict(const std::vector<float>& obs, std::size_t batch) const {
+  const PolicyGraph& g = graph();
+  if (batch == 0) throw std::invalid_argument("predict(): batch must be >= 1, got 0");
+  if (obs.size() != batch * g.obs_size()) {
+    throw std::invalid_argument("predict(): obs holds " + std::to_string(obs.size()) +
+                                " values, expected batch * obs_size = " + std::to_string(batch) +
+                                " * " + std::to_string(g.obs_size()) + " = " +
+                                std::to_string(batch * g.obs_size()));
+  }
+  const std::vector<float>& p = params();
+  return g.run(obs.data(), batch, p.data(), p.size());
+}
+
+UpdateStats ESAgent::update(const std::vector<proto::SamplingInfo>& infos,
+                            const std::vector<float>& rewards, const ParamsLookup& history) {
+  require_original("update");
+  require_solver("update");
+  std::vector<evokit::SamplingInfo> core_infos;
+  core_infos.reserve(infos.size());
+  for (const auto& info : infos) core_infos.push_back(to_core(info));
+  return core_->update(core_infos, rewards, history);
+}
+
+std::string ESAgent::save_inference_model(const std::string& dir) const {
+  require_original("save_inference_model");
+  const std::string path = detail::join_path(dir, kModelFile);
+  model().save(path, params());
+  return path;
+}
+
+std::string ESAgent::save_solver(const std::string& dir) const {
+  require_original("save_solver");
+  require_solver("save_solver");
+  // capture_solver_state reads the optimizer's state; the core hands it out
+  // non-const only.
+  proto::SolverState state = capture_solver_state(core_->optimizer());
+  state.set_optimizer(config_->solver().optimizer().type());
+  state.set_config(config_to_text(*config_));
+  if (!model_fingerprint_.empty()) state.set_model_fingerprint(model_fingerprint_);
+  if (!params_fingerprint_.empty() && params_fingerprint_iter_ == core_->model_iter_id()) {
+    state.set_params_fingerprint(params_fingerprint_);
+  }
+  const std::string path = detail::join_path(dir, kSolverFile);
+  write_solver_state(path, state);
+  return path;
+}
+
+void ESAgent::load_solver(const std::string& dir) {
+  require_original("load_solver");
+  require_solver("load_solver");
+  const std::string path = detail::join_path(dir, kSolverFile);
+  const proto::SolverState state = read_solver_state(path);
+  if (state.optimizer() != config_->solver().optimizer().type()) {
+    throw SolverFileError(path + ": solver state is for optimizer " +
+                          proto::OptimizerConfig::Type_Name(state.optimizer()) +
+                          ", the config asks for " +
+                          proto::OptimizerConfig::Type_Name(config_->solver().optimizer().type()));
+  }
+  restore_solver_state(state, core_->optimizer(), path);
+  model_fingerprint_ = state.model_fingerprint();
+  params_fingerprint_ = state.params_fingerprint();
+  params_fingerprint_iter_ = core_->model_iter_id();
+}
+
+bool ESAgent::is_clone() const noexcept { return is_clone_; }
+
+std::int64_t ESAgent::model_iter_id() const { return core_ ? core_->model_iter_id() : 0; }
+
+std::size_t ESAgent::num_params() const { return model().num_params(); }
+
+const std::vector<float>& ESAgent::params() const {
+  if (core_) return core_->params();
+  if (!model_) throw std::logic_error("no model loaded: call load_inference_model() first");
+  return initial_params_;
+}
+
+const proto::EvoKitConfig& ESAgent::config() const {
+  if (!config_) throw std::logic_error("no config loaded: call load_config() first");
+  return *config_;
+}
+
+const OnnxModel& ESAgent::model() const {
+  if (!model_) throw std::logic_error("no model loaded: call load_inference_model() first");
+  return *model_;
+}
+
+const PolicyGraph& ESAgent::graph() const {
+  if (!graph_) throw std::logic_error("no model loaded: call load_inference_model() first");
+  return *graph_;
+}
+
+evokit::ESAgent& ESAgent::core() {
+  require_solver("core");
+  return *core_;
+}
+
+const evokit::ESAgent& ESAgent::core() const {
+  require_solver("core");
+  return *core_;
+}
+
+}  // namespace evokit::io

@@ -1,0 +1,349 @@
+#include "evokit/io/onnx_model.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
+
+#include "evokit/io/errors.h"
+#include "file_util.h"
+
+namespace evokit::io {
+
+namespace {
+
+using onnx::TensorProto;
+
+std::string data_type_name(int type) {
+  if (!TensorProto::DataType_IsValid(type)) return "UNKNOWN(" + std::to_string(type) + ")";
+  return TensorProto::DataType_Name(static_cast<TensorProto::DataType>(type));
+}
+
+std::string few(const std::vector<std::string>& names, std::size_t n = 5) {
+  if (names.empty()) return "none";
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < n; ++i) {
+    out += (i > 0 ? ", '" : "'") + names[i] + "'";
+  }
+  if (names.size() > n) out += ", ... (" + std::to_string(names.size()) + " in all)";
+  return out;
+}
+
+// One line: the ONNX checker's messages span several.
+std::string one_line(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+std::vector<std::size_t> dims_of(const TensorProto& t, const std::string& source) {
+  std::vector<std::size_t> dims;
+  for (const std::int64_t d : t.dims()) {
+    if (d < 0) {
+      throw ModelError(source + ": initializer '" + t.name() + "' has a negative dimension " +
+                       std::to_string(d));
+    }
+    dims.push_back(static_cast<std::size_t>(d));
+  }
+  return dims;
+}
+
+std::size_t element_count(const std::vector<std::size_t>& dims) {
+  std::size_t n = 1;
+  for (std::size_t d : dims) n *= d;
+  return n;
+}
+
+// The values of a float initializer, whether stored as raw_data
+// (little-endian) or float_data.
+std::vector<float> float_values(const TensorProto& t, const std::string& source) {
+  const std::size_t n = element_count(dims_of(t, source));
+  std::vector<float> out(n);
+  if (t.has_raw_data()) {
+    const std::string& raw = t.raw_data();
+    if (raw.size() != n * 4) {
+      throw ModelError(source + ": initializer '" + t.name() + "' holds " +
+                       std::to_string(raw.size()) + " bytes of raw data, its shape needs " +
+                       std::to_string(n * 4));
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto* b = reinterpret_cast<const unsigned char*>(raw.data()) + 4 * i;
+      const std::uint32_t bits = static_cast<std::uint32_t>(b[0]) |
+                                 (static_cast<std::uint32_t>(b[1]) << 8) |
+                                 (static_cast<std::uint32_t>(b[2]) << 16) |
+                                 (static_cast<std::uint32_t>(b[3]) << 24);
+      std::memcpy(&out[i], &bits, 4);
+    }
+  } else {
+    if (static_cast<std::size_t>(t.float_data_size()) != n) {
+      throw ModelError(source + ": initializer '" + t.name() + "' holds " +
+                       std::to_string(t.float_data_size()) + " values, its shape needs " +
+                       std::to_string(n));
+    }
+    for (std::size_t i = 0; i < n; ++i) out[i] = t.float_data(static_cast<int>(i));
+  }
+  return out;
+}
+
+std::string raw_bytes(const float* values, std::size_t n) {
+  std::string out(n * 4, '\0');
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &values[i], 4);
+    for (int k = 0; k < 4; ++k) out[4 * i + static_cast<std::size_t>(k)] = static_cast<char>((bits >> (8 * k)) & 0xFFu);
+  }
+  return out;
+}
+
+std::string node_label(const onnx::NodeProto& node, int index) {
+  const std::string who = node.name().empty() ? "node #" + std::to_string(index)
+                                              : "node '" + node.name() + "'";
+  return who + " (" + node.op_type() + ")";
+}
+
+}  // namespace
+
+OnnxModel OnnxModel::load(const std::string& path, const std::string& param_pattern) {
+  std::string bytes, error;
+  if (!detail::read_file(path, bytes, error)) throw ModelError(path + ": " + error);
+  return from_bytes(bytes, param_pattern, path);
+}
+
+OnnxModel OnnxModel::from_bytes(const std::string& bytes, const std::string& param_pattern,
+                                const std::string& source) {
+  auto model = std::make_shared<onnx::ModelProto>();
+  if (bytes.empty() || !model->ParseFromString(bytes)) {
+    throw ModelError(source + ": not a valid ONNX model (the bytes do not parse as an ONNX "
+                              "ModelProto)");
+  }
+  OnnxModel m;
+  m.model_ = std::move(model);
+  m.source_ = source;
+  m.param_pattern_ = param_pattern;
+  m.setup();
+  return m;
+}
+
+void OnnxModel::setup() {
+  const onnx::ModelProto& model = *model_;
+  const std::string& src = source_;
+  std::regex pattern;
+  try {
+    pattern = std::regex(param_pattern_, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw ModelError(src + ": invalid param_pattern '" + param_pattern_ + "': " + e.what());
+  }
+  if (!model.has_graph() || model.graph().node_size() == 0) {
+    throw ModelError(src + ": not a valid ONNX model (no graph nodes)");
+  }
+  const onnx::GraphProto& graph = model.graph();
+  if (graph.output_size() == 0) {
+    throw ModelError(src + ": not a valid ONNX model (graph has no outputs)");
+  }
+  ir_version_ = model.ir_version();
+  for (const auto& op : model.opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
+  }
+  // Newer IR versions than this libonnx knows are not checked (as in Python).
+  if (ir_version_ <= onnx::Version::IR_VERSION) {
+    try {
+      onnx::checker::check_model(model);
+    } catch (const std::exception& e) {
+      throw ModelError(src + ": ONNX checker rejected the model: " + one_line(e.what()));
+    }
+  }
+
+  std::set<std::string> seen;
+  std::vector<std::string> float_names, all_names;
+  std::size_t offset = 0;
+  for (const TensorProto& t : graph.initializer()) {
+    if (!seen.insert(t.name()).second) {
+      throw ModelError(src + ": duplicate initializer name '" + t.name() + "'");
+    }
+    all_names.push_back(t.name());
+    if (t.data_location() == TensorProto::EXTERNAL) {
+      throw ModelError(src + ": initializer '" + t.name() +
+                       "' stores its data in an external file, which is not supported");
+    }
+    if (t.data_type() != TensorProto::FLOAT) continue;
+    float_names.push_back(t.name());
+    if (!std::regex_match(t.name(), pattern)) continue;
+    std::vector<float> values = float_values(t, src);
+    param_names_.push_back(t.name());
+    param_shapes_.push_back(dims_of(t, src));
+    param_offsets_.push_back(offset);
+    offset += values.size();
+    parameters_.insert(parameters_.end(), values.begin(), values.end());
+  }
+  if (float_names.empty()) {
+    throw ModelError(src + ": model has no float32 initializers to train (initializers: " +
+                     few(all_names) + ")");
+  }
+  if (param_names_.empty()) {
+    throw ModelError(src + ": no float32 initializer matches param_pattern '" + param_pattern_ +
+                     "' (float32 initializers: " + few(float_names) + ")");
+  }
+
+  std::vector<std::string> data_inputs;
+  for (const auto& vi : graph.input()) {
+    if (seen.count(vi.name()) == 0) data_inputs.push_back(vi.name());
+  }
+  if (data_inputs.empty()) throw ModelError(src + ": model has no observation input");
+  if (data_inputs.size() > 1) {
+    throw ModelError(src + ": model has " + std::to_string(data_inputs.size()) +
+                     " non-parameter inputs (" + few(data_inputs) +
+                     "); a policy takes exactly one observation input");
+  }
+  input_name_ = data_inputs[0];
+  output_name_ = graph.output(0).name();
+}
+
+PolicyGraph OnnxModel::graph() const {
+  const onnx::GraphProto& graph = model_->graph();
+  const std::string& src = source_;
+  PolicyGraph g;
+
+  // The observation input: [batch, *features], the features fixed.
+  const onnx::ValueInfoProto* input = nullptr;
+  for (const auto& vi : graph.input()) {
+    if (vi.name() == input_name_) input = &vi;
+  }
+  const std::string what = "observation input '" + input_name_ + "'";
+  if (!input->type().has_tensor_type() || !input->type().tensor_type().has_shape()) {
+    throw ModelError(src + ": " + what +
+                     " declares no shape; the native policy needs [batch, features...]");
+  }
+  const auto& tensor_type = input->type().tensor_type();
+  if (tensor_type.elem_type() != TensorProto::FLOAT) {
+    throw ModelError(src + ": " + what + " has type " + data_type_name(tensor_type.elem_type()) +
+                     ", the native policy takes FLOAT observations");
+  }
+  const auto& dims = tensor_type.shape().dim();
+  if (dims.size() < 1) {
+    throw ModelError(src + ": " + what + " is a scalar; expected shape [batch, features...]");
+  }
+  std::vector<std::size_t> features;
+  for (int i = 1; i < dims.size(); ++i) {
+    if (!dims[i].has_dim_value() || dims[i].dim_value() < 1) {
+      const std::string name = dims[i].has_dim_param() ? "'" + dims[i].dim_param() + "'" : "?";
+      throw ModelError(src + ": " + what + " has a symbolic or empty dimension " +
+                       std::to_string(i) + " (" + name +
+                       "); the native policy needs fixed feature sizes");
+    }
+    features.push_back(static_cast<std::size_t>(dims[i].dim_value()));
+  }
+
+  std::map<std::string, std::string> other_initializers;  // name -> data type
+  try {
+    g.add_input(input_name_, features);
+    std::size_t p = 0;
+    for (const TensorProto& t : graph.initializer()) {
+      if (p < param_names_.size() && t.name() == param_names_[p]) {
+        g.add_param(t.name(), param_offsets_[p], param_shapes_[p]);
+        ++p;
+      } else if (t.data_type() == TensorProto::FLOAT) {
+        g.add_constant(t.name(), dims_of(t, src), float_values(t, src));
+      } else {
+        other_initializers.emplace(t.name(), data_type_name(t.data_type()));
+      }
+    }
+  } catch (const ModelError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw ModelError(src + ": " + e.what());
+  }
+
+  for (int index = 0; index < graph.node_size(); ++index) {
+    const onnx::NodeProto& node = graph.node(index);
+    const std::string label = node_label(node, index);
+    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      throw ModelError(src + ": " + label + ": unsupported op " + node.domain() + "." +
+                       node.op_type() + " (only the default ONNX domain is supported)");
+    }
+    NodeAttributes attributes;
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.type() == onnx::AttributeProto::INT) {
+        attributes.ints[a.name()] = a.i();
+      } else if (a.type() == onnx::AttributeProto::FLOAT) {
+        attributes.floats[a.name()] = a.f();
+      } else {
+        throw ModelError(src + ": " + label + ": attribute '" + a.name() + "' has type " +
+                         onnx::AttributeProto::AttributeType_Name(a.type()) +
+                         ", the native policy supports INT and FLOAT attributes");
+      }
+    }
+    // Before opset 13 Softmax's axis defaulted to 1 (and coerced to 2-D).
+    if (node.op_type() == "Softmax" && opset_ < 13 && attributes.ints.count("axis") == 0) {
+      attributes.ints["axis"] = 1;
+    }
+    std::vector<std::string> inputs(node.input().begin(), node.input().end());
+    for (const std::string& in : inputs) {
+      const auto it = other_initializers.find(in);
+      if (it != other_initializers.end()) {
+        throw ModelError(src + ": " + label + ": input '" + in + "' is a " + it->second +
+                         " initializer; the native policy computes on FLOAT tensors only");
+      }
+    }
+    std::vector<std::string> outputs(node.output().begin(), node.output().end());
+    try {
+      g.add_node(node.op_type(), inputs, outputs, attributes, node.name());
+    } catch (const std::invalid_argument& e) {
+      // PolicyGraph labels unnamed nodes by their index too.
+      throw ModelError(src + ": " + e.what());
+    }
+  }
+  try {
+    for (const auto& out : graph.output()) g.add_output(out.name());
+  } catch (const std::invalid_argument& e) {
+    throw ModelError(src + ": " + e.what());
+  }
+  return g;
+}
+
+std::string OnnxModel::serialize(const std::vector<float>& params) const {
+  if (params.size() != num_params()) {
+    throw std::invalid_argument(source_ + ": params holds " + std::to_string(params.size()) +
+                                " values, the model has num_params = " +
+                                std::to_string(num_params()));
+  }
+  onnx::ModelProto copy(*model_);
+  std::size_t p = 0;
+  for (TensorProto& t : *copy.mutable_graph()->mutable_initializer()) {
+    if (p < param_names_.size() && t.name() == param_names_[p]) {
+      const std::size_t n = element_count(param_shapes_[p]);
+      t.clear_float_data();
+      t.set_raw_data(raw_bytes(params.data() + param_offsets_[p], n));
+      ++p;
+    }
+  }
+  std::string bytes;
+  if (!copy.SerializeToString(&bytes)) {
+    throw ModelError(source_ + ": cannot serialize the model");
+  }
+  return bytes;
+}
+
+void OnnxModel::save(const std::string& path, const std::vector<float>& params) const {
+  const std::string bytes = serialize(params);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ModelError(path + ": is a directory");
+  detail::atomic_write(path, bytes);
+}
+
+}  // namespace evokit::io

@@ -1,0 +1,295 @@
+#include "evokit/io/onnx_model.h"
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "evokit/io/errors.h"
+#include "io_test_util.h"
+
+namespace evokit::io {
+namespace {
+
+using testing::data_path;
+using testing::expected_floats;
+using testing::TempDir;
+
+void ExpectClose(const std::vector<float>& actual, const std::vector<float>& expected,
+                 float tol = 2e-6f) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    EXPECT_NEAR(actual[i], expected[i], tol) << "at index " << i;
+  }
+}
+
+std::vector<float> run(const OnnxModel& model, const std::vector<float>& obs,
+                       const std::vector<float>& params) {
+  const PolicyGraph g = model.graph();
+  return g.run(obs.data(), obs.size() / g.obs_size(), params.data(), params.size());
+}
+
+// A small model built in code: obs [batch, 2] -> op chain -> "y".
+struct Builder {
+  onnx::ModelProto model;
+  onnx::GraphProto* graph;
+
+  explicit Builder(std::int64_t ir_version = 8, std::int64_t opset = 17) {
+    model.set_ir_version(ir_version);
+    model.set_producer_name("evokit-test");
+    auto* op = model.add_opset_import();
+    op->set_domain("");
+    op->set_version(opset);
+    graph = model.mutable_graph();
+    graph->set_name("g");
+    add_value(graph->add_input(), "obs", 2);
+  }
+  static void add_value(onnx::ValueInfoProto* vi, const std::string& name, std::int64_t n,
+                        int elem_type = onnx::TensorProto::FLOAT) {
+    vi->set_name(name);
+    auto* t = vi->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(elem_type);
+    t->mutable_shape()->add_dim()->set_dim_param("batch");
+    t->mutable_shape()->add_dim()->set_dim_value(n);
+  }
+  onnx::TensorProto* init(const std::string& name, std::vector<std::int64_t> dims,
+                          const std::vector<float>& values, bool raw = false) {
+    auto* t = graph->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (auto d : dims) t->add_dims(d);
+    if (raw) {
+      t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
+                                  values.size() * sizeof(float)));
+    } else {
+      for (float v : values) t->add_float_data(v);
+    }
+    return t;
+  }
+  onnx::NodeProto* node(const std::string& op, std::vector<std::string> in,
+                        const std::string& out, const std::string& name = "") {
+    auto* n = graph->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (const auto& i : in) n->add_input(i);
+    n->add_output(out);
+    return n;
+  }
+  void output(const std::string& name, std::int64_t n) { add_value(graph->add_output(), name, n); }
+  OnnxModel load(const std::string& pattern = ".*") const {
+    return OnnxModel::from_bytes(model.SerializeAsString(), pattern, "test.onnx");
+  }
+};
+
+TEST(OnnxModel, LoadsTheModelEvokitInitModelWrites) {
+  const OnnxModel m = OnnxModel::load(data_path("cartpole_h8.onnx"));
+  EXPECT_EQ(m.ir_version(), 8);
+  EXPECT_EQ(m.opset(), 17);
+  EXPECT_EQ(m.input_name(), "obs");
+  EXPECT_EQ(m.output_name(), "action");
+  EXPECT_EQ(m.num_params(), 4u * 8 + 8 + 8 * 2 + 2);
+  ASSERT_EQ(m.param_names().size(), 4u);
+  EXPECT_EQ(m.param_offsets(), (std::vector<std::size_t>{0, 32, 40, 56}));
+  EXPECT_EQ(m.param_shapes()[0], (std::vector<std::size_t>{4, 8}));  // Gemm weight (in, out)
+  const PolicyGraph g = m.graph();
+  EXPECT_EQ(g.obs_size(), 4u);
+  EXPECT_EQ(g.num_params(), m.num_params());
+  EXPECT_EQ(g.output_shape(3), (std::vector<std::size_t>{3, 2}));
+}
+
+TEST(OnnxModel, NativeForwardPassMatchesOnnxruntime) {
+  const std::vector<float> obs = expected_floats("obs");
+  const OnnxModel m = OnnxModel::load(data_path("cartpole_h8.onnx"));
+  ExpectClose(run(m, obs, m.parameters()), expected_floats("predict"));
+  // A model exported by PyTorch (Gemm transB=1, Relu, Tanh).
+  const OnnxModel torch =
+      OnnxModel::load(std::string(EVOKIT_SOURCE_DIR) + "/tests/fixtures/torch_mlp.onnx");
+  ExpectClose(run(torch, obs, torch.parameters()), expected_floats("torch_predict"), 1e-5f);
+}
+
+TEST(OnnxModel, ParamPatternSelectsParameters) {
+  const OnnxModel all = OnnxModel::load(data_path("cartpole_h8.onnx"));
+  const OnnxModel weights = OnnxModel::load(data_path("cartpole_h8.onnx"), ".*weight");
+  EXPECT_EQ(weights.num_params(), 4u * 8 + 8 * 2);
+  for (const std::string& name : weights.param_names()) {
+    EXPECT_NE(name.find("weight"), std::string::npos) << name;
+  }
+  // The biases became constants: the same function of the observation.
+  const std::vector<float> obs = expected_floats("obs");
+  ExpectClose(run(weights, obs, weights.parameters()), run(all, obs, all.parameters()), 0.0f);
+  // A full match: "weight" alone matches nothing.
+  EXPECT_THROW_WITH(OnnxModel::load(data_path("cartpole_h8.onnx"), "weight"), ModelError,
+                    "no float32 initializer matches param_pattern 'weight' (float32 "
+                    "initializers: ");
+  EXPECT_THROW_WITH(OnnxModel::load(data_path("cartpole_h8.onnx"), "("), ModelError,
+                    "invalid param_pattern '('");
+}
+
+TEST(OnnxModel, ReadsFloatDataAndRawData) {
+  Builder b;
+  b.init("W", {2, 3}, {1, 2, 3, 4, 5, 6}, /*raw=*/false);
+  b.init("bias", {3}, {0.5f, -0.5f, 1}, /*raw=*/true);
+  b.node("MatMul", {"obs", "W"}, "h", "mm");
+  b.node("Add", {"h", "bias"}, "y", "add");
+  b.output("y", 3);
+  const OnnxModel m = b.load();
+  EXPECT_EQ(m.parameters(), (std::vector<float>{1, 2, 3, 4, 5, 6, 0.5f, -0.5f, 1}));
+  // [1, -1] x W = [-3, -3, -3]; + bias
+  ExpectClose(run(m, {1, -1}, m.parameters()), {-2.5f, -3.5f, -2});
+}
+
+TEST(OnnxModel, SaveReplacesTheParametersOnly) {
+  TempDir dir;
+  const OnnxModel m = OnnxModel::load(data_path("cartpole_h8.onnx"));
+  std::vector<float> params = m.parameters();
+  for (float& p : params) p = p * 2 + 1;
+  const std::string path = dir.file("sub/model.onnx");  // parent created
+  m.save(path, params);
+  const OnnxModel back = OnnxModel::load(path);
+  EXPECT_TRUE(evokit::testing::SameBits(back.parameters(), params));
+  EXPECT_EQ(back.param_names(), m.param_names());
+  // Everything but the initializers' data is the original model.
+  onnx::ModelProto a = m.proto(), c = back.proto();
+  a.mutable_graph()->clear_initializer();
+  c.mutable_graph()->clear_initializer();
+  EXPECT_EQ(a.SerializeAsString(), c.SerializeAsString());
+  // No temporary file is left behind.
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.file("sub"))) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 1u);
+  // Saving over an existing file replaces it.
+  m.save(path, m.parameters());
+  EXPECT_TRUE(evokit::testing::SameBits(OnnxModel::load(path).parameters(), m.parameters()));
+}
+
+TEST(OnnxModel, SaveChecksItsArguments) {
+  TempDir dir;
+  const OnnxModel m = OnnxModel::load(data_path("cartpole_h8.onnx"));
+  EXPECT_THROW_WITH(m.save(dir.file("m.onnx"), std::vector<float>(3)), std::invalid_argument,
+                    "params holds 3 values, the model has num_params = 58");
+  EXPECT_THROW_WITH(m.save(dir.path(), m.parameters()), ModelError, "is a directory");
+}
+
+TEST(OnnxModelErrors, BadFiles) {
+  TempDir dir;
+  EXPECT_THROW_WITH(OnnxModel::load(dir.file("none.onnx")), ModelError,
+                    "none.onnx: no such file");
+  EXPECT_THROW_WITH(OnnxModel::load(dir.path()), ModelError, ": is a directory");
+  testing::write_bytes(dir.file("junk.onnx"), "this is not a model \xff\xfe");
+  EXPECT_THROW_WITH(OnnxModel::load(dir.file("junk.onnx")), ModelError,
+                    "junk.onnx: not a valid ONNX model");
+  // A truncated copy of a good model.
+  const std::string good = testing::read_bytes(data_path("cartpole_h8.onnx"));
+  testing::write_bytes(dir.file("cut.onnx"), good.substr(0, good.size() / 2));
+  EXPECT_THROW_WITH(OnnxModel::load(dir.file("cut.onnx")), ModelError, "cut.onnx: ");
+  testing::write_bytes(dir.file("empty.onnx"), "");
+  EXPECT_THROW_WITH(OnnxModel::load(dir.file("empty.onnx")), ModelError,
+                    "empty.onnx: not a valid ONNX model");
+}
+
+TEST(OnnxModelErrors, UnsupportedOpNamesOpAndNode) {
+  Builder b;
+  b.init("W", {2, 2}, {1, 0, 0, 1});
+  b.node("MatMul", {"obs", "W"}, "h", "mm");
+  b.node("LeakyRelu", {"h"}, "y", "leaky");
+  b.output("y", 2);
+  const OnnxModel m = b.load();  // loading is fine: only graph() runs it
+  EXPECT_THROW_WITH(m.graph(), ModelError,
+                    "test.onnx: node 'leaky' (LeakyRelu): unsupported op LeakyRelu");
+}
+
+TEST(OnnxModelErrors, ShapeMismatchNamesTheNode) {
+  Builder b;
+  b.init("W", {3, 2}, {1, 2, 3, 4, 5, 6});
+  b.node("MatMul", {"obs", "W"}, "y");
+  b.output("y", 2);
+  EXPECT_THROW_WITH(b.load().graph(), ModelError,
+                    "test.onnx: node #0 (MatMul): inner dimensions differ: 'obs' (batch, 2) x "
+                    "'W' (3, 2)");
+}
+
+TEST(OnnxModelErrors, NonFloatInitializerInput) {
+  Builder b;
+  b.init("W", {2, 2}, {1, 0, 0, 1});
+  auto* t = b.graph->add_initializer();
+  t->set_name("shape");
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(2);
+  t->add_int64_data(1);
+  t->add_int64_data(2);
+  b.node("MatMul", {"obs", "W"}, "h");
+  b.node("Add", {"h", "shape"}, "y", "add");
+  b.output("y", 2);
+  EXPECT_THROW_WITH(b.load().graph(), ModelError,
+                    "node 'add' (Add): input 'shape' is a INT64 initializer");
+}
+
+TEST(OnnxModelErrors, CheckerAndStructure) {
+  {  // Gemm with one input: the ONNX checker refuses it (IR 8 is checked).
+    Builder b;
+    b.init("W", {2, 2}, {1, 0, 0, 1});
+    b.node("Gemm", {"obs"}, "y", "bad");
+    b.output("y", 2);
+    EXPECT_THROW_WITH(b.load(), ModelError, "test.onnx: ONNX checker rejected the model: ");
+  }
+  {  // IR 9 is newer than Debian's libonnx: not checked, loads.
+    Builder b(9);
+    b.init("W", {2, 2}, {1, 0, 0, 1});
+    b.node("MatMul", {"obs", "W"}, "y");
+    b.output("y", 2);
+    EXPECT_EQ(b.load().ir_version(), 9);
+  }
+  {  // Two observation inputs.
+    Builder b;
+    Builder::add_value(b.graph->add_input(), "obs2", 2);
+    b.init("W", {2, 2}, {1, 0, 0, 1});
+    b.node("MatMul", {"obs", "W"}, "h");
+    b.node("Add", {"h", "obs2"}, "y");
+    b.output("y", 2);
+    EXPECT_THROW_WITH(b.load(), ModelError,
+                      "model has 2 non-parameter inputs ('obs', 'obs2'); a policy takes exactly "
+                      "one observation input");
+  }
+  {  // No float initializer at all.
+    Builder b;
+    b.node("Relu", {"obs"}, "y");
+    b.output("y", 2);
+    EXPECT_THROW_WITH(b.load(), ModelError, "model has no float32 initializers to train");
+  }
+  {  // Data size disagrees with the shape.
+    Builder b;
+    b.init("W", {2, 2}, {1, 0, 0});
+    b.node("MatMul", {"obs", "W"}, "y");
+    b.output("y", 2);
+    EXPECT_THROW_WITH(b.load(), ModelError, "initializer 'W' holds 3 values, its shape needs 4");
+  }
+  {  // A symbolic feature dimension.
+    Builder b;
+    b.graph->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()
+        ->mutable_dim(1)->set_dim_param("n");
+    b.init("W", {2, 2}, {1, 0, 0, 1});
+    b.node("MatMul", {"obs", "W"}, "y");
+    b.output("y", 2);
+    EXPECT_THROW_WITH(b.load().graph(), ModelError,
+                      "observation input 'obs' has a symbolic or empty dimension 1 ('n')");
+  }
+}
+
+TEST(OnnxModel, SoftmaxBeforeOpset13DefaultsToAxis1) {
+  Builder b(7, 11);
+  b.init("W", {2, 2}, {1, 0, 0, 1});
+  b.node("MatMul", {"obs", "W"}, "h");
+  b.node("Softmax", {"h"}, "y");
+  b.output("y", 2);
+  const OnnxModel m = b.load();
+  ExpectClose(run(m, {0, 0, 1, 2}, m.parameters()),
+              {0.5f, 0.5f, 0.2689414213699951f, 0.7310585786300049f});
+}
+
+}  // namespace
+}  // namespace evokit::io

@@ -1,0 +1,93 @@
+#include "evokit/io/warehouse.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "evokit/io/errors.h"
+#include "evokit/io/solver_state.h"
+#include "io_test_util.h"
+
+namespace evokit::io {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::data_path;
+using testing::TempDir;
+
+// A warehouse laid out as Python writes it, from the fixtures: iteration 1
+// is the fixtures' iter1/.
+void MakeWarehouse(const std::string& w) {
+  fs::create_directories(w + "/model_iter_id-1");
+  fs::copy_file(data_path("iter1/model.onnx"), w + "/model_iter_id-1/model.onnx");
+  fs::copy_file(data_path("iter1/solver.pb"), w + "/model_iter_id-1/solver.pb");
+  proto::WarehouseInfo info;
+  info.set_config(read_solver_state(data_path("iter1/solver.pb")).config());
+  info.set_config_fingerprint(std::string(64, 'f'));
+  testing::write_bytes(w + "/warehouse.pb", info.SerializeAsString());
+}
+
+TEST(Warehouse, FindsTheNewestCompleteIteration) {
+  TempDir dir;
+  const std::string w = dir.file("W");
+  MakeWarehouse(w);
+  fs::create_directories(w + "/model_iter_id-7");  // half-written: no files
+  testing::write_bytes(w + "/model_iter_id-7/model.onnx", "");
+  fs::create_directories(w + "/.tmp-model_iter_id-8-abc");  // a temporary dir
+  fs::create_directories(w + "/model_iter_id-x");            // not an iteration
+  const Warehouse wh(w);
+  EXPECT_EQ(wh.iterations(), (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(wh.latest(), 1);
+  ASSERT_EQ(wh.problems().size(), 1u);
+  EXPECT_NE(wh.problems()[0].find("model_iter_id-7 (solver.pb missing)"), std::string::npos);
+  EXPECT_EQ(wh.config_fingerprint(), std::string(64, 'f'));
+  EXPECT_EQ(wh.model_fingerprint(1),
+            read_solver_state(data_path("iter1/solver.pb")).params_fingerprint());
+  EXPECT_EQ(wh.config(1).solver().sampling().gaussian_sampling().cache_size(), 10000);
+
+  ESAgent agent = wh.load_agent();
+  EXPECT_EQ(agent.model_iter_id(), 1);
+  EXPECT_EQ(agent.num_params(), 58u);
+  EXPECT_EQ(agent.config().solver().optimizer().type(), proto::OptimizerConfig::ADAM);
+}
+
+TEST(WarehouseErrors, NotAWarehouse) {
+  TempDir dir;
+  EXPECT_THROW_WITH(Warehouse(dir.file("none")), WarehouseError, "none: no such warehouse");
+  EXPECT_THROW_WITH(Warehouse(dir.path()), WarehouseError, "empty directory, not a warehouse");
+  testing::write_bytes(dir.file("f"), "x");
+  EXPECT_THROW_WITH(Warehouse(dir.file("f")), WarehouseError, "is not a directory");
+  EXPECT_THROW_WITH(Warehouse(dir.path()), WarehouseError, "not a warehouse (warehouse.pb is missing)");
+  testing::write_bytes(dir.file("warehouse.pb"), "\xff\xff\xff");
+  EXPECT_THROW_WITH(Warehouse(dir.path()), WarehouseError, "warehouse.pb: corrupt warehouse info");
+}
+
+TEST(WarehouseErrors, NoCompleteIterationOrUnknownOne) {
+  TempDir dir;
+  const std::string w = dir.file("W");
+  MakeWarehouse(w);
+  fs::remove(w + "/model_iter_id-1/solver.pb");
+  EXPECT_THROW_WITH(Warehouse{w}, WarehouseError,
+                    "no complete iteration in the warehouse; ignoring half-written iteration");
+  fs::copy_file(data_path("iter1/solver.pb"), w + "/model_iter_id-1/solver.pb");
+  const Warehouse wh(w);
+  EXPECT_THROW_WITH(wh.solver_state(3), WarehouseError, "iteration 3 is not in the warehouse (kept: 1)");
+}
+
+TEST(WarehouseErrors, InconsistentIteration) {
+  TempDir dir;
+  const std::string w = dir.file("W");
+  MakeWarehouse(w);
+  fs::rename(w + "/model_iter_id-1", w + "/model_iter_id-4");
+  EXPECT_THROW_WITH(Warehouse(w).load_agent(), WarehouseError,
+                    "solver state is at iteration 1, the directory says 4");
+  // A solver.pb without params_fingerprint cannot give a model fingerprint.
+  proto::SolverState s = read_solver_state(w + "/model_iter_id-4/solver.pb");
+  s.clear_params_fingerprint();
+  write_solver_state(w + "/model_iter_id-4/solver.pb", s);
+  EXPECT_THROW_WITH(Warehouse(w).model_fingerprint(4), WarehouseError, "has no params_fingerprint");
+}
+
+}  // namespace
+}  // namespace evokit::io

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# End-to-end test of the C++ package and the C++ <-> Python pipeline (run by
+# ctest as demo_cpp_round_trip):
+#
+#   1. `cmake --install` the EvoKit build into a temporary prefix, then
+#      configure and build demo/cpp against it with find_package(evokit
+#      COMPONENTS core io): this tests the installed package;
+#   2. check the C++ CartPole's physics against gymnasium's;
+#   3. `evokit init-model` + `evokit init-solver` make a warehouse (Python);
+#   4. the C++ sampler writes a log, `evokit update` (Python) consumes it and
+#      must use every sample; the C++ evaluator loads iteration 1;
+#   5. a few more iterations: the mean return on the C++ CartPole improves.
+#
+#   bash demo/cpp/round_trip.sh BUILD_DIR [CMAKE]
+#
+# Needs the `evokit` command (pip install .) on PATH.
+set -euo pipefail
+
+if (($# < 1)); then
+  echo "usage: $0 BUILD_DIR [CMAKE]" >&2
+  exit 2
+fi
+build=$(cd "$1" && pwd)
+cmake_cmd=${2:-cmake}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+
+fail() {
+  echo "round_trip.sh: FAILED: $*" >&2
+  exit 1
+}
+
+if ! command -v evokit >/dev/null 2>&1; then
+  fail "the 'evokit' command is not on PATH: install the Python package first (pip install .)"
+fi
+
+work=$(mktemp -d -t evokit-cpp-round-trip-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+echo "== install EvoKit into $work/prefix and build demo/cpp against it"
+"$cmake_cmd" --install "$build" --prefix "$work/prefix" >"$work/install.log" ||
+  { cat "$work/install.log"; fail "cmake --install $build"; }
+"$cmake_cmd" -S "$src/demo/cpp" -B "$work/demo-build" -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DCMAKE_BUILD_TYPE=Release >"$work/configure.log" 2>&1 ||
+  { cat "$work/configure.log"; fail "configuring demo/cpp with find_package(evokit)"; }
+"$cmake_cmd" --build "$work/demo-build" -j2 >"$work/build.log" 2>&1 ||
+  { cat "$work/build.log"; fail "building demo/cpp"; }
+if grep -q "warning:" "$work/build.log"; then
+  grep -A3 "warning:" "$work/build.log"
+  fail "demo/cpp builds with warnings"
+fi
+sampler=$work/demo-build/evokit_online_sampling
+evaluator=$work/demo-build/evokit_evaluate_model
+
+echo "== the C++ CartPole against gymnasium's"
+start="0.03 -0.2 0.04 0.3"
+actions=1101001110010111010011010101
+"$work/demo-build/evokit_cartpole_trace" $start $actions >"$work/trace_cpp.txt"
+python3 - "$start" "$actions" >"$work/trace_py.txt" <<'PY'
+import sys
+import gymnasium as gym
+import numpy as np
+env = gym.make("CartPole-v1").unwrapped
+env.reset(seed=0)
+env.state = np.array([float(v) for v in sys.argv[1].split()], dtype=np.float64)
+for a in sys.argv[2]:
+    obs, reward, terminated, truncated, _ = env.step(int(a))
+    print(" ".join(f"{float(v):.9g}" for v in obs), int(terminated))
+PY
+diff "$work/trace_py.txt" "$work/trace_cpp.txt" >/dev/null ||
+  { diff "$work/trace_py.txt" "$work/trace_cpp.txt" | head; fail "C++ CartPole differs from gymnasium's"; }
+echo "same $(wc -l <"$work/trace_cpp.txt") steps as gymnasium"
+
+echo "== a warehouse from Python"
+W=$work/warehouse
+evokit init-model --env CartPole-v1 --hidden 8 --seed 0 -o "$work/init_model.onnx"
+evokit init-solver --config "$src/configs/cartpole.prototxt" --model "$work/init_model.onnx" \
+  --warehouse "$W"
+
+N=40  # the config's population_size
+echo "== C++ online sampling -> Python offline update"
+"$sampler" --warehouse "$W" --log "$work/logs/log_0" --num-samples $N --seed 1 --threads 2
+update=$(evokit update --warehouse "$W" --log "$work/logs/log_0")
+echo "$update"
+grep -q "update 0 -> 1: used $N samples" <<<"$update" ||
+  fail "evokit update did not use all $N samples of the C++ log"
+if grep -q "dropped" <<<"$update"; then fail "evokit update dropped samples of the C++ log"; fi
+
+echo "== C++ evaluation of iteration 1"
+evaluation=$("$evaluator" --warehouse "$W" --episodes 20)
+echo "$evaluation"
+grep -q "model_iter_id 1$" <<<"$evaluation" || fail "the evaluator did not load iteration 1"
+
+echo "== more iterations: the return improves"
+first=$("$evaluator" --model "$work/init_model.onnx" --episodes 20 |
+  sed -n 's/^mean return \([0-9.]*\) .*/\1/p')
+for k in 1 2 3 4 5; do
+  "$sampler" --warehouse "$W" --log "$work/logs/log_$k" --num-samples $N --seed 1 --threads 2
+  evokit update --warehouse "$W" --log "$work/logs/log_$k" | grep "^update"
+done
+evaluation=$("$evaluator" --warehouse "$W" --episodes 20)
+echo "$evaluation"
+grep -q "model_iter_id 6$" <<<"$evaluation" || fail "the evaluator did not load iteration 6"
+last=$(sed -n 's/^mean return \([0-9.]*\) .*/\1/p' <<<"$evaluation")
+echo "mean return: initial model $first, iteration 6 $last"
+python3 -c "import sys; sys.exit(0 if float('$last') > float('$first') else 1)" ||
+  fail "the return did not improve ($first -> $last)"
+echo "round trip OK"
