@@ -2,10 +2,12 @@
 
 Both run the same loop with the same settings, read from configs/cartpole.prototxt:
 population, sigma, Adam learning rate, antithetic pairs, centered ranks, the
-same initial 4-16-2 tanh MLP, evaluation in `train.num_workers` processes, the
-centre policy evaluated every `train.eval_every` generations over
-`train.eval_episodes` episodes, stopping at `train.target_return`. Each run is
-a fresh process, and its wall time counts from process start to exit.
+same initial 4-16-2 tanh MLP, the centre policy evaluated every
+`train.eval_every` generations over `train.eval_episodes` episodes, stopping at
+`train.target_return`. Evaluation: `evokit train`'s default (the native policy
+on a CartPoleVectorEnv in lockstep, `train.num_workers` threads) against
+`train.num_workers` processes for the NumPy side. Each run is a fresh process,
+and its wall time counts from process start to exit.
 
     python bench/cartpole_solve.py              # 5 seeds each, prints a Markdown table
     python bench/cartpole_solve.py --seeds 2    # fewer

@@ -20,13 +20,17 @@ except ImportError as _exc:  # pragma: no cover - depends on how evokit was impo
 from . import evokit_pb2 as proto
 from ._core import __version__
 from .agent import ESAgent, SamplingInfo, SolverFileError
+from .blackbox import CMAES, SepCMAES
 from .config import ConfigError, load_config, parse_config
 from .evokit_pb2 import EvoKitConfig
+from .ga import GA, OpenES
 from .model import ModelError, OnnxPolicy
+from .native import NativePolicy
 from .training import TrainResult, train
 
 __all__ = [
-    "ConfigError", "ESAgent", "EvoKitConfig", "ModelError", "OnnxPolicy", "SamplingInfo",
+    "CMAES", "SepCMAES",
+    "ConfigError", "ESAgent", "EvoKitConfig", "GA", "OpenES", "ModelError", "NativePolicy", "OnnxPolicy", "SamplingInfo",
     "SolverFileError", "__version__", "load_config", "parse_config", "proto", "train", "TrainResult",
 ]
 

@@ -84,14 +84,22 @@ class ESAgent:
         self._config = load_config(config)
         return self._config
 
-    def load_inference_model(self, path: Union[str, os.PathLike]) -> None:
-        """Load the ONNX policy: a ``.onnx`` file, or a directory holding ``model.onnx``."""
+    def load_inference_model(self, path: Union[str, os.PathLike],
+                             backend: Optional[str] = None) -> None:
+        """Load the ONNX policy: a ``.onnx`` file, or a directory holding ``model.onnx``.
+
+        ``backend`` (``"auto"``, ``"native"`` or ``"onnxruntime"``) chooses
+        the forward pass of :meth:`predict` (see :class:`~evokit.model.OnnxPolicy`);
+        by default the config's ``solver.backend``, ``"auto"`` without a config.
+        """
         self._require_original("load_inference_model")
         path = os.fspath(path)
         if os.path.isdir(path) and os.path.exists(os.path.join(path, MODEL_FILE)):
             path = os.path.join(path, MODEL_FILE)
         pattern = self._config.solver.param_pattern if self._config is not None else ".*"
-        self._policy = OnnxPolicy.load(path, param_pattern=pattern)
+        if backend is None:
+            backend = self._config.solver.backend if self._config is not None else "auto"
+        self._policy = OnnxPolicy.load(path, param_pattern=pattern, backend=backend)
         self._initial = self._policy.initial_params()
         self._set_core(None)
 

@@ -1,6 +1,6 @@
 """The ``evokit`` command line.
 
-    evokit train CONFIG [--env ID] [--seed S] [--out DIR] [--model M] [--workers N]
+    evokit train CONFIG [--env ID] [--seed S] [--out DIR] [--model M] [--workers N] [--evaluator KIND]
     evokit init-model --env ID [--hidden 16 16] [--activation tanh] [--seed S] -o MODEL
     evokit check-config CONFIG [CONFIG ...]
     evokit init-solver --config C --model M --warehouse W
@@ -27,7 +27,7 @@ def _cmd_train(args) -> int:
     log = (lambda s: None) if args.quiet else None
     result = train(args.config, env_id=args.env, seed=args.seed, out_dir=args.out,
                    model=args.model, num_workers=args.workers,
-                   max_generations=args.max_generations, log=log)
+                   max_generations=args.max_generations, evaluator_kind=args.evaluator, log=log)
     return 0 if result.solved or not args.require_solved else 1
 
 
@@ -142,8 +142,13 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--out", help="output directory (default: runs/ENV-seedS)")
     t.add_argument("--model", help="initial ONNX policy (default: a fresh MLP of train.hidden_sizes)")
     t.add_argument("--workers", type=_workers,
-                   help="evaluation processes, or 'auto' for one per core (default: train.num_workers)")
+                   help="evaluation workers (processes, or the threads of the batched policy call on "
+                        "a vectorised env), or 'auto' for one per core (default: train.num_workers)")
     t.add_argument("--max-generations", type=int, help="override train.max_generations")
+    t.add_argument("--evaluator", choices=["auto", "vector", "process", "serial"], default="auto",
+                   help="how the population is evaluated: 'vector' runs it in lockstep on a vector "
+                        "env with one batched native policy call per step; 'auto' (default) does "
+                        "that when the policy runs natively, else uses worker processes")
     t.add_argument("--quiet", action="store_true", help="no progress lines")
     t.add_argument("--require-solved", action="store_true",
                    help="exit 1 unless the target return was reached")

@@ -24,6 +24,7 @@ __all__ = ["ConfigError", "load_config", "parse_config", "validate_config", "con
 PathLike = Union[str, "os.PathLike[str]"]
 
 ACTIVATIONS = ("tanh", "relu", "sigmoid", "identity")
+BACKENDS = ("auto", "native", "onnxruntime")  # as evokit.model.BACKENDS
 
 FITNESS_SHAPING_NAMES = {
     pb.CENTERED_RANK: "centered_rank",
@@ -216,6 +217,8 @@ def validate_config(config: pb.EvoKitConfig, source: str = "<config>",
         re.compile(solver.param_pattern)
     except re.error as exc:
         c.fail(f"{s}.param_pattern", f"is not a valid regular expression: {exc}")
+    if solver.backend not in BACKENDS:
+        c.fail(f"{s}.backend", f"must be one of {', '.join(BACKENDS)}, got {solver.backend!r}")
 
     opt = solver.optimizer
     c.positive(f"{s}.optimizer.base_lr", opt.base_lr)

@@ -2,12 +2,21 @@
 
 Training talks to evaluation through one small interface, :class:`Evaluator`:
 given the agent and its samples' infos (``None`` for the centre policy) and an
-episode seed per sample, return the rewards. Backends (in-process, worker
-processes, and later batched native evaluation or Ray) plug in behind it
-without touching the training loop.
+episode seed per sample, return the rewards. Backends plug in behind it without
+touching the training loop:
 
-A reward depends only on (parameters, seed): the same run gives the same
-rewards whatever the backend or the number of workers.
+- :class:`SerialEvaluator`: one environment in this process, one policy call
+  per member and step;
+- :class:`ProcessEvaluator`: the same in worker processes;
+- :class:`VectorEvaluator`: the whole population in lockstep on a gymnasium
+  vector environment, one batched native policy call per step for every
+  member (``evokit._core.PolicyGraph.run_population``), finished members
+  masked out; for environments without a vectorised form, worker processes
+  each run a slice of the population the same way.
+
+:func:`make_evaluator` picks one. A reward depends only on (parameters, seed):
+where the environment is deterministic per seed, every evaluator gives the
+same rewards (for the vector evaluator, see its notes on seeding).
 """
 
 from __future__ import annotations
@@ -15,15 +24,21 @@ from __future__ import annotations
 import abc
 import concurrent.futures as cf
 import multiprocessing
+import warnings
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from . import _core
 from . import evokit_pb2 as pb
 
 __all__ = ["EnvError", "EvalResult", "Evaluator", "SerialEvaluator", "ProcessEvaluator",
-           "make_env", "make_evaluator", "check_policy_fits", "run_episode"]
+           "VectorEvaluator", "EVALUATOR_KINDS", "make_env", "make_evaluator", "check_policy_fits",
+           "run_episode", "has_vector_entry_point"]
+
+#: What :func:`make_evaluator` accepts as ``kind``.
+EVALUATOR_KINDS = ("auto", "vector", "process", "serial")
 
 
 class EnvError(ValueError):
@@ -232,8 +247,423 @@ class ProcessEvaluator(Evaluator):
         self._env.close()
 
 
-def make_evaluator(env_id: str, num_workers: int) -> Evaluator:
-    """Worker processes when ``num_workers > 1``, else in-process."""
-    if num_workers > 1:
+# ---- lockstep evaluation on vector environments ------------------------------------
+
+
+def has_vector_entry_point(env_id: str) -> bool:
+    """Whether gymnasium registers a vectorised implementation of ``env_id``
+    (``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``)."""
+    import gymnasium
+
+    try:
+        return gymnasium.spec(env_id).vector_entry_point is not None
+    except gymnasium.error.Error:
+        return False
+
+
+def _cartpole_seeded_reset(env, seeds: Sequence[int]) -> np.ndarray:
+    """Start member i of a ``CartPoleVectorEnv`` where ``CartPoleEnv.reset(
+    seed=seeds[i])`` starts: its state drawn by its own seeded generator,
+    uniform(-0.05, 0.05) in each of the 4 coordinates. The dynamics of the two
+    classes are the same float64 arithmetic, so trajectories are the same bits."""
+    from gymnasium.utils import seeding
+
+    base = env.unwrapped
+    env.reset(seed=int(seeds[0]))  # clears the step counters and autoreset flags
+    base.state = np.stack([seeding.np_random(int(s))[0].uniform(low=-0.05, high=0.05, size=(4,))
+                           for s in seeds], axis=1)
+    return base.state.T.astype(np.float32)
+
+
+# Vector environments whose members can be started from per-member seeds
+# exactly as the single environment starts from that seed (class -> reset).
+_SEEDED_RESETS: Dict[str, Callable] = {
+    "gymnasium.envs.classic_control.cartpole:CartPoleVectorEnv": _cartpole_seeded_reset,
+}
+_seeded_reset_checked: Dict[str, bool] = {}
+
+
+def _class_name(obj) -> str:
+    return f"{type(obj).__module__}:{type(obj).__qualname__}"
+
+
+def _check_seeded_reset(env_id: str, reset: Callable) -> bool:
+    """Whether ``reset`` really reproduces the single environment: two seeds,
+    60 steps of fixed actions, compared bit for bit (once per process)."""
+    import gymnasium
+
+    if env_id in _seeded_reset_checked:
+        return _seeded_reset_checked[env_id]
+    seeds = [12345, 678]
+    actions = np.random.default_rng(0).integers(0, 2, size=(60, len(seeds)))
+    venv = gymnasium.make_vec(env_id, num_envs=len(seeds), vectorization_mode="vector_entry_point")
+    single = gymnasium.make(env_id)
+    ok = True
+    try:
+        vobs = reset(venv, seeds)
+        live = [True] * len(seeds)
+        for i, s in enumerate(seeds):
+            obs, _ = single.reset(seed=s)
+            ok &= np.array_equal(obs, vobs[i])
+        trajectories = []
+        for i, s in enumerate(seeds):
+            single.reset(seed=s)
+            t = []
+            for a in actions[:, i]:
+                obs, r, term, trunc, _ = single.step(int(a))
+                t.append((obs, r, term or trunc))
+                if term or trunc:
+                    break
+            trajectories.append(t)
+        for step, a in enumerate(actions):
+            obs, r, term, trunc, _ = venv.step(a)
+            for i in range(len(seeds)):
+                if live[i]:
+                    want = trajectories[i][step]
+                    ok &= bool(np.array_equal(obs[i], want[0]) and float(r[i]) == float(want[1])
+                               and bool(term[i] or trunc[i]) == want[2])
+                    live[i] = not want[2]
+    except Exception:  # an internal layout we do not know: no per-member seeds
+        ok = False
+    finally:
+        venv.close()
+        single.close()
+    _seeded_reset_checked[env_id] = ok
+    return ok
+
+
+class _Lockstep:
+    """Rollouts of a population in lockstep on gymnasium vector environments
+    of ``env_id`` (one per population size), with one batched native policy
+    call per step."""
+
+    def __init__(self, env_id: str, mode: str):
+        self.env_id = env_id
+        self.mode = mode
+        self._envs: Dict[int, object] = {}
+        self._seeded_reset: Optional[Callable] = None
+        self.per_member_seeds = mode != "vector_entry_point"
+        self.discrete = False
+        self.action_shape: Tuple[int, ...] = ()
+
+    def fit(self, policy, env) -> None:
+        """Check the policy fits ``env`` (a single environment of env_id)."""
+        from gymnasium import spaces
+
+        self.discrete = check_policy_fits(policy, env)
+        self.action_shape = tuple(getattr(env.action_space, "shape", ()) or ())
+        if not self.discrete and not isinstance(env.action_space, spaces.Box):
+            raise EnvError(f"action space {env.action_space} is not supported")
+
+    def _env(self, n: int):
+        import gymnasium
+
+        env = self._envs.get(n)
+        if env is None:
+            env = gymnasium.make_vec(self.env_id, num_envs=n, vectorization_mode=self.mode)
+            if self.mode == "vector_entry_point":
+                reset = _SEEDED_RESETS.get(_class_name(env.unwrapped))
+                if reset is not None and _check_seeded_reset(self.env_id, reset):
+                    self._seeded_reset = reset
+                    self.per_member_seeds = True
+                elif reset is not None:
+                    warnings.warn(f"{self.env_id}: this gymnasium's {type(env.unwrapped).__name__} "
+                                  f"no longer reproduces the single environment from a seed; "
+                                  f"members share one seeded generator, and rewards differ from "
+                                  f"SerialEvaluator's", RuntimeWarning, stacklevel=2)
+            self._envs[n] = env
+        return env
+
+    def _reset(self, env, seeds: List[int]) -> np.ndarray:
+        if self.mode != "vector_entry_point":
+            obs, _ = env.reset(seed=seeds)  # sync/async: each member's env gets its seed
+            return obs
+        if self._seeded_reset is not None:
+            return self._seeded_reset(env, seeds)
+        obs, _ = env.reset(seed=int(seeds[0]))  # one generator for all members
+        return obs
+
+    def run(self, graph, population, seeds: Sequence[Sequence[int]],
+            num_threads: int) -> Tuple[List[float], int]:
+        """Rewards (mean return over each member's episodes) and env steps.
+        Episode j of every member runs in round j, members with fewer
+        episodes sitting out. Within a round, every step makes one batched
+        policy call for the members still running."""
+        n = len(seeds)
+        env = self._env(n)
+        out = np.zeros((n,) + tuple(graph.output_shape(1)[1:]), np.float32)
+        returns: List[List[float]] = [[] for _ in range(n)]
+        steps = 0
+        episode = self._episode_sync if self.mode == "sync" else self._episode_vector
+        for r in range(max((len(s) for s in seeds), default=0)):
+            active = np.array([len(s) > r for s in seeds])
+            if not active.any():
+                break
+            first = next(int(s[r]) for s in seeds if len(s) > r)
+            round_seeds = [int(s[r]) if len(s) > r else first for s in seeds]
+            total, round_steps = episode(env, graph, population, round_seeds, active, num_threads, out)
+            steps += round_steps
+            for i, s in enumerate(seeds):
+                if len(s) > r:
+                    returns[i].append(float(total[i]))
+        return [float(np.mean(x)) for x in returns], steps
+
+    def _episode_vector(self, env, graph, population, seeds, active, num_threads, out):
+        """One episode per active member on the vector env's own step(). A
+        member is masked out from the step its episode ends: gymnasium 1.x
+        restarts it at the following step (next-step autoreset), and neither
+        that step's reward nor the new episode is counted."""
+        n = len(seeds)
+        action_batch = (n,) + self.action_shape
+        obs = self._reset(env, seeds)
+        total = np.zeros(n)
+        steps = 0
+        while True:
+            x = np.ascontiguousarray(obs, dtype=np.float32).reshape(n, -1)
+            graph.run_population(x, population, active, num_threads, out)
+            actions = out.argmax(axis=1) if self.discrete else out.reshape(action_batch)
+            obs, reward, terminated, truncated, _ = env.step(actions)
+            np.add(total, reward, out=total, where=active)
+            steps += int(np.count_nonzero(active))
+            active &= ~(np.asarray(terminated) | np.asarray(truncated))
+            if not active.any():
+                return total, steps
+
+    def _episode_sync(self, env, graph, population, seeds, active, num_threads, out):
+        """One episode per active member on the sub-environments of a
+        SyncVectorEnv, each reset with its member's seed. Only members still
+        running are stepped: a finished member's environment is left alone
+        (stepping it into an autoreset would cost a Python step for nothing)."""
+        envs = env.envs
+        n = len(seeds)
+        obs = np.zeros((n, graph.obs_size), np.float32)
+        for i in np.flatnonzero(active):
+            o, _ = envs[i].reset(seed=int(seeds[i]))
+            obs[i] = np.asarray(o, dtype=np.float32).reshape(-1)
+        total = [0.0] * n
+        steps = 0
+        while True:
+            graph.run_population(obs, population, active, num_threads, out)
+            actions = out.argmax(axis=1) if self.discrete else None
+            for i in np.flatnonzero(active):
+                a = int(actions[i]) if self.discrete else out[i].reshape(self.action_shape)
+                o, reward, terminated, truncated, _ = envs[i].step(a)
+                obs[i] = np.asarray(o, dtype=np.float32).reshape(-1)
+                total[i] += float(reward)
+                steps += 1
+                if terminated or truncated:
+                    active[i] = False
+            if not active.any():
+                return total, steps
+
+    def close(self) -> None:
+        for env in self._envs.values():
+            env.close()
+        self._envs.clear()
+
+
+def _keys_and_signs(infos) -> Tuple[np.ndarray, np.ndarray]:
+    """The population's keys and signs (+1, -1 for a mirrored sample, 0 for the
+    centre), from SamplingInfos (None = the centre)."""
+    keys = np.zeros(len(infos), np.int64)
+    signs = np.zeros(len(infos), np.float32)
+    for i, info in enumerate(infos):
+        if info is None:
+            continue
+        if len(info.key) != 1:
+            raise ValueError(f"sampling info {i}: expected exactly one key, got {len(info.key)}")
+        keys[i] = info.key[0]
+        signs[i] = -1.0 if info.mirrored else 1.0
+    return keys, signs
+
+
+def _native_policy(policy):
+    if policy.native is None:
+        raise ValueError(
+            f"{policy.source}: the vector evaluator needs a policy on the native backend, this one "
+            f"runs on onnxruntime ({policy.fallback_reason or 'backend=onnxruntime'}); use "
+            f"make_evaluator(..., kind='auto'), SerialEvaluator or ProcessEvaluator")
+    return policy.native
+
+
+_vworker = {}
+
+
+def _vector_worker_init(config_bytes: bytes, policy, env_id: str, mode: str) -> None:
+    config = pb.EvoKitConfig.FromString(config_bytes)
+    g = config.solver.sampling.gaussian_sampling
+    env = make_env(env_id)
+    runner = _Lockstep(env_id, mode)
+    runner.fit(policy, env)
+    env.close()
+    _vworker.update(policy=policy, runner=runner,
+                    sampler=_core.GaussianSampler(g.seed, g.std, g.cached, g.cache_size,
+                                                  policy.num_params))
+
+
+def _vector_worker_run(centre: bytes, keys, signs, seeds) -> Tuple[List[float], int]:
+    w = _vworker
+    population = _core.Population(w["sampler"], np.frombuffer(centre, np.float32), keys, signs)
+    return w["runner"].run(w["policy"].native.graph, population, seeds, 1)
+
+
+class VectorEvaluator(Evaluator):
+    """Lockstep evaluation: every member of the population on one gymnasium
+    vector environment, one batched native policy call per step.
+
+    ``gymnasium.make_vec(env_id, num_envs=N, vectorization_mode=...)`` with
+    ``vectorization_mode="auto"``: the environment's own vectorised form
+    (``"vector_entry_point"``, e.g. ``CartPoleVectorEnv``) when it has one,
+    else ``"sync"``. Each step calls ``PolicyGraph.run_population`` once for
+    all members still running, with their perturbed parameters read from the
+    noise keys (no parameter copies) on ``num_threads`` OpenMP threads, takes
+    the argmax (discrete) or the output itself (continuous) as the actions,
+    and steps the environments. Finished members are masked out of the policy
+    call and of the returns. On a vectorised env every member is stepped
+    together; gymnasium 1.x restarts a finished member at the next step
+    (next-step autoreset), and that step's reward and the new episode never
+    reach its return. In ``"sync"`` mode the SyncVectorEnv's sub-environments
+    are stepped one by one, only those still running (stepping a finished one
+    would cost a Python-level step for nothing).
+
+    Seeding. Member i's episode j starts from ``seeds[i][j]`` exactly as the
+    other evaluators start it, so where the environment is deterministic per
+    seed the rewards equal :class:`SerialEvaluator`'s bit for bit (the native
+    forward pass of a member gives the bits of the clone's own prediction):
+    in ``"sync"`` (and ``"async"``) mode each member's environment is reset
+    with its seed. A vectorised environment takes one seed for all members;
+    for ``CartPoleVectorEnv`` the evaluator starts each member from its own
+    seed (the state ``CartPoleEnv.reset(seed)`` draws, verified once per
+    process against the single environment), which reproduces the single
+    environment's trajectories exactly. Other vectorised environments are
+    reset with the first member's seed: their rewards are deterministic but
+    differ from SerialEvaluator's (``per_member_seeds`` is then False).
+
+    ``num_workers > 1`` runs worker processes (spawned), each with a contiguous
+    slice of the population on its own vector environment with the same
+    batched call: the way to spread environments without a vectorised form
+    over cores. Only the centre, keys and seeds travel to the workers.
+
+    The policy must run natively (``agent.policy.backend == "native"``).
+    """
+
+    def __init__(self, env_id: str, num_workers: int = 1, *, num_threads: int = 1,
+                 vectorization_mode: str = "auto"):
+        if num_workers < 1:
+            raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+        if num_threads < 1:
+            raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+        modes = ("auto", "vector_entry_point", "sync", "async")
+        if vectorization_mode not in modes:
+            raise ValueError(f"vectorization_mode must be one of {', '.join(modes)}, "
+                             f"got {vectorization_mode!r}")
+        self.env_id = env_id
+        self._env = make_env(env_id)  # fail here for a bad id
+        vector = has_vector_entry_point(env_id)
+        if vectorization_mode == "auto":
+            vectorization_mode = "vector_entry_point" if vector else "sync"
+        elif vectorization_mode == "vector_entry_point" and not vector:
+            raise EnvError(f"{env_id} has no vectorised form (no vector_entry_point); use "
+                           f"vectorization_mode='sync'")
+        self.vectorization_mode = vectorization_mode
+        self.num_workers = num_workers
+        self.num_threads = num_threads
+        self._runner = _Lockstep(env_id, vectorization_mode)
+        self._fitted_policy = None
+        self._pool: Optional[cf.ProcessPoolExecutor] = None
+        self._pool_key = None
+
+    @property
+    def per_member_seeds(self) -> bool:
+        """Whether members start from their own episode seeds (see Seeding);
+        for a vectorised env, known once the first evaluate() has made it."""
+        return self._runner.per_member_seeds
+
+    def _ensure_pool(self, agent) -> None:
+        key = (id(agent.policy), agent.config.SerializeToString())
+        if self._pool is not None and self._pool_key == key:
+            return
+        self.close_pool()
+        ctx = multiprocessing.get_context("spawn")
+        self._pool = cf.ProcessPoolExecutor(
+            max_workers=self.num_workers, mp_context=ctx, initializer=_vector_worker_init,
+            initargs=(agent.config.SerializeToString(), agent.policy, self.env_id,
+                      self.vectorization_mode))
+        self._pool_key = key
+
+    def evaluate(self, agent, infos, seeds) -> EvalResult:
+        policy = agent.policy
+        native = _native_policy(policy)
+        if self._fitted_policy is not policy:
+            self._runner.fit(policy, self._env)
+            self._fitted_policy = policy
+        keys, signs = _keys_and_signs(infos)
+        seeds = [list(map(int, s)) for s in seeds]
+        if len(seeds) != len(keys):
+            raise ValueError(f"got {len(keys)} sampling infos and {len(seeds)} seed lists")
+        if self.num_workers == 1 or len(keys) == 1:
+            population = native.population(agent.center, keys, signs, agent.sampler,
+                                           self.num_threads)
+            rewards, steps = self._runner.run(native.graph, population, seeds, self.num_threads)
+            return EvalResult(np.asarray(rewards, dtype=np.float64), steps)
+        self._ensure_pool(agent)
+        centre = np.ascontiguousarray(agent.center, dtype=np.float32).tobytes()
+        n_slices = min(len(keys), self.num_workers)
+        bounds = np.linspace(0, len(keys), n_slices + 1).astype(int)
+        futures = [self._pool.submit(_vector_worker_run, centre, keys[a:b], signs[a:b], seeds[a:b])
+                   for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        rewards: List[float] = []
+        steps = 0
+        try:
+            for f in futures:  # in submission order: results keep the member order
+                r, n = f.result()
+                rewards.extend(r)
+                steps += n
+        except cf.process.BrokenProcessPool as exc:
+            self.close_pool()
+            raise RuntimeError(f"an evaluation worker died: {exc}") from None
+        return EvalResult(np.asarray(rewards, dtype=np.float64), steps)
+
+    def close_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def close(self) -> None:
+        self.close_pool()
+        self._runner.close()
+        self._env.close()
+
+    def __repr__(self) -> str:
+        return (f"VectorEvaluator({self.env_id!r}, mode={self.vectorization_mode!r}, "
+                f"num_workers={self.num_workers}, num_threads={self.num_threads})")
+
+
+def make_evaluator(env_id: str, num_workers: int, kind: str = "auto", policy=None) -> Evaluator:
+    """The evaluator ``kind`` names, for ``num_workers`` cores:
+
+    - ``"serial"``: :class:`SerialEvaluator`;
+    - ``"process"``: :class:`ProcessEvaluator` with ``num_workers`` processes;
+    - ``"vector"``: :class:`VectorEvaluator`; on the environment's own
+      vectorised form (CartPole) in this process with ``num_workers`` OpenMP
+      threads for the batched policy call, else on ``"sync"`` vector
+      environments in ``num_workers`` worker processes (in this process for 1);
+    - ``"auto"``: ``"vector"`` when ``policy`` (an OnnxPolicy) runs natively,
+      else ``"process"`` for ``num_workers > 1`` and ``"serial"`` otherwise.
+    """
+    if kind not in EVALUATOR_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(EVALUATOR_KINDS)}, got {kind!r}")
+    if num_workers < 1:
+        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+    if kind == "auto":
+        if policy is not None and getattr(policy, "native", None) is not None:
+            kind = "vector"
+        else:
+            kind = "process" if num_workers > 1 else "serial"
+    if kind == "vector":
+        if has_vector_entry_point(env_id):
+            return VectorEvaluator(env_id, 1, num_threads=num_workers)
+        return VectorEvaluator(env_id, num_workers, vectorization_mode="sync")
+    if kind == "process" and num_workers > 1:
         return ProcessEvaluator(env_id, num_workers)
     return SerialEvaluator(env_id)

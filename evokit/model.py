@@ -20,6 +20,14 @@ flattened in C order and concatenated in ``graph.initializer`` order
 are accepted and converted once per call with
 ``np.asarray(params, dtype=np.float32)``; non-floating dtypes are rejected.
 
+Backends. ``backend="native"`` runs the graph on EvoKit's C++ core
+(:mod:`evokit.native`: Gemm, MatMul, Add, Relu, Tanh, Sigmoid, Softmax,
+Identity, Flatten; outputs equal onnxruntime's within 1e-5, the same bits on
+every machine and thread count), ``"onnxruntime"`` on one shared onnxruntime
+session as described above, and ``"auto"`` (the default) natively when the
+core supports every node, else on onnxruntime with one
+:class:`NativeFallbackWarning` naming the node it cannot run.
+
 Every problem with a model file or with the inputs given to it raises
 :class:`ModelError` (a ``ValueError``) whose message starts with the file
 name, or ``<memory>`` for in-memory models.
@@ -32,6 +40,7 @@ import math
 import os
 import re
 import threading
+import warnings
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -41,7 +50,9 @@ from onnx import TensorProto, helper, numpy_helper
 from .util import atomic_write_bytes
 
 __all__ = [
+    "BACKENDS",
     "ModelError",
+    "NativeFallbackWarning",
     "OnnxPolicy",
     "init_mlp",
     "policy_for_spaces",
@@ -58,11 +69,19 @@ OPSET = 17
 #: Hidden-layer activations understood by :func:`init_mlp`.
 ACTIVATIONS = ("tanh", "relu", "sigmoid", "identity")
 
+#: The ``backend`` values of :class:`OnnxPolicy` (and ``solver.backend``).
+BACKENDS = ("auto", "native", "onnxruntime")
+
 _MEMORY = "<memory>"
 
 
 class ModelError(ValueError):
     """A bad model file, a bad model, or bad inputs for a model."""
+
+
+class NativeFallbackWarning(UserWarning):
+    """``backend="auto"`` met a graph the native backend cannot run and uses
+    onnxruntime for it; the message names the node and op."""
 
 
 # --------------------------------------------------------------------------
@@ -119,11 +138,13 @@ def _few(names: Sequence[str], n: int = 5) -> str:
 class OnnxPolicy:
     """An ONNX policy whose float32 initializers are fed as one flat vector.
 
-    Build one with :meth:`load` or :meth:`from_model`.  The onnxruntime
-    session is created lazily on the first :meth:`run` (guarded by a lock, so
-    concurrent threads share one session) with one intra-op and one inter-op
-    thread: parallelism comes from evaluation workers, and single-threaded
-    kernels give deterministic outputs.
+    Build one with :meth:`load` or :meth:`from_model`. ``backend`` chooses the
+    forward pass (see the module docstring); ``"auto"`` runs natively when it
+    can. The onnxruntime session, when onnxruntime runs the policy, is created
+    lazily on the first :meth:`run` (guarded by a lock, so concurrent threads
+    share one session) with one intra-op and one inter-op thread: parallelism
+    comes from evaluation workers, and single-threaded kernels give
+    deterministic outputs.
 
     Pickling ships the serialized original model and ``param_pattern`` only;
     the receiving process rebuilds the graph rewrite and creates its own
@@ -141,6 +162,10 @@ class OnnxPolicy:
             symbolic dims as None; None if the model declares no shape (then
             observations are fed unchecked, always as a batch).
         output_name: the first graph output, the one :meth:`run` returns.
+        backend: the forward pass in use, ``"native"`` or ``"onnxruntime"``.
+        native: the :class:`~evokit.native.NativePolicy` when ``backend`` is
+            ``"native"``, else None.
+        fallback_reason: why ``backend="auto"`` fell back to onnxruntime, or None.
     """
 
     source: str
@@ -151,15 +176,19 @@ class OnnxPolicy:
     input_name: str
     obs_shape: tuple | None
     output_name: str
+    backend: str
+    native: Any
+    fallback_reason: str | None
 
     # ---- construction -------------------------------------------------
 
     def __init__(self, model: onnx.ModelProto, param_pattern: str = ".*",
-                 source: str = _MEMORY, *, _check: bool = True) -> None:
-        self._setup(model, param_pattern, source, check=_check)
+                 source: str = _MEMORY, *, backend: str = "auto", _check: bool = True) -> None:
+        self._setup(model, param_pattern, source, check=_check, backend=backend)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, param_pattern: str = ".*") -> "OnnxPolicy":
+    def load(cls, path: str | os.PathLike, param_pattern: str = ".*",
+             backend: str = "auto") -> "OnnxPolicy":
         """Load an ONNX file (external data next to it is loaded too)."""
         source = os.fspath(path)
         if not os.path.exists(source):
@@ -174,11 +203,11 @@ class OnnxPolicy:
             raise ModelError(
                 f"{source}: not a valid ONNX model ({type(e).__name__}: {e})"
             ) from e
-        return cls(model, param_pattern, source)
+        return cls(model, param_pattern, source, backend=backend)
 
     @classmethod
     def from_model(cls, model: onnx.ModelProto, param_pattern: str = ".*",
-                   source: str = _MEMORY) -> "OnnxPolicy":
+                   source: str = _MEMORY, backend: str = "auto") -> "OnnxPolicy":
         """Wrap an in-memory ModelProto (it is copied, not modified)."""
         if not isinstance(model, onnx.ModelProto):
             raise ModelError(
@@ -186,15 +215,18 @@ class OnnxPolicy:
             )
         copy = onnx.ModelProto()
         copy.CopyFrom(model)
-        return cls(copy, param_pattern, source)
+        return cls(copy, param_pattern, source, backend=backend)
 
     def _setup(self, model: onnx.ModelProto, param_pattern: str, source: str,
-               check: bool) -> None:
+               check: bool, backend: str = "auto") -> None:
         self.source = source
         self.param_pattern = param_pattern
         self._lock = threading.Lock()
         self._session = None
         self._feeds_cache: dict[int, tuple] = {}
+        if backend not in BACKENDS:
+            raise ModelError(f"{source}: backend must be one of {', '.join(map(repr, BACKENDS))}, "
+                             f"got {backend!r}")
 
         if not isinstance(param_pattern, str):
             raise ModelError(
@@ -311,6 +343,23 @@ class OnnxPolicy:
                 )
         self._run_graph = run_model.graph
         self._run_model = run_model
+        self._select_backend(backend)
+
+    def _select_backend(self, backend: str) -> None:
+        self.native = None
+        self.fallback_reason = None
+        if backend != "onnxruntime":
+            from .native import NativePolicy, NotSupportedError
+
+            try:
+                self.native = NativePolicy.from_onnx_policy(self)
+            except NotSupportedError as exc:
+                if backend == "native":
+                    raise
+                self.fallback_reason = str(exc)
+                warnings.warn(f"{exc}; running the model on onnxruntime instead (backend='auto')",
+                              NativeFallbackWarning, stacklevel=4)
+        self.backend = "native" if self.native is not None else "onnxruntime"
 
     # ---- parameters ---------------------------------------------------
 
@@ -422,9 +471,17 @@ class OnnxPolicy:
         converted to the input's declared dtype (float32) if needed.
         ``params`` is a flat vector of ``num_params`` values; float64 (or any
         other floating dtype) is converted once with
-        ``np.asarray(params, dtype=np.float32)``.
+        ``np.asarray(params, dtype=np.float32)``. The forward pass is
+        ``backend``'s: the native core, or the shared onnxruntime session.
         """
         x, single = self._check_obs(obs)
+        if self.native is not None:
+            flat = self._check_params(params)
+            try:
+                out = self.native.graph.run(x, flat)
+            except ValueError as e:
+                raise ModelError(f"{self.source}: inference failed: {e}") from e
+            return out[0] if single else out
         feeds = dict(self._feeds_for(params))
         feeds[self.input_name] = x
         sess = self._get_session()
@@ -511,17 +568,20 @@ class OnnxPolicy:
             "model": self._model.SerializeToString(),
             "param_pattern": self.param_pattern,
             "source": self.source,
+            "backend": self.backend,  # resolved: a receiver never warns again
         }
 
     def __setstate__(self, state: dict) -> None:
         model = onnx.ModelProto()
         model.ParseFromString(state["model"])
-        self._setup(model, state["param_pattern"], state["source"], check=False)
+        self._setup(model, state["param_pattern"], state["source"], check=False,
+                    backend=state.get("backend", "auto"))
 
     def __repr__(self) -> str:
         return (
             f"OnnxPolicy(source={self.source!r}, num_params={self.num_params}, "
-            f"input={self.input_name!r} {self.obs_shape}, output={self.output_name!r})"
+            f"input={self.input_name!r} {self.obs_shape}, output={self.output_name!r}, "
+            f"backend={self.backend!r})"
         )
 
 

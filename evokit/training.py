@@ -8,7 +8,16 @@ reaches ``train.target_return`` (or after ``train.max_generations``).
 Everything random is a pure function of the config: the initial policy of
 ``train.seed``, the noise keys of the sampling seed and ``train.seed``, the
 episode seeds of ``train.seed``, the generation and the sample. The same config
-and seed therefore give the same model, bit for bit, for any number of workers.
+and seed therefore give the same model, bit for bit, for any number of workers
+and threads.
+
+Evaluation: by default (``evaluator_kind="auto"``) a policy that runs on the
+native backend is evaluated in lockstep by :class:`~evokit.evaluation.VectorEvaluator`
+(CartPole: the whole population on one ``CartPoleVectorEnv`` in this process,
+one batched policy call per step, ``train.num_workers`` threads); other
+policies by worker processes, or in this process for one worker. Every
+evaluator gives the same rewards for a deterministic environment, so the
+choice changes the speed, not the model.
 """
 
 from __future__ import annotations
@@ -73,14 +82,17 @@ def _resolve_config(config, env_id, seed, num_workers, max_generations) -> pb.Ev
 def train(config: Union[str, os.PathLike, pb.EvoKitConfig], *, env_id: Optional[str] = None,
           seed: Optional[int] = None, out_dir: Optional[str] = None, model=None,
           num_workers: Optional[int] = None, max_generations: Optional[int] = None,
-          evaluator: Optional[Evaluator] = None,
+          evaluator: Optional[Evaluator] = None, evaluator_kind: str = "auto",
           log: Optional[Callable[[str], None]] = None) -> TrainResult:
     """Train a policy with ES; write ``model.onnx``, ``solver.pb``,
     ``config.prototxt`` and ``metrics.csv`` to ``out_dir``.
 
     ``model`` is an ONNX path; without one, an MLP of ``train.hidden_sizes``
     is made for the environment. ``env_id``, ``seed``, ``num_workers`` and
-    ``max_generations`` override the config's ``train`` section. ``log``
+    ``max_generations`` override the config's ``train`` section.
+    ``evaluator_kind`` (``"auto"``, ``"vector"``, ``"process"``, ``"serial"``)
+    picks the evaluator, see :func:`~evokit.evaluation.make_evaluator`, unless
+    an ``evaluator`` is given. ``log``
     receives one progress line per generation (default: print to stdout;
     pass ``lambda s: None`` for quiet).
     """
@@ -112,9 +124,11 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig], *, env_id: Optional[
     antithetic = cfg.solver.antithetic
     clones = [agent.clone() for _ in range(population)]
     own_evaluator = evaluator is None
-    evaluator = evaluator or make_evaluator(t.env_id, t.num_workers)
+    evaluator = evaluator or make_evaluator(t.env_id, t.num_workers, kind=evaluator_kind,
+                                            policy=agent.policy)
     log(f"evokit train: {t.env_id}, {agent.num_params} parameters, population {population}"
-        f"{' (antithetic)' if antithetic else ''}, {t.num_workers} worker(s), seed {t.seed}")
+        f"{' (antithetic)' if antithetic else ''}, {t.num_workers} worker(s), seed {t.seed}, "
+        f"policy on {agent.policy.backend}, {type(evaluator).__name__}")
 
     history: List[dict] = []
     env_steps = 0

@@ -16,6 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from evokit.model import (
     ModelError,
+    NativeFallbackWarning,
     OnnxPolicy,
     init_mlp,
     policy_for_spaces,
@@ -414,7 +415,9 @@ def test_param_pattern_selects_biases_only(tmp_path):
 
 def test_non_float_initializers_stay_constant():
     model, w, b = mixed_model()
-    pol = OnnxPolicy.from_model(model)
+    with pytest.warns(NativeFallbackWarning, match=r"node #0 \(Reshape\): op Reshape is not supported"):
+        pol = OnnxPolicy.from_model(model)  # Reshape and Mul: onnxruntime runs it
+    assert pol.backend == "onnxruntime"
     assert pol.param_names == ["fc.weight", "fc.bias"]
     assert pol.num_params == 6 * 2 + 2
     assert pol.input_name == "obs"

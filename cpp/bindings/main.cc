@@ -30,4 +30,7 @@ PYBIND11_MODULE(_core, m) {
   evokit::bindings::bind_fitness(m);
   evokit::bindings::bind_optimizer(m);
   evokit::bindings::bind_agent(m);
+  evokit::bindings::bind_policy(m);
+  evokit::bindings::bind_cma(m);
+  evokit::bindings::bind_ga(m);
 }

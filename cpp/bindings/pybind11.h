@@ -38,5 +38,8 @@ void bind_sampler(py::module_& m);
 void bind_fitness(py::module_& m);
 void bind_optimizer(py::module_& m);
 void bind_agent(py::module_& m);
+void bind_policy(py::module_& m);
+void bind_cma(py::module_& m);
+void bind_ga(py::module_& m);
 
 }  // namespace evokit::bindings

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "messages.h"
@@ -118,19 +119,151 @@ std::vector<std::size_t> broadcast_strides(const std::vector<std::size_t>& shape
   return strides;
 }
 
-void broadcast_add(const float* a, const std::vector<std::size_t>& shape_a, const float* b,
-                   const std::vector<std::size_t>& shape_b,
-                   const std::vector<std::size_t>& out_shape, float* out) {
-  std::size_t total = 1;
-  for (std::size_t d : out_shape) total *= d;
-  if (shape_a == out_shape && shape_b == out_shape) {
-    for (std::size_t i = 0; i < total; ++i) out[i] = a[i] + b[i];
-    return;
+// ---- kernels -----------------------------------------------------------------
+//
+// Every output element is computed with the same float operations in the same
+// order whatever the operand's source, so a ParamView (base + scale * noise,
+// perturbed on the fly) gives the bits of the materialised parameter vector.
+//
+// The hot kernels are built for several x86-64 instruction sets (SSE2, AVX2,
+// AVX-512; GCC's target_clones) and the loader picks the best one the CPU
+// has. They vectorise across independent output elements only, never across
+// a sum, and nothing is contracted into FMA (-ffp-contract=off): every
+// instruction set gives the same bits.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define EVOKIT_KERNEL_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
+#define EVOKIT_KERNEL_INLINE inline __attribute__((always_inline))
+#else
+#define EVOKIT_KERNEL_CLONES
+#define EVOKIT_KERNEL_INLINE inline
+#endif
+
+// A read-only operand: value i is base[i] + scale * noise[i] when noise is set.
+struct View {
+  const float* base = nullptr;
+  const float* noise = nullptr;
+  float scale = 0.0f;
+
+  float operator[](std::size_t i) const noexcept {
+    return noise != nullptr ? base[i] + scale * noise[i] : base[i];
   }
-  const std::vector<std::size_t> sa = broadcast_strides(shape_a, out_shape);
-  const std::vector<std::size_t> sb = broadcast_strides(shape_b, out_shape);
+};
+
+// y[jj] = sum_p a[p * a_step] * B(p, jj) for jj < W, B row-major with row
+// stride n, each sum taken from 0.0f in p order; B(p, j) = b[p n + j]
+// (+ scale * e[p n + j] when noisy). W is a compile-time width, so the
+// accumulators stay in registers and the loop over jj is vectorised.
+template <std::size_t W, bool kNoisy>
+EVOKIT_KERNEL_INLINE void row_block(const float* a, std::size_t a_step, std::size_t k,
+                                    const float* b, const float* e, float scale, std::size_t n,
+                                    float* y) noexcept {
+  float acc[W];
+  for (std::size_t jj = 0; jj < W; ++jj) acc[jj] = 0.0f;
+  for (std::size_t p = 0; p < k; ++p) {
+    const float av = a[p * a_step];
+    const float* bp = b + p * n;
+    const float* ep = kNoisy ? e + p * n : nullptr;
+#pragma omp simd
+    for (std::size_t jj = 0; jj < W; ++jj) {
+      acc[jj] += av * (kNoisy ? bp[jj] + scale * ep[jj] : bp[jj]);
+    }
+  }
+  for (std::size_t jj = 0; jj < W; ++jj) y[jj] = acc[jj];
+}
+
+// y (m, n) = A' B' with A (m, k) or, transposed, (k, m); B (k, n) or (n, k).
+// Element (i, j) is summed from 0.0f over p in order, whatever the path.
+template <bool kNoisy>
+EVOKIT_KERNEL_INLINE void matmul(const float* a, bool trans_a, const View& b, bool trans_b,
+                                 std::size_t m, std::size_t n, std::size_t k, float* y) noexcept {
+  const std::size_t a_step = trans_a ? m : 1;
+  const float s = b.scale;
+  for (std::size_t i = 0; i < m; ++i) {
+    const float* ai = trans_a ? a + i : a + i * k;  // A'(i, p) = ai[p * a_step]
+    float* yi = y + i * n;
+    if (!trans_b) {  // B is (k, n): its rows are contiguous in j
+      // Column blocks of 32, then 16, 8, 4, 2, 1 (each a fixed width).
+      std::size_t j = 0;
+      const auto blocks = [&](auto width) {
+        constexpr std::size_t W = decltype(width)::value;
+        for (; j + W <= n; j += W) {
+          row_block<W, kNoisy>(ai, a_step, k, b.base + j, kNoisy ? b.noise + j : nullptr, s, n,
+                               yi + j);
+        }
+      };
+      blocks(std::integral_constant<std::size_t, 32>{});
+      blocks(std::integral_constant<std::size_t, 16>{});
+      blocks(std::integral_constant<std::size_t, 8>{});
+      blocks(std::integral_constant<std::size_t, 4>{});
+      blocks(std::integral_constant<std::size_t, 2>{});
+      blocks(std::integral_constant<std::size_t, 1>{});
+    } else {  // B is (n, k): column j of B' is row j of B, a dot product
+      for (std::size_t j = 0; j < n; ++j) {
+        const float* bj = b.base + j * k;
+        const float* ej = kNoisy ? b.noise + j * k : nullptr;
+        float acc = 0.0f;
+        for (std::size_t p = 0; p < k; ++p) {
+          acc += ai[p * a_step] * (kNoisy ? bj[p] + s * ej[p] : bj[p]);
+        }
+        yi[j] = acc;
+      }
+    }
+  }
+}
+
+EVOKIT_KERNEL_CLONES
+void matmul_noisy(const float* a, bool trans_a, const View& b, bool trans_b, std::size_t m,
+                  std::size_t n, std::size_t k, float* y) noexcept {
+  matmul<true>(a, trans_a, b, trans_b, m, n, k, y);
+}
+
+EVOKIT_KERNEL_CLONES
+void matmul_plain(const float* a, bool trans_a, const View& b, bool trans_b, std::size_t m,
+                  std::size_t n, std::size_t k, float* y) noexcept {
+  matmul<false>(a, trans_a, b, trans_b, m, n, k, y);
+}
+
+void matmul(const float* a, bool trans_a, const View& b, bool trans_b, std::size_t m,
+            std::size_t n, std::size_t k, float* y) noexcept {
+  if (b.noise != nullptr) {
+    matmul_noisy(a, trans_a, b, trans_b, m, n, k, y);
+  } else {
+    matmul_plain(a, trans_a, b, trans_b, m, n, k, y);
+  }
+}
+
+// y = alpha * y + beta * C, C broadcast from (c_rows, c_cols) to (m, n).
+void gemm_epilogue(float* y, std::size_t m, std::size_t n, float alpha, float beta,
+                   const View* c, std::size_t c_rows, std::size_t c_cols) noexcept {
+  for (std::size_t i = 0; i < m; ++i) {
+    float* yi = y + i * n;
+    if (alpha != 1.0f) {  // alpha * y is y itself when alpha is 1
+      for (std::size_t j = 0; j < n; ++j) yi[j] = alpha * yi[j];
+    }
+    if (c == nullptr) continue;
+    const std::size_t row = (c_rows == 1 ? 0 : i) * c_cols;
+    const float* cb = c->base + row;
+    const float* ce = c->noise != nullptr ? c->noise + row : nullptr;
+    const float s = c->scale;
+    if (c_cols == 1) {
+      const float cv = ce != nullptr ? cb[0] + s * ce[0] : cb[0];
+      for (std::size_t j = 0; j < n; ++j) yi[j] += beta * cv;
+    } else if (ce != nullptr) {
+      for (std::size_t j = 0; j < n; ++j) yi[j] += beta * (cb[j] + s * ce[j]);
+    } else if (beta == 1.0f) {
+      for (std::size_t j = 0; j < n; ++j) yi[j] += cb[j];
+    } else {
+      for (std::size_t j = 0; j < n; ++j) yi[j] += beta * cb[j];
+    }
+  }
+}
+
+// numpy broadcasting along precomputed strides (0 on broadcast dims).
+void broadcast_add(const View& a, const std::vector<std::size_t>& sa, const View& b,
+                   const std::vector<std::size_t>& sb, const std::vector<std::size_t>& out_shape,
+                   std::size_t total, float* out) noexcept {
   const std::size_t rank = out_shape.size();
-  std::vector<std::size_t> index(rank, 0);
+  std::size_t index[16] = {};  // compile() refuses ranks above 16
   std::size_t ia = 0, ib = 0;
   for (std::size_t i = 0; i < total; ++i) {
     out[i] = a[ia] + b[ib];
@@ -148,6 +281,37 @@ void broadcast_add(const float* a, const std::vector<std::size_t>& shape_a, cons
   }
 }
 
+// tanh(x) as x * P(x^2) / Q(x^2), the minimax rational approximation of
+// Eigen and onnxruntime's MLAS (odd numerator of degree 13, even denominator
+// of degree 6), on x clamped to +-7.905..., where tanh rounds to +-1 in
+// float; tanh(x) = x below |x| = 0.0004. Absolute error < 1e-6.
+EVOKIT_KERNEL_INLINE float fast_tanh(float x) noexcept {
+  constexpr float kClamp = 7.90531110763549805f;
+  float c = x < -kClamp ? -kClamp : x;
+  c = c > kClamp ? kClamp : c;
+  const float x2 = c * c;
+  float p = -2.76076847742355e-16f;
+  p = x2 * p + 2.00018790482477e-13f;
+  p = x2 * p + -8.60467152213735e-11f;
+  p = x2 * p + 5.12229709037114e-08f;
+  p = x2 * p + 1.48572235717979e-05f;
+  p = x2 * p + 6.37261928875436e-04f;
+  p = x2 * p + 4.89352455891786e-03f;
+  p = c * p;
+  float q = 1.19825839466702e-06f;
+  q = x2 * q + 1.18534705686654e-04f;
+  q = x2 * q + 2.26843463243900e-03f;
+  q = x2 * q + 4.89352518554385e-03f;
+  const float r = p / q;
+  return std::fabs(x) < 0.0004f ? x : r;
+}
+
+EVOKIT_KERNEL_CLONES
+void tanh_block(const float* __restrict x, float* __restrict y, std::size_t size) noexcept {
+#pragma omp simd
+  for (std::size_t i = 0; i < size; ++i) y[i] = fast_tanh(x[i]);
+}
+
 float sigmoid(float x) {
   if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
   const float e = std::exp(x);
@@ -155,6 +319,10 @@ float sigmoid(float x) {
 }
 
 }  // namespace
+
+namespace detail {
+float tanh_approx(float x) noexcept { return fast_tanh(x); }
+}  // namespace detail
 
 std::string format_shape(const SymbolicShape& shape) {
   std::string out = "(";
@@ -488,6 +656,269 @@ std::vector<std::size_t> PolicyGraph::output_shape(std::size_t batch) const {
   return resolve(symbolic_output_shape(), batch);
 }
 
+namespace {
+
+constexpr std::size_t kSlotAlign = 16;  // floats: workspace slots start on 64-byte boundaries
+
+std::size_t element_count(const std::vector<std::size_t>& shape) {
+  std::size_t n = 1;
+  for (std::size_t d : shape) n *= d;
+  return n;
+}
+
+// `shape` without its leading 1s.
+std::vector<std::size_t> squeeze_leading(const std::vector<std::size_t>& shape) {
+  std::size_t first = 0;
+  while (first < shape.size() && shape[first] == 1) ++first;
+  return std::vector<std::size_t>(shape.begin() + static_cast<std::ptrdiff_t>(first), shape.end());
+}
+
+}  // namespace
+
+PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
+  if (input_name_.empty()) throw std::invalid_argument("the graph has no input");
+  if (outputs_.empty()) throw std::invalid_argument("the graph has no output");
+  if (batch == 0) throw std::invalid_argument("batch must be >= 1, got 0");
+
+  using Source = Plan::Source;
+  using Operand = Plan::Operand;
+  Plan plan;
+  plan.batch_ = batch;
+  std::size_t work = 0;
+  const auto reserve = [&work](std::size_t size) {
+    const std::size_t at = work;
+    work += (size + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+    return at;
+  };
+
+  const std::size_t count = values_.size();
+  std::vector<Operand> where(count);
+  std::vector<std::vector<std::size_t>> shapes(count);
+  for (std::size_t id = 0; id < count; ++id) {
+    const Value& v = values_[id];
+    shapes[id] = resolve(v.shape, batch);
+    switch (v.kind) {
+      case Kind::kInput: where[id] = Operand{Source::kObs, 0, nullptr}; break;
+      case Kind::kParam: where[id] = Operand{Source::kParam, v.offset, nullptr}; break;
+      case Kind::kConstant:
+        where[id] = Operand{Source::kConstant, 0, constants_[v.constant].data()};
+        break;
+      case Kind::kNode: break;  // placed below
+    }
+  }
+
+  // An operand read as a plain array: a parameter there is copied (perturbed)
+  // into the workspace once per run, before the steps.
+  const auto plain = [&](int id) {
+    const Operand& op = where[static_cast<std::size_t>(id)];
+    if (op.source != Source::kParam) return op;
+    const std::size_t size = element_count(shapes[static_cast<std::size_t>(id)]);
+    for (const Plan::Copy& c : plan.copies_) {
+      if (c.param == op.offset && c.size == size) return Operand{Source::kWork, c.work, nullptr};
+    }
+    const Plan::Copy c{op.offset, size, reserve(size)};
+    plan.copies_.push_back(c);
+    return Operand{Source::kWork, c.work, nullptr};
+  };
+
+  for (const Node& node : nodes_) {
+    const auto out_id = static_cast<std::size_t>(node.output);
+    const std::vector<std::size_t>& out_shape = shapes[out_id];
+    const auto in_id = [&](std::size_t i) { return node.inputs[i]; };
+    const auto in_shape = [&](std::size_t i) -> const std::vector<std::size_t>& {
+      return shapes[static_cast<std::size_t>(node.inputs[i])];
+    };
+    if (node.op == Op::kIdentity || node.op == Op::kFlatten) {
+      where[out_id] = where[static_cast<std::size_t>(in_id(0))];  // same bytes, another shape
+      continue;
+    }
+    Plan::Step step;
+    step.op = node.op;
+    step.size = element_count(out_shape);
+    switch (node.op) {
+      case Op::kRelu:
+      case Op::kTanh:
+      case Op::kSigmoid:
+        step.in[0] = plain(in_id(0));
+        break;
+      case Op::kSoftmax:
+        step.in[0] = plain(in_id(0));
+        step.n = out_shape.back();
+        step.m = step.n == 0 ? 0 : step.size / step.n;
+        break;
+      case Op::kAdd: {
+        step.in[0] = where[static_cast<std::size_t>(in_id(0))];
+        step.in[1] = where[static_cast<std::size_t>(in_id(1))];
+        const std::vector<std::size_t>& sa = in_shape(0);
+        const std::vector<std::size_t>& sb = in_shape(1);
+        const std::vector<std::size_t> last{out_shape.empty() ? 1 : out_shape.back()};
+        if (sa == out_shape && sb == out_shape) {
+          step.add = Plan::AddKind::kSame;
+        } else if (!out_shape.empty() && sa == out_shape && squeeze_leading(sb) == last) {
+          step.add = Plan::AddKind::kRowRight;
+          step.n = last[0];
+        } else if (!out_shape.empty() && sb == out_shape && squeeze_leading(sa) == last) {
+          step.add = Plan::AddKind::kRowLeft;
+          step.n = last[0];
+        } else {
+          if (out_shape.size() > 16) {
+            throw std::invalid_argument(node.label + ": broadcasting over more than 16 dimensions "
+                                        "is not supported");
+          }
+          step.add = Plan::AddKind::kGeneral;
+          step.out_shape = out_shape;
+          step.stride_a = broadcast_strides(sa, out_shape);
+          step.stride_b = broadcast_strides(sb, out_shape);
+        }
+        break;
+      }
+      case Op::kMatMul:
+        step.in[0] = plain(in_id(0));
+        step.in[1] = where[static_cast<std::size_t>(in_id(1))];
+        step.k = in_shape(1)[0];
+        step.n = in_shape(1)[1];
+        step.m = step.n == 0 ? 0 : step.size / step.n;
+        break;
+      case Op::kGemm: {
+        step.in[0] = plain(in_id(0));
+        step.in[1] = where[static_cast<std::size_t>(in_id(1))];
+        step.m = out_shape[0];
+        step.n = out_shape[1];
+        step.k = node.trans_a ? in_shape(0)[0] : in_shape(0)[1];
+        step.alpha = node.alpha;
+        step.beta = node.beta;
+        step.trans_a = node.trans_a;
+        step.trans_b = node.trans_b;
+        step.has_c = node.inputs.size() == 3 && node.inputs[2] >= 0;
+        if (step.has_c) {
+          step.in[2] = where[static_cast<std::size_t>(in_id(2))];
+          const std::vector<std::size_t>& sc = in_shape(2);
+          if (sc.size() == 2) {
+            step.c_rows = sc[0];
+            step.c_cols = sc[1];
+          } else if (sc.size() == 1) {
+            step.c_cols = sc[0];
+          }
+        }
+        break;
+      }
+      case Op::kIdentity:
+      case Op::kFlatten:
+        break;  // handled above
+    }
+    step.out = reserve(step.size);
+    where[out_id] = Operand{Source::kWork, step.out, nullptr};
+    plan.steps_.push_back(std::move(step));
+  }
+
+  const auto first = static_cast<std::size_t>(find_value(outputs_[0]));
+  plan.output_ = where[first];
+  plan.output_shape_ = shapes[first];
+  plan.output_size_ = element_count(shapes[first]);
+  plan.workspace_size_ = work;
+  return plan;
+}
+
+void PolicyGraph::execute(const Plan& plan, const float* obs, const ParamView& params,
+                          float* workspace, float* out) const noexcept {
+  using Source = Plan::Source;
+  const auto view = [&](const Plan::Operand& op) -> View {
+    switch (op.source) {
+      case Source::kObs: return View{obs + op.offset, nullptr, 0.0f};
+      case Source::kParam:
+        return View{params.base + op.offset,
+                    params.noise != nullptr ? params.noise + op.offset : nullptr, params.scale};
+      case Source::kConstant: return View{op.constant, nullptr, 0.0f};
+      case Source::kWork: break;
+    }
+    return View{workspace + op.offset, nullptr, 0.0f};
+  };
+
+  for (const Plan::Copy& c : plan.copies_) {
+    const View v = view(Plan::Operand{Source::kParam, c.param, nullptr});
+    float* dst = workspace + c.work;
+    for (std::size_t j = 0; j < c.size; ++j) dst[j] = v[j];
+  }
+
+  for (const Plan::Step& step : plan.steps_) {
+    float* y = workspace + step.out;
+    const std::size_t size = step.size;
+    switch (step.op) {
+      case Op::kRelu: {
+        const float* x = view(step.in[0]).base;
+        for (std::size_t i = 0; i < size; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        break;
+      }
+      case Op::kTanh: {
+        const float* x = view(step.in[0]).base;
+        tanh_block(x, y, size);
+        break;
+      }
+      case Op::kSigmoid: {
+        const float* x = view(step.in[0]).base;
+        for (std::size_t i = 0; i < size; ++i) y[i] = sigmoid(x[i]);
+        break;
+      }
+      case Op::kSoftmax: {
+        const float* x = view(step.in[0]).base;
+        const std::size_t n = step.n;
+        for (std::size_t r = 0; r < step.m; ++r) {
+          const float* xr = x + r * n;
+          float* yr = y + r * n;
+          const float top = *std::max_element(xr, xr + n);
+          float sum = 0.0f;
+          for (std::size_t j = 0; j < n; ++j) {
+            yr[j] = std::exp(xr[j] - top);
+            sum += yr[j];
+          }
+          for (std::size_t j = 0; j < n; ++j) yr[j] /= sum;
+        }
+        break;
+      }
+      case Op::kAdd: {
+        const View a = view(step.in[0]);
+        const View b = view(step.in[1]);
+        switch (step.add) {
+          case Plan::AddKind::kSame:
+            for (std::size_t i = 0; i < size; ++i) y[i] = a[i] + b[i];
+            break;
+          case Plan::AddKind::kRowRight:
+            for (std::size_t r = 0; r * step.n < size; ++r) {
+              for (std::size_t j = 0; j < step.n; ++j) y[r * step.n + j] = a[r * step.n + j] + b[j];
+            }
+            break;
+          case Plan::AddKind::kRowLeft:
+            for (std::size_t r = 0; r * step.n < size; ++r) {
+              for (std::size_t j = 0; j < step.n; ++j) y[r * step.n + j] = a[j] + b[r * step.n + j];
+            }
+            break;
+          case Plan::AddKind::kGeneral:
+            broadcast_add(a, step.stride_a, b, step.stride_b, step.out_shape, size, y);
+            break;
+        }
+        break;
+      }
+      case Op::kMatMul:
+        matmul(view(step.in[0]).base, false, view(step.in[1]), false, step.m, step.n, step.k, y);
+        break;
+      case Op::kGemm: {
+        matmul(view(step.in[0]).base, step.trans_a, view(step.in[1]), step.trans_b, step.m,
+               step.n, step.k, y);
+        const View c = step.has_c ? view(step.in[2]) : View{};
+        gemm_epilogue(y, step.m, step.n, step.alpha, step.beta, step.has_c ? &c : nullptr,
+                      step.c_rows, step.c_cols);
+        break;
+      }
+      case Op::kIdentity:
+      case Op::kFlatten:
+        break;  // never a step
+    }
+  }
+
+  const View result = view(plan.output_);
+  for (std::size_t i = 0; i < plan.output_size_; ++i) out[i] = result[i];
+}
+
 std::vector<float> PolicyGraph::run(const float* obs, std::size_t batch, const float* params,
                                     std::size_t num_params) const {
   if (input_name_.empty()) throw std::invalid_argument("the graph has no input");
@@ -501,143 +932,11 @@ std::vector<float> PolicyGraph::run(const float* obs, std::size_t batch, const f
   }
   if (num_params_ > 0) detail::require_non_null(params, "params");
 
-  const std::size_t count = values_.size();
-  std::vector<const float*> data(count, nullptr);
-  std::vector<std::vector<std::size_t>> shapes(count);
-  std::vector<std::vector<float>> buffers(count);
-  for (std::size_t id = 0; id < count; ++id) {
-    const Value& v = values_[id];
-    shapes[id] = resolve(v.shape, batch);
-    switch (v.kind) {
-      case Kind::kInput: data[id] = obs; break;
-      case Kind::kParam: data[id] = params + v.offset; break;
-      case Kind::kConstant: data[id] = constants_[v.constant].data(); break;
-      case Kind::kNode: break;
-    }
-  }
-
-  for (const Node& node : nodes_) {
-    const auto out_id = static_cast<std::size_t>(node.output);
-    const std::vector<std::size_t>& out_shape = shapes[out_id];
-    std::size_t out_size = 1;
-    for (std::size_t d : out_shape) out_size *= d;
-    const auto in = [&](std::size_t i) { return data[static_cast<std::size_t>(node.inputs[i])]; };
-    const auto in_shape = [&](std::size_t i) -> const std::vector<std::size_t>& {
-      return shapes[static_cast<std::size_t>(node.inputs[i])];
-    };
-
-    if (node.op == Op::kIdentity || node.op == Op::kFlatten) {
-      data[out_id] = in(0);  // same bytes, another shape
-      continue;
-    }
-    std::vector<float>& out = buffers[out_id];
-    out.assign(out_size, 0.0f);
-    const float* x = in(0);
-
-    switch (node.op) {
-      case Op::kRelu:
-        for (std::size_t i = 0; i < out_size; ++i) out[i] = x[i] > 0.0f ? x[i] : 0.0f;
-        break;
-      case Op::kTanh:
-        for (std::size_t i = 0; i < out_size; ++i) out[i] = std::tanh(x[i]);
-        break;
-      case Op::kSigmoid:
-        for (std::size_t i = 0; i < out_size; ++i) out[i] = sigmoid(x[i]);
-        break;
-      case Op::kSoftmax: {
-        const std::size_t n = out_shape.back();
-        const std::size_t rows = n == 0 ? 0 : out_size / n;
-        for (std::size_t r = 0; r < rows; ++r) {
-          const float* xr = x + r * n;
-          float* yr = out.data() + r * n;
-          const float top = *std::max_element(xr, xr + n);
-          float sum = 0.0f;
-          for (std::size_t j = 0; j < n; ++j) {
-            yr[j] = std::exp(xr[j] - top);
-            sum += yr[j];
-          }
-          for (std::size_t j = 0; j < n; ++j) yr[j] /= sum;
-        }
-        break;
-      }
-      case Op::kAdd:
-        broadcast_add(x, in_shape(0), in(1), in_shape(1), out_shape, out.data());
-        break;
-      case Op::kMatMul: {
-        const std::size_t k = in_shape(1)[0];
-        const std::size_t n = in_shape(1)[1];
-        const std::size_t rows = n == 0 ? 0 : out_size / n;
-        const float* w = in(1);
-        for (std::size_t r = 0; r < rows; ++r) {
-          float* yr = out.data() + r * n;
-          for (std::size_t p = 0; p < k; ++p) {
-            const float a = x[r * k + p];
-            const float* wp = w + p * n;
-            for (std::size_t j = 0; j < n; ++j) yr[j] += a * wp[j];
-          }
-        }
-        break;
-      }
-      case Op::kGemm: {
-        const std::vector<std::size_t>& sa = in_shape(0);
-        const std::size_t m = out_shape[0];
-        const std::size_t n = out_shape[1];
-        const std::size_t k = node.trans_a ? sa[0] : sa[1];
-        const float* b = in(1);
-        // acc = A' B'
-        for (std::size_t i = 0; i < m; ++i) {
-          float* yi = out.data() + i * n;
-          if (node.trans_b) {  // B is (n, k): dot products of rows
-            for (std::size_t j = 0; j < n; ++j) {
-              const float* bj = b + j * k;
-              float acc = 0.0f;
-              for (std::size_t p = 0; p < k; ++p) {
-                acc += (node.trans_a ? x[p * m + i] : x[i * k + p]) * bj[p];
-              }
-              yi[j] = acc;
-            }
-          } else {  // B is (k, n)
-            for (std::size_t p = 0; p < k; ++p) {
-              const float a = node.trans_a ? x[p * m + i] : x[i * k + p];
-              const float* bp = b + p * n;
-              for (std::size_t j = 0; j < n; ++j) yi[j] += a * bp[j];
-            }
-          }
-        }
-        const bool has_c = node.inputs.size() == 3 && node.inputs[2] >= 0;
-        const float* c = has_c ? in(2) : nullptr;
-        std::size_t c_rows = 1, c_cols = 1;
-        if (has_c) {
-          const std::vector<std::size_t>& sc = in_shape(2);
-          if (sc.size() == 2) {
-            c_rows = sc[0];
-            c_cols = sc[1];
-          } else if (sc.size() == 1) {
-            c_cols = sc[0];
-          }
-        }
-        for (std::size_t i = 0; i < m; ++i) {
-          for (std::size_t j = 0; j < n; ++j) {
-            float y = node.alpha * out[i * n + j];
-            if (has_c) {
-              y += node.beta * c[(c_rows == 1 ? 0 : i) * c_cols + (c_cols == 1 ? 0 : j)];
-            }
-            out[i * n + j] = y;
-          }
-        }
-        break;
-      }
-      case Op::kIdentity:
-      case Op::kFlatten:
-        break;  // handled above
-    }
-    data[out_id] = out.data();
-  }
-
-  const auto first = static_cast<std::size_t>(find_value(outputs_[0]));
-  std::size_t size = 1;
-  for (std::size_t d : shapes[first]) size *= d;
-  return std::vector<float>(data[first], data[first] + size);
+  const Plan plan = compile(batch);
+  std::vector<float> workspace(plan.workspace_size());
+  std::vector<float> out(plan.output_size());
+  execute(plan, obs, ParamView{params, nullptr, 0.0f}, workspace.data(), out.data());
+  return out;
 }
 
 }  // namespace evokit

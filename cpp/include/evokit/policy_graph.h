@@ -17,7 +17,20 @@
 // ("batch", "4*batch"), so a malformed graph fails at build time with the node,
 // the expected and the actual shape. run() is const and allocates its
 // intermediates per call: any number of threads may run one graph at once.
-// Accumulation is in float, in a fixed order: results are deterministic.
+// For repeated calls, compile() a Plan once and execute() it into a caller's
+// workspace: nothing is allocated per call (population.h runs a whole
+// population this way).
+//
+// Parameters are read through a ParamView: a parameter vector, optionally seen
+// through a perturbation base + scale * noise that is computed on the fly
+// inside the kernels, so a perturbed member needs no copy of its parameters.
+//
+// Accumulation is in float, in a fixed order per output element, with no
+// floating-point contraction: results are deterministic, and the same for a
+// ParamView (base, noise, scale) as for the materialised vector
+// base + scale * noise. Tanh is the rational approximation onnxruntime (MLAS)
+// and Eigen use (error < 1e-6), in plain float arithmetic, so it gives the same
+// bits on every machine, unlike a libm call.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +57,16 @@ struct Dim {
 
 using SymbolicShape = std::vector<Dim>;
 
+// A parameter vector as the graph reads it, never copied: value j is
+//   base[j] + scale * noise[j]   when noise is set (rounded exactly as
+//                                GaussianSampler::perturb computes it), else
+//   base[j].
+struct ParamView {
+  const float* base = nullptr;
+  const float* noise = nullptr;
+  float scale = 0.0f;
+};
+
 // "(batch, 4)", "(2*batch,)", "()".
 std::string format_shape(const SymbolicShape& shape);
 std::string format_shape(const std::vector<std::size_t>& shape);
@@ -57,6 +80,8 @@ struct NodeAttributes {
 
 class PolicyGraph {
  public:
+  class Plan;
+
   // The ops add_node() accepts (ONNX op_type names).
   static const std::vector<std::string>& supported_ops();
 
@@ -107,6 +132,21 @@ class PolicyGraph {
   std::vector<float> run(const float* obs, std::size_t batch, const float* params,
                          std::size_t num_params) const;
 
+  // The graph compiled for `batch` observations: every intermediate's place in
+  // one workspace. Throws std::invalid_argument like run() (no input, no
+  // output, batch == 0). The plan points into this graph (its constants): it
+  // must not outlive it, and the graph must not change while it is used.
+  Plan compile(std::size_t batch) const;
+
+  // The first output for plan.batch() observations obs[batch * obs_size()]
+  // and the parameters `params` (covering num_params() values, noise too when
+  // set), written to out[plan.output_size()], with workspace[plan.
+  // workspace_size()] for the intermediates. Allocates nothing and checks
+  // nothing (compile() and the caller did): `plan` must come from this graph.
+  // Gives the same bits as run() with the parameters the view describes.
+  void execute(const Plan& plan, const float* obs, const ParamView& params, float* workspace,
+               float* out) const noexcept;
+
  private:
   enum class Kind { kInput, kParam, kConstant, kNode };
   enum class Op { kGemm, kMatMul, kAdd, kRelu, kTanh, kSigmoid, kSoftmax, kIdentity, kFlatten };
@@ -145,5 +185,63 @@ class PolicyGraph {
   std::size_t obs_size_ = 0;
   std::size_t num_params_ = 0;
 };
+
+class PolicyGraph::Plan {
+ public:
+  std::size_t batch() const noexcept { return batch_; }
+  // Floats of scratch execute() needs.
+  std::size_t workspace_size() const noexcept { return workspace_size_; }
+  // Floats of the first output, and its shape.
+  std::size_t output_size() const noexcept { return output_size_; }
+  const std::vector<std::size_t>& output_shape() const noexcept { return output_shape_; }
+
+ private:
+  friend class PolicyGraph;
+
+  // Where an operand lives: the observations, the parameter vector (read
+  // through the ParamView), a constant of the graph, or the workspace.
+  enum class Source : unsigned char { kObs, kParam, kConstant, kWork };
+  struct Operand {
+    Source source = Source::kWork;
+    std::size_t offset = 0;             // into obs, params or the workspace
+    const float* constant = nullptr;    // kConstant
+  };
+  // How Add broadcasts: equal shapes, the right operand repeated over rows
+  // (x + bias), the left one, or the general strided walk.
+  enum class AddKind : unsigned char { kSame, kRowRight, kRowLeft, kGeneral };
+  struct Step {
+    Op op = Op::kIdentity;
+    Operand in[3];
+    bool has_c = false;
+    std::size_t out = 0;   // workspace offset of the output
+    std::size_t size = 0;  // output elements
+    // Gemm / MatMul: rows m, columns n, inner k. Softmax: m rows of n.
+    std::size_t m = 0, n = 0, k = 0;
+    float alpha = 1.0f, beta = 1.0f;
+    bool trans_a = false, trans_b = false;
+    std::size_t c_rows = 1, c_cols = 1;  // Gemm's C as broadcast
+    AddKind add = AddKind::kSame;
+    std::vector<std::size_t> out_shape, stride_a, stride_b;  // kGeneral
+  };
+  // A parameter window copied (perturbed) into the workspace before the
+  // steps run, for the few places that do not read a ParamView directly.
+  struct Copy {
+    std::size_t param = 0, size = 0, work = 0;
+  };
+
+  std::size_t batch_ = 0;
+  std::size_t workspace_size_ = 0;
+  std::size_t output_size_ = 0;
+  std::vector<std::size_t> output_shape_;
+  std::vector<Copy> copies_;
+  std::vector<Step> steps_;
+  Operand output_;
+};
+
+namespace detail {
+// The Tanh of PolicyGraph: onnxruntime's (MLAS) rational approximation,
+// absolute error < 1e-6, the same bits on every machine.
+float tanh_approx(float x) noexcept;
+}  // namespace detail
 
 }  // namespace evokit

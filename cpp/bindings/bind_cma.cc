@@ -1,0 +1,279 @@
+#include <evokit/cma_es.h>
+
+#include <cstring>
+#include <limits>
+#include <optional>
+
+#include "pybind11.h"
+
+namespace evokit::bindings {
+
+namespace {
+
+using DoubleIn = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+std::vector<double> to_vector(const DoubleIn& a) { return std::vector<double>(a.data(), a.data() + a.size()); }
+
+py::array_t<double> to_array(const std::vector<double>& v) {
+  return py::array_t<double>(static_cast<py::ssize_t>(v.size()), v.data());
+}
+
+py::array_t<double> to_matrix(const std::vector<double>& v, std::size_t rows, std::size_t cols) {
+  py::array_t<double> out({static_cast<py::ssize_t>(rows), static_cast<py::ssize_t>(cols)});
+  if (!v.empty()) std::memcpy(out.mutable_data(), v.data(), v.size() * sizeof(double));
+  return out;
+}
+
+RestartStrategy parse_restart_strategy(const std::string& name) {
+  if (name == "ipop") return RestartStrategy::kIPOP;
+  if (name == "bipop") return RestartStrategy::kBIPOP;
+  throw std::invalid_argument("unknown restart_strategy '" + name + "', expected one of 'ipop', 'bipop'");
+}
+
+std::vector<double> bound_vector(const std::optional<DoubleIn>& b, std::size_t n, const char* what) {
+  if (!b) return {};
+  require_length(*b, static_cast<py::ssize_t>(n), what);
+  return to_vector(*b);
+}
+
+py::dict params_dict(const CMAParams& p) {
+  py::dict d;
+  d["num_params"] = p.num_params;
+  d["population_size"] = p.population_size;
+  d["mu"] = p.mu;
+  d["separable"] = p.separable;
+  d["weights"] = to_array(p.weights);
+  d["mueff"] = p.mueff;
+  d["mueff_minus"] = p.mueff_minus;
+  d["cm"] = p.cm;
+  d["c_sigma"] = p.c_sigma;
+  d["d_sigma"] = p.d_sigma;
+  d["cc"] = p.cc;
+  d["c1"] = p.c1;
+  d["cmu"] = p.cmu;
+  d["chi_n"] = p.chi_n;
+  d["eigen_interval"] = p.eigen_interval;
+  return d;
+}
+
+template <class Strategy>
+void bind_strategy(py::module_& m, const char* name, const char* doc) {
+  py::class_<Strategy, CMABase>(m, name, doc)
+      .def(py::init([](const DoubleIn& x0, double sigma0, std::optional<std::int64_t> population_size,
+                       std::uint64_t seed, std::optional<DoubleIn> lower, std::optional<DoubleIn> upper,
+                       std::optional<std::int64_t> max_evaluations, double ftarget, double tolfun,
+                       double tolfunhist, double tolx, std::optional<std::int64_t> tolstagnation,
+                       double conditioncov, double tolupsigma, bool noeffectaxis, bool noeffectcoord,
+                       int restarts, const std::string& restart_strategy, int num_threads) {
+             if (x0.ndim() != 1) {
+               throw std::invalid_argument("x0 must be a 1-D array, got shape " +
+                                           std::string(py::str(x0.attr("shape"))));
+             }
+             const auto n = static_cast<std::size_t>(x0.size());
+             CMAESOptions o;
+             if (population_size) {
+               if (*population_size < 2) {
+                 throw std::invalid_argument("population_size must be >= 2, got " +
+                                             std::to_string(*population_size));
+               }
+               o.population_size = static_cast<std::size_t>(*population_size);
+             }
+             o.seed = seed;
+             if (lower.has_value() != upper.has_value()) {
+               throw std::invalid_argument("lower and upper must be given together");
+             }
+             o.lower = bound_vector(lower, n, "lower");
+             o.upper = bound_vector(upper, n, "upper");
+             o.max_evaluations = max_evaluations;
+             o.ftarget = ftarget;
+             o.tolfun = tolfun;
+             o.tolfunhist = tolfunhist;
+             o.tolx = tolx;
+             o.tolstagnation = tolstagnation;
+             o.conditioncov = conditioncov;
+             o.tolupsigma = tolupsigma;
+             o.noeffectaxis = noeffectaxis;
+             o.noeffectcoord = noeffectcoord;
+             o.restarts = restarts;
+             o.restart_strategy = parse_restart_strategy(restart_strategy);
+             o.num_threads = num_threads;
+             std::vector<double> start = to_vector(x0);
+             py::gil_scoped_release release;
+             return std::make_unique<Strategy>(std::move(start), sigma0, std::move(o));
+           }),
+           py::arg("x0"), py::arg("sigma0"), py::kw_only(), py::arg("population_size") = py::none(),
+           py::arg("seed") = 0, py::arg("lower") = py::none(), py::arg("upper") = py::none(),
+           py::arg("max_evaluations") = py::none(),
+           py::arg("ftarget") = -std::numeric_limits<double>::infinity(), py::arg("tolfun") = 1e-11,
+           py::arg("tolfunhist") = 1e-12, py::arg("tolx") = 1e-11, py::arg("tolstagnation") = py::none(),
+           py::arg("conditioncov") = 1e14, py::arg("tolupsigma") = 1e20, py::arg("noeffectaxis") = true,
+           py::arg("noeffectcoord") = true, py::arg("restarts") = 0, py::arg("restart_strategy") = "ipop",
+           py::arg("num_threads") = 1);
+}
+
+}  // namespace
+
+void bind_cma(py::module_& m) {
+  m.def(
+      "cma_default_params",
+      [](std::size_t num_params, std::optional<std::size_t> population_size, bool separable) {
+        return params_dict(cma_default_params(
+            num_params, population_size.value_or(cma_default_population_size(num_params)), separable));
+      },
+      py::arg("num_params"), py::arg("population_size") = py::none(), py::arg("separable") = false,
+      "The tutorial's default CMA-ES parameters (Hansen 2016, Table 1) as a dict.");
+  m.def(
+      "symmetric_eigen",
+      [](const DoubleIn& a, int num_threads) {
+        if (a.ndim() != 2 || a.shape(0) != a.shape(1)) {
+          throw std::invalid_argument("a must be a square 2-D array, got shape " +
+                                      std::string(py::str(a.attr("shape"))));
+        }
+        const auto n = static_cast<std::size_t>(a.shape(0));
+        SymmetricEigen e;
+        {
+          py::gil_scoped_release release;
+          e = symmetric_eigen(a.data(), n, num_threads);
+        }
+        return py::make_tuple(to_array(e.values), to_matrix(e.vectors, n, n));
+      },
+      py::arg("a"), py::arg("num_threads") = 1,
+      "(values ascending, vectors with row j the eigenvector of values[j]): Householder + implicit QL.");
+
+  py::class_<CMABase>(m, "CMABase", "The ask/tell bookkeeping shared by CMAES and SepCMAES.")
+      .def(
+          "ask",
+          [](CMABase& self) {
+            const std::vector<double>* x;
+            {
+              py::gil_scoped_release release;
+              x = &self.ask();
+            }
+            return to_matrix(*x, self.population_size(), self.num_params());
+          },
+          "The population of the current generation, [population_size, num_params] float64.")
+      .def(
+          "tell",
+          [](CMABase& self, const DoubleIn& values) {
+            require_length(values, static_cast<py::ssize_t>(values.size()), "values");
+            const double* v = values.data();
+            const auto count = static_cast<std::size_t>(values.size());
+            py::gil_scoped_release release;
+            self.tell(v, count);
+          },
+          py::arg("values"), "f-values (minimised) of the last ask(), in its order.")
+      .def(
+          "tell_keys",
+          [](CMABase& self, const Int64In& keys, const DoubleIn& values) {
+            require_length(keys, static_cast<py::ssize_t>(keys.size()), "keys");
+            require_length(values, static_cast<py::ssize_t>(values.size()), "values");
+            if (keys.size() != values.size()) {
+              throw std::invalid_argument("#f-values = " + std::to_string(values.size()) +
+                                          " must equal #keys = " + std::to_string(keys.size()));
+            }
+            const std::int64_t* k = keys.data();
+            const double* v = values.data();
+            const auto count = static_cast<std::size_t>(values.size());
+            py::gil_scoped_release release;
+            self.tell_keys(k, v, count);
+          },
+          py::arg("keys"), py::arg("values"),
+          "tell() for members given by their keys (e.g. from a log); needs no ask().")
+      .def_property_readonly(
+          "keys",
+          [](const CMABase& self) {
+            const auto& k = self.keys();
+            return py::array_t<std::int64_t>(static_cast<py::ssize_t>(k.size()), k.data());
+          },
+          "The keys of the last ask(), one per member.")
+      .def("sample_key", &CMABase::sample_key, py::arg("member"))
+      .def(
+          "regenerate",
+          [](const CMABase& self, std::int64_t key) {
+            std::vector<double> x;
+            {
+              py::gil_scoped_release release;
+              x = self.regenerate(key);
+            }
+            return to_array(x);
+          },
+          py::arg("key"), "The solution of `key` under the current state.")
+      .def("stop", [](const CMABase& self) { return self.stop(); },
+           "name -> threshold of the criteria that ended the run ({} while it runs).")
+      .def_property_readonly("stopped", &CMABase::stopped)
+      .def_property_readonly("restart_history", &CMABase::restart_history)
+      .def_property_readonly("has_pending_ask", &CMABase::has_pending_ask)
+      .def_property_readonly("best_solution", [](const CMABase& s) { return to_array(s.best_solution()); })
+      .def_property_readonly("best_value", &CMABase::best_value)
+      .def_property_readonly("evaluations", &CMABase::evaluations)
+      .def_property_readonly("iterations", &CMABase::iterations)
+      .def_property_readonly("restarts_done", &CMABase::restarts_done)
+      .def_property_readonly("mean_solution", [](const CMABase& s) { return to_array(s.mean_solution()); })
+      .def_property_readonly("stds", [](const CMABase& s) { return to_array(s.stds()); })
+      .def_property_readonly("num_params", &CMABase::num_params)
+      .def_property_readonly("population_size", &CMABase::population_size)
+      .def_property_readonly("sigma0", &CMABase::sigma0)
+      .def_property_readonly("run_sigma0", &CMABase::run_sigma0)
+      .def_property_readonly("params", [](const CMABase& s) { return params_dict(s.params()); })
+      .def(
+          "to_bounds",
+          [](const CMABase& self, const DoubleIn& x) {
+            require_length(x, static_cast<py::ssize_t>(self.num_params()), "x");
+            std::vector<double> v = to_vector(x);
+            self.to_bounds(v.data());
+            return to_array(v);
+          },
+          py::arg("x"), "The bound transformation (mirror reflection) of x.")
+      .def(
+          "get_state",
+          [](const CMABase& self) {
+            const CMAState& s = self.state();
+            const std::size_t n = self.num_params();
+            py::dict d;
+            d["mean"] = to_array(s.mean);
+            d["sigma"] = s.sigma;
+            d["p_sigma"] = to_array(s.p_sigma);
+            d["p_c"] = to_array(s.p_c);
+            d["cov"] = s.cov.size() == n ? to_array(s.cov) : to_matrix(s.cov, n, n);
+            d["eigenvalues"] = to_array(s.eigenvalues);
+            d["eigenvectors"] = to_matrix(s.eigenvectors, s.eigenvectors.empty() ? 0 : n,
+                                          s.eigenvectors.empty() ? 0 : n);
+            d["generation"] = s.generation;
+            d["eigen_generation"] = s.eigen_generation;
+            return d;
+          },
+          "A copy of the distribution: mean, sigma, p_sigma, p_c, cov, eigenvalues, eigenvectors "
+          "(B^T), generation, eigen_generation.")
+      .def(
+          "set_state",
+          [](CMABase& self, const DoubleIn& mean, double sigma, const DoubleIn& p_sigma, const DoubleIn& p_c,
+             const DoubleIn& cov, std::int64_t generation, std::optional<DoubleIn> eigenvalues,
+             std::optional<DoubleIn> eigenvectors, std::optional<std::int64_t> eigen_generation) {
+            CMAState s;
+            s.mean = to_vector(mean);
+            s.sigma = sigma;
+            s.p_sigma = to_vector(p_sigma);
+            s.p_c = to_vector(p_c);
+            s.cov = to_vector(cov);
+            s.generation = generation;
+            if (eigenvalues.has_value() != eigenvectors.has_value()) {
+              throw std::invalid_argument("eigenvalues and eigenvectors must be given together");
+            }
+            if (eigenvalues) {
+              s.eigenvalues = to_vector(*eigenvalues);
+              s.eigenvectors = to_vector(*eigenvectors);
+            }
+            s.eigen_generation = eigen_generation.value_or(generation);
+            py::gil_scoped_release release;
+            self.set_state(s);
+          },
+          py::arg("mean"), py::arg("sigma"), py::arg("p_sigma"), py::arg("p_c"), py::arg("cov"),
+          py::arg("generation") = 0, py::arg("eigenvalues") = py::none(), py::arg("eigenvectors") = py::none(),
+          py::arg("eigen_generation") = py::none(),
+          "Replaces the distribution; without eigenvalues/eigenvectors, C is decomposed now.");
+
+  bind_strategy<CMAES>(m, "CMAES", "Full-covariance CMA-ES (Hansen 2016).");
+  bind_strategy<SepCMAES>(m, "SepCMAES", "Separable (diagonal) CMA-ES (Ros & Hansen 2008).");
+}
+
+}  // namespace evokit::bindings

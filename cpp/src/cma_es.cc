@@ -1,0 +1,1239 @@
+// CMA-ES and separable CMA-ES.
+//
+//   N. Hansen, "The CMA Evolution Strategy: A Tutorial", arXiv:1604.00772
+//   (2016); `Eq. (n)` marks the tutorial's equations (Appendix A, Table 1).
+//   R. Ros, N. Hansen, PPSN X (2008): separable CMA-ES.
+//   N. Hansen, GECCO 2009 BBOB workshop: BIPOP restarts; A. Auger, N. Hansen,
+//   CEC 2005: IPOP restarts.
+//
+// One generation (tell), with y_{i:lambda} the i-th best of the members'
+// y = (x - m) / sigma and z their standard normal vectors:
+//   <y>_w = sum_{i<=mu} w_i y_{i:lambda}                          Eq. (41)
+//   m    <- m + cm sigma <y>_w                                    Eq. (42)
+//   p_s  <- (1 - cs) p_s + sqrt(cs (2 - cs) mueff) C^-1/2 <y>_w    Eq. (43)
+//   sigma<- sigma exp(cs / ds (||p_s|| / E||N(0,I)|| - 1))        Eq. (44)
+//   h_s   = [||p_s|| / sqrt(1 - (1 - cs)^(2 (g + 1))) < (1.4 + 2 / (n + 1)) E||N(0,I)||]
+//   p_c  <- (1 - cc) p_c + h_s sqrt(cc (2 - cc) mueff) <y>_w      Eq. (45)
+//   w°_i  = w_i if w_i >= 0 else w_i n / ||C^-1/2 y_{i:lambda}||^2  Eq. (46)
+//   C    <- (1 + c1 delta(h_s) - c1 - cmu sum_j w_j) C
+//           + c1 p_c p_c^T + cmu sum_i w°_i y_{i:lambda} y_{i:lambda}^T   Eq. (47)
+// with delta(h_s) = (1 - h_s) cc (2 - cc). C^-1/2 is B D^-1 B^T of the
+// decomposition used for sampling, so C^-1/2 y = B z and ||C^-1/2 y|| = ||z||.
+#include "evokit/cma_es.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "evokit/philox.h"
+#include "messages.h"
+#include "parallel.h"
+
+namespace evokit {
+
+namespace detail {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Coordinates per work item of the threaded loops (fixed: never depends on
+// the thread count).
+constexpr std::size_t kRowBlock = 64;
+// Householder reflectors accumulated together (a multiple of 4).
+constexpr std::size_t kQBlock = 16;
+// Work (multiply-adds) below which a loop runs on one thread: a parallel
+// region costs microseconds (more when workers have gone to sleep), so
+// threads are used for loops of about 100 microseconds or more.
+constexpr double kParallelWork = 262144.0;
+// The same for one step of the tridiagonal reduction: the steps are many
+// (n) and memory-bound, so only long ones (m >= 1024 rows) are threaded;
+// this keeps the number of barriers per decomposition small.
+constexpr std::size_t kParallelStep = std::size_t{1} << 20;
+// hash_draw tag of BIPOP's uniform draws (counter word c).
+constexpr std::uint64_t kBipopTag = 0x4249504Full;  // "BIPO"
+// Stagnation histories are kept for at most this many generations.
+constexpr std::size_t kStagnationMax = 20000;
+
+std::string num(double v) { return format_number(v); }
+
+// A uniform double in [0, 1) from 64 random bits.
+double uniform01(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
+double median(std::vector<double> v) {
+  const std::size_t n = v.size();
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (n % 2 == 1) return *mid;
+  return 0.5 * (*std::max_element(v.begin(), mid) + *mid);
+}
+
+// Hot loops are compiled twice on x86-64 GCC, for AVX2 and for the baseline,
+// and picked at load time. Neither variant uses FMA (ISO C++ mode contracts
+// nothing) and vectorisation never reorders a sum, so both give the same bits.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define EVOKIT_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define EVOKIT_SIMD_CLONES
+#endif
+
+// o_r[t] += b[t] * a_r for t < len, r < 4: one load of b feeds four outputs.
+EVOKIT_SIMD_CLONES
+void axpy4(const double* __restrict b, std::size_t len, double a0, double a1, double a2, double a3,
+           double* __restrict o0, double* __restrict o1, double* __restrict o2, double* __restrict o3) {
+  for (std::size_t t = 0; t < len; ++t) {
+    const double bt = b[t];
+    o0[t] += bt * a0;
+    o1[t] += bt * a1;
+    o2[t] += bt * a2;
+    o3[t] += bt * a3;
+  }
+}
+
+EVOKIT_SIMD_CLONES
+void axpy1(const double* __restrict b, std::size_t len, double a, double* __restrict o) {
+  for (std::size_t t = 0; t < len; ++t) o[t] += b[t] * a;
+}
+
+// o[t] -= x_i w[t] + w_i x[t]: the rank-2 update of one row.
+EVOKIT_SIMD_CLONES
+void rank2_row(double* __restrict o, const double* __restrict x, const double* __restrict w, std::size_t len,
+               double xi, double wi) {
+  for (std::size_t t = 0; t < len; ++t) o[t] -= xi * w[t] + wi * x[t];
+}
+
+// sum_t a[t] b[t] in four interleaved partial sums (a fixed order).
+EVOKIT_SIMD_CLONES
+double dot4(const double* __restrict a, const double* __restrict b, std::size_t len) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  std::size_t t = 0;
+  for (; t + 4 <= len; t += 4) {
+    s0 += a[t] * b[t];
+    s1 += a[t + 1] * b[t + 1];
+    s2 += a[t + 2] * b[t + 2];
+    s3 += a[t + 3] * b[t + 3];
+  }
+  for (; t < len; ++t) s0 += a[t] * b[t];
+  return (s0 + s1) + (s2 + s3);
+}
+
+// o[t] -= sum_r c[r] m[r * stride + t], r < count (a multiple of 4), summed in order of r.
+EVOKIT_SIMD_CLONES
+void sub_combination(double* __restrict o, std::size_t len, const double* __restrict c,
+                     const double* __restrict m, std::size_t count, std::size_t stride) {
+  double acc[kRowBlock];
+  for (std::size_t t = 0; t < len; ++t) acc[t] = 0.0;
+  for (std::size_t r = 0; r < count; ++r) {
+    const double cr = c[r];
+    const double* __restrict mr = m + r * stride;
+    for (std::size_t t = 0; t < len; ++t) acc[t] += cr * mr[t];
+  }
+  for (std::size_t t = 0; t < len; ++t) o[t] -= acc[t];
+}
+
+// out[k * n + i] = sum_j bt[j * n + i] * v[k * n + j] for k < count: rows of
+// v times B, B^T given row-major. Parallel over blocks of i; each output sums
+// over j in ascending order.
+void times_b(const double* bt, std::size_t n, const double* v, double* out, std::size_t count,
+             int threads) {
+  const std::size_t blocks = ceil_div(n, kRowBlock);
+  parallel_items(blocks, team_size(blocks, threads), [&](std::size_t b) {
+    const std::size_t i0 = b * kRowBlock;
+    const std::size_t len = std::min(kRowBlock, n - i0);
+    for (std::size_t k = 0; k < count; ++k) std::fill_n(out + k * n + i0, len, 0.0);
+    for (std::size_t j = 0; j < n; ++j) {
+      const double* brow = bt + j * n + i0;
+      std::size_t k = 0;
+      for (; k + 4 <= count; k += 4) {
+        axpy4(brow, len, v[k * n + j], v[(k + 1) * n + j], v[(k + 2) * n + j], v[(k + 3) * n + j],
+              out + k * n + i0, out + (k + 1) * n + i0, out + (k + 2) * n + i0, out + (k + 3) * n + i0);
+      }
+      for (; k < count; ++k) axpy1(brow, len, v[k * n + j], out + k * n + i0);
+    }
+  });
+}
+
+// ---- symmetric eigensolver ---------------------------------------------------
+
+// Householder reduction of the symmetric a (n x n, row-major, overwritten) to
+// tridiagonal form T = Q^T A Q: d the diagonal, e[k] the entry (k, k+1),
+// e[n-1] = 0; q receives Q (row-major).
+//
+// Step k builds the reflector P_k = I - v v^T / H_k from row k, which zeroes
+// a[k][k+2..], and updates the trailing block A22 (rows and columns k+1..):
+//   p = A22 v / H,  w = p - (v^T p / 2H) v,  A22 -= v w^T + w v^T.
+// The rank-2 update of step k is done lazily, in the same pass over the rows
+// as the product A22 v of step k+1, so each step reads the block once. The
+// full block is kept (both triangles); v_i w_j + w_i v_j is the same sum for
+// (i, j) and (j, i), so it stays exactly symmetric.
+void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& d,
+                    std::vector<double>& e, std::vector<double>& q, int threads) {
+  d.assign(n, 0.0);
+  e.assign(n, 0.0);
+  std::vector<double> h(n, 0.0);  // H_k = v^T v / 2 of reflector k (0: none)
+  std::vector<double> p(n);
+  std::vector<double> w_prev(n), w(n);
+  const double* v_prev = nullptr;  // the pending update: rows/cols prev0.. -= v w^T + w v^T
+  std::size_t prev0 = 0;
+  auto pending_row = [&](std::size_t i, std::size_t col0) {
+    // Applies the pending update to row i, columns col0.. (col0 >= prev0).
+    if (v_prev == nullptr) return;
+    const std::size_t off = col0 - prev0;
+    rank2_row(a.data() + i * n + col0, v_prev + off, w_prev.data() + off, n - col0, v_prev[i - prev0],
+              w_prev[i - prev0]);
+  };
+  for (std::size_t k = 0; k + 2 < n; ++k) {
+    pending_row(k, k);
+    d[k] = a[k * n + k];
+    double* x = a.data() + k * n + k + 1;  // becomes v, kept in row k for the accumulation
+    const std::size_t m = n - k - 1;
+    double scale = 0.0;
+    for (std::size_t i = 0; i < m; ++i) scale += std::fabs(x[i]);
+    const std::size_t r0 = k + 1;
+    const int t = m * m < kParallelStep ? 1 : team_size(m, threads);
+    if (scale == 0.0) {
+      // No reflector: finish the pending update of the block and go on.
+      e[k] = 0.0;
+      parallel_items(m, t, [&](std::size_t i) { pending_row(r0 + i, r0); });
+      v_prev = nullptr;
+      continue;
+    }
+    double hh = 0.0;
+    for (std::size_t i = 0; i < m; ++i) {
+      x[i] /= scale;
+      hh += x[i] * x[i];
+    }
+    const double f = x[0];
+    const double g = f >= 0 ? -std::sqrt(hh) : std::sqrt(hh);
+    e[k] = scale * g;
+    const double H = hh - f * g;
+    x[0] = f - g;
+    h[k] = H;
+    // One pass: the pending update of each row, then its product with v.
+    parallel_items(m, t, [&](std::size_t i) {
+      pending_row(r0 + i, r0);
+      p[i] = dot4(a.data() + (r0 + i) * n + r0, x, m) / H;
+    });
+    double vp = 0.0;
+    for (std::size_t i = 0; i < m; ++i) vp += x[i] * p[i];
+    const double kk = vp / (2.0 * H);
+    for (std::size_t i = 0; i < m; ++i) w[i] = p[i] - kk * x[i];
+    std::swap(w, w_prev);
+    v_prev = x;
+    prev0 = r0;
+  }
+  // The last 2 x 2 block.
+  for (std::size_t i = n >= 2 ? n - 2 : 0; i < n; ++i) pending_row(i, i);
+  if (n >= 2) {
+    d[n - 2] = a[(n - 2) * n + n - 2];
+    e[n - 2] = a[(n - 2) * n + n - 1];
+  }
+  d[n - 1] = a[(n - 1) * n + n - 1];
+  e[n - 1] = 0.0;
+
+  // Q = P_0 P_1 ... P_{n-3}, accumulated backwards in blocks of kQBlock
+  // reflectors: Q <- (P_k0 ... P_k1-1) Q = (I - V T V^T) Q (compact WY form,
+  // T upper triangular as in LAPACK's dlarft), which touches rows and columns
+  // k0+1.. only. Parallel over blocks of columns; each entry is computed by
+  // one thread in a fixed order.
+  q.assign(n * n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) q[i * n + i] = 1.0;
+  const std::size_t reflectors = n >= 2 ? n - 2 : 0;
+  constexpr std::size_t b = kQBlock;
+  std::vector<double> vb, tb(b * b), dots(b);
+  for (std::size_t k1 = reflectors; k1 > 0;) {
+    const std::size_t k0 = k1 >= b ? k1 - b : 0;
+    const std::size_t nb = k1 - k0;  // reflectors in this block (<= b; padded with zeros)
+    const std::size_t r0 = k0 + 1;
+    const std::size_t m = n - r0;
+    // V: m x b, V[i][r] = component r0 + i of v_{k0+r} (zero above its start).
+    vb.assign(m * b, 0.0);
+    for (std::size_t r = 0; r < nb; ++r) {
+      const std::size_t k = k0 + r;
+      if (h[k] == 0.0) continue;
+      for (std::size_t i = k + 1; i < n; ++i) vb[(i - r0) * b + r] = a[k * n + i];
+    }
+    // T: T[r][r] = tau_r, T[0:r, r] = -tau_r T[0:r, 0:r] (V[:, 0:r]^T v_r).
+    std::fill(tb.begin(), tb.end(), 0.0);
+    for (std::size_t r = 0; r < nb; ++r) {
+      const double tau = h[k0 + r] == 0.0 ? 0.0 : 1.0 / h[k0 + r];
+      for (std::size_t c = 0; c < r; ++c) {
+        double sum = 0.0;
+        for (std::size_t i = r; i < m; ++i) sum += vb[i * b + c] * vb[i * b + r];
+        dots[c] = sum;
+      }
+      for (std::size_t c = 0; c < r; ++c) {
+        double sum = 0.0;
+        for (std::size_t t2 = c; t2 < r; ++t2) sum += tb[c * b + t2] * dots[t2];
+        tb[c * b + r] = -tau * sum;
+      }
+      tb[r * b + r] = tau;
+    }
+    const std::size_t blocks = ceil_div(m, kRowBlock);
+    std::vector<double> scratch(blocks * 2 * b * kRowBlock);
+    parallel_items(blocks, m * m * b < kParallelWork ? 1 : team_size(blocks, threads), [&](std::size_t cb) {
+      const std::size_t j0 = r0 + cb * kRowBlock;
+      const std::size_t len = std::min(n, j0 + kRowBlock) - j0;
+      double* wt = scratch.data() + cb * 2 * b * kRowBlock;  // W = V^T Q: b x len
+      double* w2 = wt + b * kRowBlock;                        // T W
+      std::fill_n(wt, b * kRowBlock, 0.0);
+      for (std::size_t i = 0; i < m; ++i) {
+        const double* qrow = q.data() + (r0 + i) * n + j0;
+        const double* vi = vb.data() + i * b;
+        for (std::size_t r = 0; r < b; r += 4) {
+          axpy4(qrow, len, vi[r], vi[r + 1], vi[r + 2], vi[r + 3], wt + r * kRowBlock, wt + (r + 1) * kRowBlock,
+                wt + (r + 2) * kRowBlock, wt + (r + 3) * kRowBlock);
+        }
+      }
+      std::fill_n(w2, b * kRowBlock, 0.0);
+      for (std::size_t r = 0; r < b; ++r) {
+        for (std::size_t c = r; c < b; ++c) axpy1(wt + c * kRowBlock, len, tb[r * b + c], w2 + r * kRowBlock);
+      }
+      for (std::size_t i = 0; i < m; ++i) {
+        double* qrow = q.data() + (r0 + i) * n + j0;
+        const double* vi = vb.data() + i * b;
+        sub_combination(qrow, len, vi, w2, b, kRowBlock);
+      }
+    });
+    k1 = k0;
+  }
+}
+
+struct Rotation {
+  std::size_t i;  // mixes columns i and i+1
+  double c, s;
+};
+
+// Rows per block of apply_rotations: consecutive rotations share a column, so
+// a block needs many rows for independent work.
+constexpr std::size_t kRotationRows = 32;
+
+// The rotations, in order, on a transposed block of rows: tb[i * kRotationRows + r].
+EVOKIT_SIMD_CLONES
+void rotate_block(double* __restrict tb, const Rotation* rot, std::size_t count) {
+  for (std::size_t q = 0; q < count; ++q) {
+    double* __restrict lo = tb + rot[q].i * kRotationRows;
+    double* __restrict hi = lo + kRotationRows;
+    const double c = rot[q].c;
+    const double s = rot[q].s;
+    for (std::size_t r = 0; r < kRotationRows; ++r) {
+      const double f = hi[r];
+      hi[r] = s * lo[r] + c * f;
+      lo[r] = c * lo[r] - s * f;
+    }
+  }
+}
+
+// Applies the rotations, in order, to the columns of z (n x n, row-major):
+//   z[r][i+1] <- s z[r][i] + c z[r][i+1],  z[r][i] <- c z[r][i] - s z[r][i+1].
+// Rows are independent: parallel over blocks of kRotationRows rows, each block
+// transposed into a local buffer so that a rotation touches contiguous numbers.
+void apply_rotations(std::vector<double>& z, std::size_t n, const std::vector<Rotation>& rot,
+                     int threads) {
+  if (rot.empty()) return;
+  constexpr std::size_t kR = kRotationRows;
+  const std::size_t blocks = ceil_div(n, kR);
+  const int t = static_cast<double>(rot.size()) * static_cast<double>(n) < kParallelWork
+                    ? 1
+                    : team_size(blocks, threads);
+  std::vector<double> scratch(static_cast<std::size_t>(t) * n * kR);
+  ExceptionCollector errors;
+  const auto nb = static_cast<std::ptrdiff_t>(blocks);
+#pragma omp parallel for num_threads(t) schedule(static) if (t > 1)
+  for (std::ptrdiff_t bb = 0; bb < nb; ++bb) {
+    errors.run([&] {
+      double* tb = scratch.data() + static_cast<std::size_t>(omp_get_thread_num()) * n * kR;
+      const std::size_t r0 = static_cast<std::size_t>(bb) * kR;
+      const std::size_t rows = std::min(kR, n - r0);
+      for (std::size_t r = 0; r < kR; ++r) {
+        for (std::size_t i = 0; i < n; ++i) tb[i * kR + r] = r < rows ? z[(r0 + r) * n + i] : 0.0;
+      }
+      rotate_block(tb, rot.data(), rot.size());
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t i = 0; i < n; ++i) z[(r0 + r) * n + i] = tb[i * kR + r];
+      }
+    });
+  }
+  errors.rethrow_if_any();
+}
+
+// The implicit QL algorithm with Wilkinson shifts on the tridiagonal (d, e)
+// (e[k] couples k and k+1), accumulating the rotations into the columns of z
+// (which enters as Q). The rotations depend on d and e only, so they are
+// logged and applied to z in bulk, in their original order.
+void tridiagonal_ql(std::vector<double>& d, std::vector<double>& e, std::vector<double>& z,
+                    std::size_t n, int threads) {
+  constexpr int kMaxIterations = 60;
+  constexpr std::size_t kFlush = std::size_t{1} << 22;  // rotations kept before applying
+  const double eps = std::numeric_limits<double>::epsilon();
+  std::vector<Rotation> rot;
+  rot.reserve(std::min(kFlush, n * n));
+  for (std::size_t l = 0; l < n; ++l) {
+    int iterations = 0;
+    std::size_t m;
+    do {
+      for (m = l; m + 1 < n; ++m) {
+        const double dd = std::fabs(d[m]) + std::fabs(d[m + 1]);
+        if (std::fabs(e[m]) <= eps * dd) break;
+      }
+      if (m == l) break;
+      if (++iterations > kMaxIterations) {
+        throw std::runtime_error("symmetric_eigen: the QL iteration did not converge for eigenvalue " +
+                                 std::to_string(l));
+      }
+      // Wilkinson shift from the leading 2 x 2 block.
+      double g = (d[l + 1] - d[l]) / (2.0 * e[l]);
+      double r = std::hypot(g, 1.0);
+      g = d[m] - d[l] + e[l] / (g + (g >= 0 ? r : -r));
+      double s = 1.0, c = 1.0, p = 0.0;
+      bool underflow = false;
+      for (std::size_t i = m; i-- > l;) {
+        const double f = s * e[i];
+        const double b = c * e[i];
+        r = std::hypot(f, g);
+        e[i + 1] = r;
+        if (r == 0.0) {  // recover from underflow
+          d[i + 1] -= p;
+          e[m] = 0.0;
+          underflow = true;
+          break;
+        }
+        s = f / r;
+        c = g / r;
+        g = d[i + 1] - p;
+        r = (d[i] - g) * s + 2.0 * c * b;
+        p = s * r;
+        d[i + 1] = g + p;
+        g = c * r - b;
+        rot.push_back({i, c, s});
+      }
+      if (underflow) continue;
+      d[l] -= p;
+      e[l] = g;
+      e[m] = 0.0;
+      if (rot.size() >= kFlush) {
+        apply_rotations(z, n, rot, threads);
+        rot.clear();
+      }
+    } while (m != l);
+  }
+  apply_rotations(z, n, rot, threads);
+}
+
+}  // namespace
+}  // namespace detail
+
+SymmetricEigen symmetric_eigen(const double* a, std::size_t n, int num_threads) {
+  detail::require_non_null(a, "a");
+  detail::require_num_threads(num_threads);
+  for (std::size_t i = 0; i < n * n; ++i) {
+    if (!std::isfinite(a[i])) {
+      throw std::invalid_argument("symmetric_eigen: matrix entry (" + std::to_string(i / n) + ", " +
+                                  std::to_string(i % n) + ") is " + detail::num(a[i]));
+    }
+  }
+  SymmetricEigen out;
+  if (n == 0) return out;
+  std::vector<double> work(a, a + n * n);
+  std::vector<double> d, e, z;
+  detail::tridiagonalize(work, n, d, e, z, num_threads);
+  detail::tridiagonal_ql(d, e, z, n, num_threads);
+  // Ascending eigenvalues (stable), vectors as rows.
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t x, std::size_t y) { return d[x] < d[y]; });
+  out.values.resize(n);
+  out.vectors.resize(n * n);
+  for (std::size_t j = 0; j < n; ++j) {
+    out.values[j] = d[order[j]];
+    const std::size_t col = order[j];
+    for (std::size_t i = 0; i < n; ++i) out.vectors[j * n + i] = z[i * n + col];
+  }
+  return out;
+}
+
+// ---- parameters --------------------------------------------------------------
+
+std::size_t cma_default_population_size(std::size_t n) {
+  // Eq. (48)
+  return 4 + static_cast<std::size_t>(std::floor(3.0 * std::log(static_cast<double>(n))));
+}
+
+CMAParams cma_default_params(std::size_t n, std::size_t lambda, bool separable) {
+  if (n == 0) throw std::invalid_argument("num_params must be >= 1, got 0");
+  if (lambda < 2) {
+    throw std::invalid_argument("population_size must be >= 2, got " + std::to_string(lambda));
+  }
+  CMAParams p;
+  const double dn = static_cast<double>(n);
+  p.num_params = n;
+  p.population_size = lambda;
+  p.separable = separable;
+  p.mu = lambda / 2;  // Eq. (48)
+  // Eq. (49): w'_i = ln((lambda + 1) / 2) - ln i.
+  std::vector<double> wp(lambda);
+  for (std::size_t i = 0; i < lambda; ++i) {
+    wp[i] = std::log((static_cast<double>(lambda) + 1.0) / 2.0) - std::log(static_cast<double>(i + 1));
+  }
+  double sum_pos = 0, sum_pos2 = 0, sum_neg = 0, sum_neg2 = 0;
+  for (std::size_t i = 0; i < lambda; ++i) {
+    if (i < p.mu) {
+      sum_pos += wp[i];
+      sum_pos2 += wp[i] * wp[i];
+    } else {
+      sum_neg += wp[i];
+      sum_neg2 += wp[i] * wp[i];
+    }
+  }
+  p.mueff = sum_pos * sum_pos / sum_pos2;
+  p.mueff_minus = sum_neg2 > 0 ? sum_neg * sum_neg / sum_neg2 : 0.0;
+  // Eq. (57), (58) with alpha_cov = 2.
+  constexpr double alpha_cov = 2.0;
+  p.c1 = alpha_cov / ((dn + 1.3) * (dn + 1.3) + p.mueff);
+  p.cmu = std::min(1.0 - p.c1, alpha_cov * (p.mueff - 2.0 + 1.0 / p.mueff) /
+                                   ((dn + 2.0) * (dn + 2.0) + alpha_cov * p.mueff / 2.0));
+  if (separable) {  // Ros & Hansen (2008)
+    p.c1 = std::min(1.0, p.c1 * (dn + 2.0) / 3.0);
+    p.cmu = std::min(1.0 - p.c1, p.cmu * (dn + 2.0) / 3.0);
+  }
+  p.cmu = std::max(p.cmu, 0.0);
+  // Eq. (50)-(52): the scale of the negative weights.
+  const double alpha_mu_minus = p.cmu > 0 ? 1.0 + p.c1 / p.cmu : detail::kInf;            // Eq. (50)
+  const double alpha_mueff_minus = 1.0 + 2.0 * p.mueff_minus / (p.mueff + 2.0);             // Eq. (51)
+  const double alpha_posdef_minus = p.cmu > 0 ? (1.0 - p.c1 - p.cmu) / (dn * p.cmu) : detail::kInf;  // Eq. (52)
+  const double alpha_minus = std::min({alpha_mu_minus, alpha_mueff_minus, alpha_posdef_minus});
+  // Eq. (53)
+  double sum_abs_neg = 0;
+  for (std::size_t i = 0; i < lambda; ++i) {
+    if (wp[i] < 0) sum_abs_neg -= wp[i];
+  }
+  p.weights.resize(lambda);
+  for (std::size_t i = 0; i < lambda; ++i) {
+    p.weights[i] = wp[i] >= 0 ? wp[i] / sum_pos : alpha_minus * wp[i] / sum_abs_neg;
+  }
+  p.cm = 1.0;                                          // Eq. (54)
+  p.c_sigma = (p.mueff + 2.0) / (dn + p.mueff + 5.0);  // Eq. (55)
+  p.d_sigma = 1.0 + 2.0 * std::max(0.0, std::sqrt((p.mueff - 1.0) / (dn + 1.0)) - 1.0) + p.c_sigma;
+  p.cc = (4.0 + p.mueff / dn) / (dn + 4.0 + 2.0 * p.mueff / dn);  // Eq. (56)
+  p.chi_n = std::sqrt(dn) * (1.0 - 1.0 / (4.0 * dn) + 1.0 / (21.0 * dn * dn));
+  // Decompose once more than 1 / (10 n (c1 + cmu)) generations have passed,
+  // i.e. more than lambda / (c1 + cmu) / n / 10 evaluations, as in Hansen's
+  // reference code and pycma.
+  p.eigen_interval = static_cast<std::int64_t>(std::floor(1.0 / (10.0 * dn * (p.c1 + p.cmu)))) + 1;
+  return p;
+}
+
+// ---- CMABase -----------------------------------------------------------------
+
+CMABase::CMABase(std::vector<double> x0, double sigma0, CMAESOptions options, bool separable)
+    : options_(std::move(options)),
+      x0_(std::move(x0)),
+      sigma0_(sigma0),
+      run_sigma0_(sigma0),
+      separable_(separable),
+      best_f_(detail::kInf) {
+  using detail::num;
+  const std::size_t n = x0_.size();
+  if (n == 0) throw std::invalid_argument("x0 must not be empty");
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(x0_[i])) {
+      throw std::invalid_argument("x0[" + std::to_string(i) + "] must be finite, got " + num(x0_[i]));
+    }
+  }
+  if (!(sigma0 > 0) || !std::isfinite(sigma0)) {
+    throw std::invalid_argument("sigma0 must be > 0 and finite, got " + num(sigma0));
+  }
+  const CMAESOptions& o = options_;
+  if (o.population_size && *o.population_size < 2) {
+    throw std::invalid_argument("population_size must be >= 2, got " +
+                                std::to_string(*o.population_size));
+  }
+  if (!o.lower.empty() || !o.upper.empty()) {
+    if (o.lower.size() != n) {
+      throw std::invalid_argument("lower must have " + std::to_string(n) + " entries (one per parameter), got " +
+                                  std::to_string(o.lower.size()));
+    }
+    if (o.upper.size() != n) {
+      throw std::invalid_argument("upper must have " + std::to_string(n) + " entries (one per parameter), got " +
+                                  std::to_string(o.upper.size()));
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string at = "[" + std::to_string(i) + "]";
+      if (std::isnan(o.lower[i]) || std::isnan(o.upper[i]) || !(o.lower[i] < o.upper[i])) {
+        throw std::invalid_argument("lower" + at + " must be < upper" + at + ", got " + num(o.lower[i]) +
+                                    " and " + num(o.upper[i]));
+      }
+      if (x0_[i] < o.lower[i] || x0_[i] > o.upper[i]) {
+        throw std::invalid_argument("x0" + at + " = " + num(x0_[i]) + " is outside the bounds [" +
+                                    num(o.lower[i]) + ", " + num(o.upper[i]) + "]");
+      }
+      if (std::isfinite(o.lower[i]) || std::isfinite(o.upper[i])) bounded_ = true;
+    }
+  }
+  if (o.max_evaluations && *o.max_evaluations < 1) {
+    throw std::invalid_argument("max_evaluations must be >= 1, got " + std::to_string(*o.max_evaluations));
+  }
+  if (std::isnan(o.ftarget)) throw std::invalid_argument("ftarget must not be NaN");
+  const std::pair<const char*, double> non_negative[] = {
+      {"tolfun", o.tolfun}, {"tolfunhist", o.tolfunhist}, {"tolx", o.tolx}};
+  for (const auto& [name, value] : non_negative) {
+    if (!(value >= 0)) throw std::invalid_argument(std::string(name) + " must be >= 0, got " + num(value));
+  }
+  if (o.tolstagnation && *o.tolstagnation < 0) {
+    throw std::invalid_argument("tolstagnation must be >= 0, got " + std::to_string(*o.tolstagnation));
+  }
+  if (!(o.conditioncov > 1)) {
+    throw std::invalid_argument("conditioncov must be > 1, got " + num(o.conditioncov));
+  }
+  if (!(o.tolupsigma > 0)) throw std::invalid_argument("tolupsigma must be > 0, got " + num(o.tolupsigma));
+  if (o.restarts < 0) throw std::invalid_argument("restarts must be >= 0, got " + std::to_string(o.restarts));
+  detail::require_num_threads(o.num_threads);
+  params_ = cma_default_params(n, o.population_size.value_or(cma_default_population_size(n)), separable);
+}
+
+void CMABase::start() {
+  const std::size_t n = num_params();
+  state_ = CMAState{};
+  state_.mean = x0_;
+  state_.sigma = run_sigma0_;
+  state_.p_sigma.assign(n, 0.0);
+  state_.p_c.assign(n, 0.0);
+  reset_covariance();
+  pending_ = false;
+  sampled_ = false;
+  best_history_.clear();
+  stag_best_.clear();
+  stag_median_.clear();
+  run_start_evaluations_ = evaluations_;
+}
+
+int CMABase::threads_for(double work) const noexcept {
+  return work < detail::kParallelWork ? 1 : options_.num_threads;
+}
+
+std::int64_t CMABase::sample_key(std::size_t member) const noexcept {
+  return static_cast<std::int64_t>(hash_draw(options_.seed, static_cast<std::uint64_t>(state_.generation),
+                                             member, static_cast<std::uint64_t>(restart_)) >>
+                                   2);
+}
+
+void CMABase::sample_z(const std::int64_t* keys, double* z, std::size_t count) const {
+  const std::size_t n = num_params();
+  const int threads = threads_for(static_cast<double>(count * n) * 8.0);
+  std::vector<float> buffer(count * n);
+  detail::parallel_items(count, detail::team_size(count, threads), [&](std::size_t k) {
+    float* f = buffer.data() + k * n;
+    fill_gaussian(options_.seed, static_cast<std::uint64_t>(keys[k]), 0, f, n);
+    double* out = z + k * n;
+    for (std::size_t j = 0; j < n; ++j) out[j] = static_cast<double>(f[j]);
+  });
+}
+
+void CMABase::to_bounds(double* x) const noexcept {
+  if (!bounded_) return;
+  const std::size_t n = num_params();
+  for (std::size_t i = 0; i < n; ++i) {
+    const double lo = options_.lower[i];
+    const double hi = options_.upper[i];
+    double v = x[i];
+    if (v >= lo && v <= hi) continue;  // identity inside the box
+    if (std::isfinite(lo) && std::isfinite(hi)) {
+      const double width = hi - lo;
+      double t = std::fmod(v - lo, 2.0 * width);
+      if (t < 0) t += 2.0 * width;
+      v = t <= width ? lo + t : hi - (t - width);
+      v = std::min(std::max(v, lo), hi);  // rounding
+    } else if (std::isfinite(lo)) {
+      v = lo + (lo - v);
+    } else {
+      v = hi - (v - hi);
+    }
+    x[i] = v;
+  }
+}
+
+void CMABase::sample_population() {
+  const std::size_t n = num_params();
+  const std::size_t lambda = population_size();
+  keys_.resize(lambda);
+  for (std::size_t k = 0; k < lambda; ++k) keys_[k] = sample_key(k);
+  z_.resize(lambda * n);
+  y_.resize(lambda * n);
+  solutions_.resize(lambda * n);
+  sample_z(keys_.data(), z_.data(), lambda);
+  sample_y(z_.data(), y_.data(), lambda);
+  for (std::size_t k = 0; k < lambda; ++k) {
+    double* x = solutions_.data() + k * n;
+    const double* y = y_.data() + k * n;
+    for (std::size_t i = 0; i < n; ++i) x[i] = state_.mean[i] + state_.sigma * y[i];
+    to_bounds(x);
+  }
+  sampled_ = true;
+}
+
+const std::vector<double>& CMABase::ask() {
+  if (!sampled_) sample_population();
+  pending_ = true;
+  return solutions_;
+}
+
+std::vector<double> CMABase::regenerate(std::int64_t key) const {
+  if (key < 0) throw std::out_of_range("key must be >= 0, got " + std::to_string(key));
+  const std::size_t n = num_params();
+  std::vector<double> z(n), y(n), x(n);
+  sample_z(&key, z.data(), 1);
+  sample_y(z.data(), y.data(), 1);
+  for (std::size_t i = 0; i < n; ++i) x[i] = state_.mean[i] + state_.sigma * y[i];
+  to_bounds(x.data());
+  return x;
+}
+
+namespace {
+
+void check_values(const double* values, std::size_t count, std::size_t lambda) {
+  if (count != lambda) {
+    throw std::invalid_argument("#f-values = " + std::to_string(count) +
+                                " must equal #solutions = " + std::to_string(lambda));
+  }
+  detail::require_non_null(values, "values");
+  for (std::size_t k = 0; k < count; ++k) {
+    if (std::isnan(values[k])) {
+      throw std::invalid_argument("values[" + std::to_string(k) + "] is NaN");
+    }
+  }
+}
+
+}  // namespace
+
+void CMABase::tell(const double* values, std::size_t count) {
+  if (!pending_) {
+    throw std::logic_error(
+        "tell() without a pending ask(): each tell() must follow an ask() of the same generation");
+  }
+  check_values(values, count, population_size());
+  update(z_.data(), y_.data(), values);
+}
+
+void CMABase::tell_keys(const std::int64_t* keys, const double* values, std::size_t count) {
+  const std::size_t lambda = population_size();
+  if (count != lambda) {
+    throw std::invalid_argument("#keys = " + std::to_string(count) + " must equal population_size = " +
+                                std::to_string(lambda));
+  }
+  detail::require_non_null(keys, "keys");
+  for (std::size_t k = 0; k < count; ++k) {
+    if (keys[k] < 0) {
+      throw std::out_of_range("keys[" + std::to_string(k) + "] must be >= 0, got " + std::to_string(keys[k]));
+    }
+  }
+  check_values(values, count, lambda);
+  const std::size_t n = num_params();
+  keys_.assign(keys, keys + count);
+  z_.resize(lambda * n);
+  y_.resize(lambda * n);
+  solutions_.resize(lambda * n);
+  sample_z(keys_.data(), z_.data(), lambda);
+  sample_y(z_.data(), y_.data(), lambda);
+  for (std::size_t k = 0; k < lambda; ++k) {
+    double* x = solutions_.data() + k * n;
+    for (std::size_t i = 0; i < n; ++i) x[i] = state_.mean[i] + state_.sigma * y_[k * n + i];
+    to_bounds(x);
+  }
+  update(z_.data(), y_.data(), values);
+}
+
+void CMABase::update(const double* z, const double* y, const double* values) {
+  const CMAParams& p = params_;
+  const std::size_t n = p.num_params;
+  const std::size_t lambda = p.population_size;
+  CMAState& s = state_;
+
+  // Ranks, ties stable by index.
+  std::vector<std::size_t> order(lambda);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+
+  evaluations_ += static_cast<std::int64_t>(lambda);
+  if (values[order[0]] < best_f_ || best_x_.empty()) {
+    best_f_ = values[order[0]];
+    best_x_.assign(solutions_.begin() + static_cast<std::ptrdiff_t>(order[0] * n),
+                   solutions_.begin() + static_cast<std::ptrdiff_t>((order[0] + 1) * n));
+  }
+  last_values_.assign(values, values + lambda);
+
+  // Eq. (41): <y>_w and its z counterpart, over the mu best.
+  std::vector<double> y_w(n, 0.0), z_w(n, 0.0);
+  for (std::size_t i = 0; i < p.mu; ++i) {
+    const double w = p.weights[i];
+    const double* yi = y + order[i] * n;
+    const double* zi = z + order[i] * n;
+    for (std::size_t j = 0; j < n; ++j) {
+      y_w[j] += w * yi[j];
+      z_w[j] += w * zi[j];
+    }
+  }
+  const double sigma = s.sigma;
+  // Eq. (42)
+  for (std::size_t j = 0; j < n; ++j) s.mean[j] += p.cm * sigma * y_w[j];
+  // Eq. (43): C^-1/2 <y>_w = B <z>_w.
+  std::vector<double> white(n);
+  whiten(z_w.data(), white.data());
+  const double ps_coef = std::sqrt(p.c_sigma * (2.0 - p.c_sigma) * p.mueff);
+  double ps_norm2 = 0.0;
+  for (std::size_t j = 0; j < n; ++j) {
+    s.p_sigma[j] = (1.0 - p.c_sigma) * s.p_sigma[j] + ps_coef * white[j];
+    ps_norm2 += s.p_sigma[j] * s.p_sigma[j];
+  }
+  const double ps_norm = std::sqrt(ps_norm2);
+  // Eq. (44)
+  s.sigma = sigma * std::exp(p.c_sigma / p.d_sigma * (ps_norm / p.chi_n - 1.0));
+  // h_sigma (tutorial, Appendix A), with g + 1 updates of p_sigma so far.
+  const double debias =
+      std::sqrt(1.0 - std::pow(1.0 - p.c_sigma, 2.0 * static_cast<double>(s.generation + 1)));
+  const double dn = static_cast<double>(n);
+  const bool h_sigma = ps_norm / debias < (1.4 + 2.0 / (dn + 1.0)) * p.chi_n;
+  // Eq. (45)
+  const double pc_coef = h_sigma ? std::sqrt(p.cc * (2.0 - p.cc) * p.mueff) : 0.0;
+  for (std::size_t j = 0; j < n; ++j) s.p_c[j] = (1.0 - p.cc) * s.p_c[j] + pc_coef * y_w[j];
+  // Eq. (46): w°_i; ||C^-1/2 y|| = ||B z|| = ||z||.
+  std::vector<const double*> rows;
+  std::vector<double> coef;
+  rows.reserve(lambda);
+  coef.reserve(lambda);
+  double sum_w = 0.0;
+  for (std::size_t i = 0; i < lambda; ++i) {
+    double w = p.weights[i];
+    sum_w += w;
+    if (w == 0.0) continue;
+    if (w < 0) {
+      const double* zi = z + order[i] * n;
+      double z2 = 0.0;
+      for (std::size_t j = 0; j < n; ++j) z2 += zi[j] * zi[j];
+      w *= dn / z2;
+    }
+    rows.push_back(y + order[i] * n);
+    coef.push_back(p.cmu * w);
+  }
+  // Eq. (47): the factor of the old C.
+  const double delta = h_sigma ? 0.0 : p.cc * (2.0 - p.cc);
+  const double a = 1.0 + p.c1 * delta - p.c1 - p.cmu * sum_w;
+  s.generation += 1;
+  update_covariance(a, rows, coef);
+
+  iterations_ += 1;
+  pending_ = false;
+  sampled_ = false;
+  check_termination();
+}
+
+void CMABase::check_termination() {
+  const CMAParams& p = params_;
+  const CMAESOptions& o = options_;
+  const std::size_t n = p.num_params;
+  const double dn = static_cast<double>(n);
+  const double dl = static_cast<double>(p.population_size);
+  const CMAState& s = state_;
+  std::map<std::string, double> stop;
+
+  const auto [vmin, vmax] = std::minmax_element(last_values_.begin(), last_values_.end());
+  best_history_.push_back(*vmin);
+  const auto hist_len = static_cast<std::size_t>(10 + std::ceil(30.0 * dn / dl));
+  while (best_history_.size() > hist_len) best_history_.pop_front();
+  stag_best_.push_back(*vmin);
+  stag_median_.push_back(detail::median(last_values_));
+  while (stag_best_.size() > detail::kStagnationMax) {
+    stag_best_.pop_front();
+    stag_median_.pop_front();
+  }
+
+  if (o.max_evaluations && evaluations_ >= *o.max_evaluations) {
+    stop["maxfevals"] = static_cast<double>(*o.max_evaluations);
+  }
+  if (best_f_ <= o.ftarget) stop["ftarget"] = o.ftarget;
+  if (best_history_.size() == hist_len) {
+    const auto [hmin, hmax] = std::minmax_element(best_history_.begin(), best_history_.end());
+    const double hist_range = *hmax - *hmin;
+    // Hansen's TolFun: the f-values of this generation and the best ones of
+    // the last 10 + ceil(30 n / lambda) generations.
+    if (*vmax - *vmin < o.tolfun && hist_range < o.tolfun) stop["tolfun"] = o.tolfun;
+    if (hist_range < o.tolfunhist) stop["tolfunhist"] = o.tolfunhist;
+  }
+  bool tolx = true;
+  bool noeffectcoord = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double sd = coord_std(i);
+    if (!(s.sigma * std::fabs(s.p_c[i]) < o.tolx && s.sigma * sd < o.tolx)) tolx = false;
+    if (s.mean[i] == s.mean[i] + 0.2 * s.sigma * sd) noeffectcoord = true;
+  }
+  if (tolx) stop["tolx"] = o.tolx;
+  if (o.noeffectcoord && noeffectcoord) stop["noeffectcoord"] = 0.2;
+  check_axes(stop);
+  // Stagnation (Hansen 2009): over the last max(120 + 30 n / lambda, 0.2 g)
+  // generations, the median of the most recent 30% of the best and of the
+  // median f-values is no better than that of the oldest 30%.
+  const double stag_iters =
+      o.tolstagnation ? static_cast<double>(*o.tolstagnation) : 100.0 + 100.0 * std::pow(dn, 1.5) / dl;
+  if (static_cast<double>(s.generation) > stag_iters) {
+    const auto window = static_cast<std::size_t>(
+        std::max(120.0 + 30.0 * dn / dl, 0.2 * static_cast<double>(s.generation)));
+    if (stag_best_.size() >= window) {
+      const std::size_t part = std::max<std::size_t>(1, static_cast<std::size_t>(0.3 * static_cast<double>(window)));
+      const std::size_t first = stag_best_.size() - window;
+      auto med = [&](const std::deque<double>& h, std::size_t from) {
+        return detail::median(std::vector<double>(h.begin() + static_cast<std::ptrdiff_t>(from),
+                                                  h.begin() + static_cast<std::ptrdiff_t>(from + part)));
+      };
+      const std::size_t recent = stag_best_.size() - part;
+      if (med(stag_best_, recent) >= med(stag_best_, first) &&
+          med(stag_median_, recent) >= med(stag_median_, first)) {
+        stop["tolstagnation"] = stag_iters;
+      }
+    }
+  }
+
+  if (stop.empty()) return;
+  const bool final_stop = stop.count("maxfevals") > 0 || stop.count("ftarget") > 0 ||
+                          restart_ >= o.restarts;
+  if (final_stop) {
+    stop_ = std::move(stop);
+    return;
+  }
+  restart_history_.push_back(std::move(stop));
+  restart();
+}
+
+void CMABase::restart() {
+  const CMAESOptions& o = options_;
+  const std::size_t n = num_params();
+  const std::size_t lambda0 = o.population_size.value_or(cma_default_population_size(n));
+  const std::int64_t used = evaluations_ - run_start_evaluations_;
+  if (restart_ > 0) (run_is_small_ ? budget_small_ : budget_large_) += used;
+  restart_ += 1;
+  std::size_t lambda;
+  run_sigma0_ = sigma0_;
+  run_is_small_ = false;
+  if (o.restart_strategy == RestartStrategy::kBIPOP && budget_small_ < budget_large_) {
+    // Small regime: lambda_s = floor(lambda0 (lambda_l / (2 lambda0))^(U1^2)),
+    // sigma = sigma0 10^(-2 U2), U1, U2 uniform on [0, 1).
+    const auto r = static_cast<std::uint64_t>(restart_);
+    const double u1 = detail::uniform01(hash_draw(o.seed, r, 0, detail::kBipopTag));
+    const double u2 = detail::uniform01(hash_draw(o.seed, r, 1, detail::kBipopTag));
+    const double lambda_large = static_cast<double>(lambda0) * std::pow(2.0, large_runs_);
+    lambda = std::max<std::size_t>(
+        2, static_cast<std::size_t>(std::floor(static_cast<double>(lambda0) *
+                                               std::pow(0.5 * lambda_large / static_cast<double>(lambda0),
+                                                        u1 * u1))));
+    run_sigma0_ = sigma0_ * std::pow(10.0, -2.0 * u2);
+    run_is_small_ = true;
+  } else if (o.restart_strategy == RestartStrategy::kBIPOP) {
+    large_runs_ += 1;
+    lambda = lambda0 << large_runs_;
+  } else {
+    lambda = lambda0 << restart_;  // IPOP: the population doubles per restart
+  }
+  params_ = cma_default_params(n, lambda, separable_);
+  start();
+}
+
+std::vector<double> CMABase::mean_solution() const {
+  std::vector<double> x = state_.mean;
+  to_bounds(x.data());
+  return x;
+}
+
+std::vector<double> CMABase::stds() const {
+  std::vector<double> out(num_params());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = state_.sigma * coord_std(i);
+  return out;
+}
+
+void CMABase::set_state(const CMAState& state) {
+  using detail::num;
+  const std::size_t n = num_params();
+  auto require = [&](const std::vector<double>& v, std::size_t size, const char* name) {
+    if (v.size() != size) {
+      throw std::invalid_argument(std::string("state.") + name + " must have " + std::to_string(size) +
+                                  " entries, got " + std::to_string(v.size()));
+    }
+    for (std::size_t i = 0; i < size; ++i) {
+      if (!std::isfinite(v[i])) {
+        throw std::invalid_argument(std::string("state.") + name + "[" + std::to_string(i) +
+                                    "] must be finite, got " + num(v[i]));
+      }
+    }
+  };
+  require(state.mean, n, "mean");
+  require(state.p_sigma, n, "p_sigma");
+  require(state.p_c, n, "p_c");
+  require(state.cov, separable_ ? n : n * n, "cov");
+  if (!(state.sigma > 0) || !std::isfinite(state.sigma)) {
+    throw std::invalid_argument("state.sigma must be > 0 and finite, got " + num(state.sigma));
+  }
+  if (state.generation < 0 || state.eigen_generation < 0 || state.eigen_generation > state.generation) {
+    throw std::invalid_argument("state.generation and state.eigen_generation must satisfy 0 <= "
+                                "eigen_generation <= generation, got " +
+                                std::to_string(state.generation) + " and " +
+                                std::to_string(state.eigen_generation));
+  }
+  CMAState copy = state;
+  check_and_decompose(copy);
+  state_ = std::move(copy);
+  pending_ = false;
+  sampled_ = false;
+}
+
+// ---- CMAES -------------------------------------------------------------------
+
+CMAES::CMAES(std::vector<double> x0, double sigma0, CMAESOptions options)
+    : CMABase(std::move(x0), sigma0, std::move(options), false) {
+  start();
+}
+
+void CMAES::reset_covariance() {
+  const std::size_t n = num_params();
+  state_.cov.assign(n * n, 0.0);
+  state_.eigenvectors.assign(n * n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    state_.cov[i * n + i] = 1.0;
+    state_.eigenvectors[i * n + i] = 1.0;
+  }
+  state_.eigenvalues.assign(n, 1.0);
+  state_.eigen_generation = 0;
+}
+
+void CMAES::sample_y(const double* z, double* y, std::size_t count) const {
+  // Eq. (39): y = B D z.
+  const std::size_t n = num_params();
+  std::vector<double> dz(count * n);
+  std::vector<double> d(n);
+  for (std::size_t j = 0; j < n; ++j) d[j] = std::sqrt(state_.eigenvalues[j]);
+  for (std::size_t k = 0; k < count; ++k) {
+    for (std::size_t j = 0; j < n; ++j) dz[k * n + j] = d[j] * z[k * n + j];
+  }
+  detail::times_b(state_.eigenvectors.data(), n, dz.data(), y, count,
+                  threads_for(static_cast<double>(count * n * n)));
+}
+
+void CMAES::whiten(const double* z_w, double* out) const {
+  const std::size_t n = num_params();
+  detail::times_b(state_.eigenvectors.data(), n, z_w, out, 1, threads_for(static_cast<double>(n * n)));
+}
+
+void CMAES::update_covariance(double a, const std::vector<const double*>& y,
+                              const std::vector<double>& coef) {
+  const std::size_t n = num_params();
+  double* c = state_.cov.data();
+  const double* pc = state_.p_c.data();
+  const double c1 = params_.c1;
+  const std::size_t count = y.size();
+  // The lower triangle, row by row; item t does rows t and n - 1 - t so that
+  // items have equal work. Each entry: a C_ij + c1 pc_i pc_j, then the
+  // members' terms added in rank order.
+  const std::size_t items = (n + 1) / 2;
+  const int threads = threads_for(static_cast<double>(n * n) * static_cast<double>(count + 2) / 2.0);
+  auto row = [&](std::size_t i) {
+    double* ci = c + i * n;
+    const double c1pi = c1 * pc[i];
+    for (std::size_t j = 0; j <= i; ++j) ci[j] = a * ci[j] + c1pi * pc[j];
+    for (std::size_t k = 0; k < count; ++k) {
+      const double* yk = y[k];
+      const double f = coef[k] * yk[i];
+      for (std::size_t j = 0; j <= i; ++j) ci[j] += f * yk[j];
+    }
+  };
+  detail::parallel_items(items, detail::team_size(items, threads), [&](std::size_t t) {
+    row(t);
+    if (n - 1 - t != t) row(n - 1 - t);
+  });
+  // Mirror into the upper triangle.
+  const std::size_t blocks = detail::ceil_div(n, detail::kRowBlock);
+  detail::parallel_items(blocks, detail::team_size(blocks, threads), [&](std::size_t b) {
+    const std::size_t j1 = std::min(n, (b + 1) * detail::kRowBlock);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = std::max(b * detail::kRowBlock, i + 1); j < j1; ++j) c[i * n + j] = c[j * n + i];
+    }
+  });
+  if (state_.generation - state_.eigen_generation >= params_.eigen_interval) {
+    try {
+      decompose(state_);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(std::string("CMA-ES: the covariance matrix became invalid: ") + e.what());
+    }
+  }
+}
+
+void CMAES::decompose(CMAState& state) const {
+  const std::size_t n = num_params();
+  SymmetricEigen e = symmetric_eigen(state.cov.data(), n,
+                                     threads_for(static_cast<double>(n) * static_cast<double>(n * n)));
+  // An eigenvalue that rounding made <= 0 is raised to max * 1e-16; the
+  // condition number (1e16) then stops the run (conditioncov).
+  const double floor = e.values.back() * 1e-16;
+  for (double& v : e.values) v = std::max(v, floor);
+  state.eigenvalues = std::move(e.values);
+  state.eigenvectors = std::move(e.vectors);
+  state.eigen_generation = state.generation;
+}
+
+void CMAES::check_and_decompose(CMAState& state) const {
+  const std::size_t n = num_params();
+  std::vector<double>& c = state.cov;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      const double u = c[i * n + j];
+      const double v = c[j * n + i];
+      if (std::fabs(u - v) > 1e-10 * (std::fabs(u) + std::fabs(v)) + 1e-300) {
+        throw std::invalid_argument("state.cov must be symmetric, got (" + std::to_string(i) + ", " +
+                                    std::to_string(j) + ") = " + detail::num(u) + " and (" +
+                                    std::to_string(j) + ", " + std::to_string(i) + ") = " + detail::num(v));
+      }
+      c[i * n + j] = c[j * n + i] = 0.5 * (u + v);
+    }
+  }
+  if (state.eigenvalues.empty() && state.eigenvectors.empty()) {
+    SymmetricEigen e = symmetric_eigen(c.data(), n, options_.num_threads);
+    if (!(e.values.front() > 0)) {
+      throw std::invalid_argument("state.cov must be positive definite, its smallest eigenvalue is " +
+                                  detail::num(e.values.front()));
+    }
+    state.eigenvalues = std::move(e.values);
+    state.eigenvectors = std::move(e.vectors);
+    state.eigen_generation = state.generation;
+    return;
+  }
+  if (state.eigenvalues.size() != n || state.eigenvectors.size() != n * n) {
+    throw std::invalid_argument("state.eigenvalues and state.eigenvectors must have " + std::to_string(n) +
+                                " and " + std::to_string(n * n) + " entries (or both be empty), got " +
+                                std::to_string(state.eigenvalues.size()) + " and " +
+                                std::to_string(state.eigenvectors.size()));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(state.eigenvalues[i] > 0) || !std::isfinite(state.eigenvalues[i])) {
+      throw std::invalid_argument("state.eigenvalues[" + std::to_string(i) + "] must be > 0 and finite, got " +
+                                  detail::num(state.eigenvalues[i]));
+    }
+  }
+  for (std::size_t i = 0; i < n * n; ++i) {
+    if (!std::isfinite(state.eigenvectors[i])) {
+      throw std::invalid_argument("state.eigenvectors must be finite");
+    }
+  }
+}
+
+void CMAES::check_axes(std::map<std::string, double>& stop) const {
+  const std::size_t n = num_params();
+  const CMAESOptions& o = options_;
+  const std::vector<double>& ev = state_.eigenvalues;  // ascending
+  if (ev.back() > o.conditioncov * ev.front()) stop["conditioncov"] = o.conditioncov;
+  if (o.noeffectaxis) {
+    const std::size_t i = static_cast<std::size_t>(state_.generation) % n;
+    const double step = 0.1 * state_.sigma * std::sqrt(ev[i]);
+    const double* b = state_.eigenvectors.data() + i * n;
+    bool no_effect = true;
+    for (std::size_t j = 0; j < n && no_effect; ++j) {
+      no_effect = state_.mean[j] == state_.mean[j] + step * b[j];
+    }
+    if (no_effect) stop["noeffectaxis"] = 0.1;
+  }
+  if (state_.sigma / run_sigma0() > o.tolupsigma * std::sqrt(ev.back())) stop["tolupsigma"] = o.tolupsigma;
+}
+
+double CMAES::coord_std(std::size_t i) const noexcept {
+  const std::size_t n = num_params();
+  return std::sqrt(state_.cov[i * n + i]);
+}
+
+// ---- SepCMAES ----------------------------------------------------------------
+
+SepCMAES::SepCMAES(std::vector<double> x0, double sigma0, CMAESOptions options)
+    : CMABase(std::move(x0), sigma0, std::move(options), true) {
+  start();
+}
+
+void SepCMAES::reset_covariance() {
+  state_.cov.assign(num_params(), 1.0);
+  state_.eigenvalues.clear();
+  state_.eigenvectors.clear();
+  state_.eigen_generation = 0;
+}
+
+void SepCMAES::sample_y(const double* z, double* y, std::size_t count) const {
+  // y = sqrt(diag C) z.
+  const std::size_t n = num_params();
+  std::vector<double> d(n);
+  for (std::size_t j = 0; j < n; ++j) d[j] = std::sqrt(state_.cov[j]);
+  detail::parallel_items(count, detail::team_size(count, threads_for(static_cast<double>(count * n))),
+                         [&](std::size_t k) {
+                           for (std::size_t j = 0; j < n; ++j) y[k * n + j] = d[j] * z[k * n + j];
+                         });
+}
+
+void SepCMAES::whiten(const double* z_w, double* out) const {
+  std::copy(z_w, z_w + num_params(), out);
+}
+
+void SepCMAES::update_covariance(double a, const std::vector<const double*>& y,
+                                 const std::vector<double>& coef) {
+  // Eq. (47), diagonal only.
+  const std::size_t n = num_params();
+  double* c = state_.cov.data();
+  const double* pc = state_.p_c.data();
+  const double c1 = params_.c1;
+  const std::size_t count = y.size();
+  constexpr std::size_t kBlock = 4096;
+  const std::size_t blocks = detail::ceil_div(n, kBlock);
+  const int threads = threads_for(static_cast<double>(n * (count + 2)));
+  detail::parallel_items(blocks, detail::team_size(blocks, threads), [&](std::size_t b) {
+    const std::size_t i0 = b * kBlock;
+    const std::size_t i1 = std::min(n, i0 + kBlock);
+    for (std::size_t i = i0; i < i1; ++i) c[i] = a * c[i] + c1 * pc[i] * pc[i];
+    for (std::size_t k = 0; k < count; ++k) {
+      const double* yk = y[k];
+      const double f = coef[k];
+      for (std::size_t i = i0; i < i1; ++i) c[i] += f * yk[i] * yk[i];
+    }
+  });
+  state_.eigen_generation = state_.generation;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(c[i] > 0) || !std::isfinite(c[i])) {
+      throw std::runtime_error("SepCMAES: the covariance entry " + std::to_string(i) + " became " +
+                               detail::num(c[i]));
+    }
+  }
+}
+
+void SepCMAES::check_and_decompose(CMAState& state) const {
+  for (std::size_t i = 0; i < state.cov.size(); ++i) {
+    if (!(state.cov[i] > 0)) {
+      throw std::invalid_argument("state.cov[" + std::to_string(i) + "] must be > 0, got " +
+                                  detail::num(state.cov[i]));
+    }
+  }
+  if (!state.eigenvalues.empty() || !state.eigenvectors.empty()) {
+    throw std::invalid_argument("SepCMAES: state.eigenvalues and state.eigenvectors must be empty");
+  }
+  state.eigen_generation = state.generation;
+}
+
+void SepCMAES::check_axes(std::map<std::string, double>& stop) const {
+  const std::size_t n = num_params();
+  const CMAESOptions& o = options_;
+  const auto [cmin, cmax] = std::minmax_element(state_.cov.begin(), state_.cov.end());
+  if (*cmax > o.conditioncov * *cmin) stop["conditioncov"] = o.conditioncov;
+  if (o.noeffectaxis) {
+    // The principal axes are the coordinates.
+    const std::size_t i = static_cast<std::size_t>(state_.generation) % n;
+    const double m = state_.mean[i];
+    if (m == m + 0.1 * state_.sigma * std::sqrt(state_.cov[i])) stop["noeffectaxis"] = 0.1;
+  }
+  if (state_.sigma / run_sigma0() > o.tolupsigma * std::sqrt(*cmax)) stop["tolupsigma"] = o.tolupsigma;
+}
+
+double SepCMAES::coord_std(std::size_t i) const noexcept { return std::sqrt(state_.cov[i]); }
+
+}  // namespace evokit

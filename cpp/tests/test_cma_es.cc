@@ -1,0 +1,526 @@
+// CMA-ES: default parameters against the tutorial's formulas, the
+// eigensolver against hand-made matrices, convergence, thread invariance,
+// regenerable samples, termination, restarts and validation.
+#include "evokit/cma_es.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "evokit/philox.h"
+#include "test_util.h"
+
+namespace evokit {
+namespace {
+
+using ::evokit::testing::MessageOf;
+using ::evokit::testing::ThrowsWithMessage;
+
+bool SameBits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+}
+
+double Sphere(const double* x, std::size_t n) {
+  double s = 0;
+  for (std::size_t i = 0; i < n; ++i) s += x[i] * x[i];
+  return s;
+}
+
+double Ellipsoid(const double* x, std::size_t n) {
+  double s = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    s += std::pow(1e6, static_cast<double>(i) / static_cast<double>(n - 1)) * x[i] * x[i];
+  }
+  return s;
+}
+
+// Runs ask/tell on f until the strategy stops or `max_generations` pass.
+template <class F>
+void Optimize(CMABase& es, F f, int max_generations = 100000) {
+  for (int g = 0; g < max_generations && !es.stopped(); ++g) {
+    const std::vector<double>& x = es.ask();
+    const std::size_t n = es.num_params();
+    std::vector<double> values(es.population_size());
+    for (std::size_t k = 0; k < values.size(); ++k) values[k] = f(x.data() + k * n, n);
+    es.tell(values.data(), values.size());
+  }
+}
+
+// ---- parameters ----------------------------------------------------------------
+
+TEST(CMAParams, DefaultsFollowTheTutorial) {
+  for (std::size_t n : {1u, 2u, 5u, 10u, 30u, 100u, 1000u}) {
+    const double N = static_cast<double>(n);
+    const std::size_t lambda = 4 + static_cast<std::size_t>(std::floor(3 * std::log(N)));
+    EXPECT_EQ(cma_default_population_size(n), lambda) << n;
+    const CMAParams p = cma_default_params(n, lambda, false);
+    ASSERT_EQ(p.population_size, lambda);
+    ASSERT_EQ(p.mu, lambda / 2);
+    std::vector<double> wp(lambda);
+    for (std::size_t i = 0; i < lambda; ++i) wp[i] = std::log((lambda + 1) / 2.0) - std::log(i + 1.0);
+    double sp = 0, sp2 = 0, sn = 0, sn2 = 0;
+    for (std::size_t i = 0; i < lambda; ++i) (i < lambda / 2 ? sp : sn) += wp[i];
+    for (std::size_t i = 0; i < lambda; ++i) (i < lambda / 2 ? sp2 : sn2) += wp[i] * wp[i];
+    const double mueff = sp * sp / sp2;
+    const double mueff_minus = sn * sn / sn2;
+    const double c1 = 2 / ((N + 1.3) * (N + 1.3) + mueff);
+    const double cmu = std::min(1 - c1, 2 * (mueff - 2 + 1 / mueff) / ((N + 2) * (N + 2) + mueff));
+    const double cs = (mueff + 2) / (N + mueff + 5);
+    const double ds = 1 + 2 * std::max(0.0, std::sqrt((mueff - 1) / (N + 1)) - 1) + cs;
+    const double cc = (4 + mueff / N) / (N + 4 + 2 * mueff / N);
+    const double alpha = std::min({1 + c1 / cmu, 1 + 2 * mueff_minus / (mueff + 2), (1 - c1 - cmu) / (N * cmu)});
+    EXPECT_NEAR(p.mueff, mueff, 1e-12 * mueff) << n;
+    EXPECT_NEAR(p.c1, c1, 1e-15) << n;
+    EXPECT_NEAR(p.cmu, cmu, 1e-15) << n;
+    EXPECT_NEAR(p.c_sigma, cs, 1e-15) << n;
+    EXPECT_NEAR(p.d_sigma, ds, 1e-14) << n;
+    EXPECT_NEAR(p.cc, cc, 1e-15) << n;
+    EXPECT_EQ(p.cm, 1.0);
+    EXPECT_NEAR(p.chi_n, std::sqrt(N) * (1 - 1 / (4 * N) + 1 / (21 * N * N)), 1e-14 * N);
+    double sum_pos = 0, sum_neg = 0;
+    for (std::size_t i = 0; i < lambda; ++i) {
+      const double want = wp[i] >= 0 ? wp[i] / sp : alpha * wp[i] / -sn;
+      EXPECT_NEAR(p.weights[i], want, 1e-14) << n << " weight " << i;
+      (p.weights[i] >= 0 ? sum_pos : sum_neg) += p.weights[i];
+    }
+    EXPECT_NEAR(sum_pos, 1.0, 1e-14);
+    EXPECT_NEAR(-sum_neg, alpha, 1e-12);
+    // decomposed once more than 1 / (10 n (c1 + cmu)) generations have passed
+    const double gap = 1 / (10 * N * (c1 + cmu));
+    EXPECT_GT(static_cast<double>(p.eigen_interval), gap);
+    EXPECT_LE(static_cast<double>(p.eigen_interval - 1), gap);
+  }
+}
+
+TEST(CMAParams, SeparableScalesTheLearningRates) {
+  const CMAParams full = cma_default_params(100, 17, false);
+  const CMAParams sep = cma_default_params(100, 17, true);
+  EXPECT_NEAR(sep.c1, full.c1 * 102.0 / 3.0, 1e-15);
+  EXPECT_NEAR(sep.cmu, full.cmu * 102.0 / 3.0, 1e-15);
+  EXPECT_EQ(sep.c_sigma, full.c_sigma);
+  EXPECT_EQ(sep.cc, full.cc);
+}
+
+TEST(CMAParams, OddPopulationHasAZeroWeight) {
+  const CMAParams p = cma_default_params(10, 7, false);
+  EXPECT_EQ(p.mu, 3u);
+  EXPECT_EQ(p.weights[3], 0.0);
+  EXPECT_LT(p.weights[4], 0.0);
+}
+
+// ---- eigensolver ---------------------------------------------------------------
+
+void ExpectDecomposes(const std::vector<double>& a, std::size_t n, double tol) {
+  const SymmetricEigen e = symmetric_eigen(a.data(), n, 2);
+  ASSERT_EQ(e.values.size(), n);
+  ASSERT_TRUE(std::is_sorted(e.values.begin(), e.values.end()));
+  double scale = 0;
+  for (double v : a) scale = std::max(scale, std::fabs(v));
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      double rec = 0, dot = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        rec += e.vectors[k * n + i] * e.values[k] * e.vectors[k * n + j];
+        dot += e.vectors[i * n + k] * e.vectors[j * n + k];
+      }
+      EXPECT_NEAR(rec, a[i * n + j], tol * std::max(scale, 1.0)) << "reconstruction " << i << "," << j;
+      EXPECT_NEAR(dot, i == j ? 1.0 : 0.0, tol) << "orthogonality " << i << "," << j;
+    }
+  }
+}
+
+TEST(SymmetricEigen, KnownTridiagonalMatrix) {
+  // Eigenvalues 2 - sqrt 2, 2, 2 + sqrt 2.
+  const std::vector<double> a = {2, -1, 0, -1, 2, -1, 0, -1, 2};
+  const SymmetricEigen e = symmetric_eigen(a.data(), 3);
+  EXPECT_NEAR(e.values[0], 2 - std::sqrt(2.0), 1e-14);
+  EXPECT_NEAR(e.values[1], 2.0, 1e-14);
+  EXPECT_NEAR(e.values[2], 2 + std::sqrt(2.0), 1e-14);
+  // The eigenvector of 2 is (1, 0, -1) / sqrt 2, up to sign.
+  EXPECT_NEAR(std::fabs(e.vectors[3]), 1 / std::sqrt(2.0), 1e-14);
+  EXPECT_NEAR(e.vectors[4], 0.0, 1e-14);
+  EXPECT_NEAR(e.vectors[3] + e.vectors[5], 0.0, 1e-14);
+  ExpectDecomposes(a, 3, 1e-14);
+}
+
+TEST(SymmetricEigen, HandMadeDenseMatrix) {
+  // A = Q diag(1, 2, 3, 4) Q^T with Q a Householder reflection I - 2 u u^T / u^T u, u = (1, 1, 1, 1).
+  const std::size_t n = 4;
+  const double lam[4] = {1, 2, 3, 4};
+  std::vector<double> q(16), a(16, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) q[i * n + j] = (i == j ? 1.0 : 0.0) - 0.5;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t k = 0; k < n; ++k) a[i * n + j] += q[i * n + k] * lam[k] * q[j * n + k];
+    }
+  }
+  const SymmetricEigen e = symmetric_eigen(a.data(), n);
+  for (std::size_t k = 0; k < n; ++k) EXPECT_NEAR(e.values[k], lam[k], 1e-14);
+  ExpectDecomposes(a, n, 1e-14);
+}
+
+TEST(SymmetricEigen, RandomAndDegenerateMatrices) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  for (std::size_t n : {1u, 2u, 5u, 40u, 130u}) {
+    std::vector<double> g(n * n), a(n * n, 0.0);
+    for (double& v : g) v = normal(rng);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j <= i; ++j) a[i * n + j] = a[j * n + i] = g[i * n + j];
+    }
+    ExpectDecomposes(a, n, 1e-12);
+  }
+  // Repeated eigenvalues and an already-diagonal matrix.
+  std::vector<double> eye(36, 0.0), diag(36, 0.0);
+  for (std::size_t i = 0; i < 6; ++i) {
+    eye[i * 6 + i] = 1.0;
+    diag[i * 6 + i] = static_cast<double>(6 - i);
+  }
+  ExpectDecomposes(eye, 6, 1e-15);
+  ExpectDecomposes(diag, 6, 1e-15);
+}
+
+TEST(SymmetricEigen, ThreadCountDoesNotChangeBits) {
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> normal;
+  const std::size_t n = 1030;  // large enough for every threaded loop
+  std::vector<double> a(n * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j <= i; ++j) a[i * n + j] = a[j * n + i] = normal(rng);
+  }
+  const SymmetricEigen one = symmetric_eigen(a.data(), n, 1);
+  const SymmetricEigen three = symmetric_eigen(a.data(), n, 3);
+  EXPECT_TRUE(SameBits(one.values, three.values));
+  EXPECT_TRUE(SameBits(one.vectors, three.vectors));
+}
+
+TEST(SymmetricEigen, RejectsNonFinite) {
+  const std::vector<double> a = {1, 0, 0, std::numeric_limits<double>::quiet_NaN()};
+  EXPECT_TRUE(ThrowsWithMessage<std::invalid_argument>([&] { symmetric_eigen(a.data(), 2); },
+                                                       "matrix entry (1, 1) is nan"));
+}
+
+// ---- convergence ---------------------------------------------------------------
+
+TEST(CMAES, SphereConverges) {
+  CMAESOptions o;
+  o.ftarget = 1e-10;
+  o.seed = 1;
+  CMAES es(std::vector<double>(10, 1.0), 0.5, o);
+  Optimize(es, Sphere);
+  EXPECT_EQ(es.stop().count("ftarget"), 1u);
+  EXPECT_LT(es.best_value(), 1e-10);
+  EXPECT_LT(es.evaluations(), 2500);  // pycma needs ~1600 for 1e-10 here
+  EXPECT_EQ(es.evaluations(), es.iterations() * 10);
+}
+
+TEST(CMAES, EllipsoidConverges) {
+  CMAESOptions o;
+  o.ftarget = 1e-8;
+  CMAES es(std::vector<double>(10, 1.0), 0.5, o);
+  Optimize(es, Ellipsoid);
+  EXPECT_LT(es.best_value(), 1e-8);
+  EXPECT_LT(es.evaluations(), 5000);  // pycma: median ~4000
+}
+
+TEST(SepCMAES, SphereAndSeparableEllipsoidConverge) {
+  CMAESOptions o;
+  o.ftarget = 1e-10;
+  SepCMAES sphere(std::vector<double>(30, 1.0), 0.5, o);
+  Optimize(sphere, Sphere);
+  EXPECT_LT(sphere.best_value(), 1e-10);
+  SepCMAES elli(std::vector<double>(30, 1.0), 0.5, o);
+  Optimize(elli, Ellipsoid);
+  EXPECT_LT(elli.best_value(), 1e-10);
+  EXPECT_TRUE(elli.state().eigenvectors.empty());
+}
+
+// ---- determinism ---------------------------------------------------------------
+
+template <class Strategy>
+CMAState RunWithThreads(std::size_t n, int threads, int generations) {
+  CMAESOptions o;
+  o.num_threads = threads;
+  o.seed = 11;
+  Strategy es(std::vector<double>(n, 0.3), 0.7, o);
+  Optimize(es, Ellipsoid, generations);
+  return es.state();
+}
+
+TEST(CMAES, ThreadCountDoesNotChangeBits) {
+  // n = 200: sampling, rank-mu update and eigendecomposition all run threaded.
+  const CMAState one = RunWithThreads<CMAES>(200, 1, 12);
+  const CMAState three = RunWithThreads<CMAES>(200, 3, 12);
+  ASSERT_GT(one.eigen_generation, 0);
+  EXPECT_TRUE(SameBits(one.mean, three.mean));
+  EXPECT_TRUE(SameBits(one.cov, three.cov));
+  EXPECT_TRUE(SameBits(one.p_sigma, three.p_sigma));
+  EXPECT_TRUE(SameBits(one.p_c, three.p_c));
+  EXPECT_TRUE(SameBits(one.eigenvectors, three.eigenvectors));
+  EXPECT_EQ(one.sigma, three.sigma);
+}
+
+TEST(SepCMAES, ThreadCountDoesNotChangeBits) {
+  const CMAState one = RunWithThreads<SepCMAES>(20000, 1, 5);
+  const CMAState three = RunWithThreads<SepCMAES>(20000, 3, 5);
+  EXPECT_TRUE(SameBits(one.mean, three.mean));
+  EXPECT_TRUE(SameBits(one.cov, three.cov));
+  EXPECT_EQ(one.sigma, three.sigma);
+}
+
+TEST(CMAES, SameSeedSameRunOtherSeedOtherRun) {
+  EXPECT_TRUE(SameBits(RunWithThreads<CMAES>(8, 1, 30).mean, RunWithThreads<CMAES>(8, 1, 30).mean));
+  CMAESOptions o;
+  o.seed = 12;
+  CMAES other(std::vector<double>(8, 0.3), 0.7, o);
+  Optimize(other, Ellipsoid, 30);
+  EXPECT_FALSE(SameBits(other.state().mean, RunWithThreads<CMAES>(8, 1, 30).mean));
+}
+
+// ---- keys ----------------------------------------------------------------------
+
+TEST(CMAES, KeysAreDocumentedAndSamplesRegenerate) {
+  CMAESOptions o;
+  o.seed = 5;
+  o.lower.assign(6, -0.5);
+  o.upper.assign(6, 0.5);
+  CMAES es(std::vector<double>(6, 0.1), 0.8, o);
+  Optimize(es, Sphere, 12);  // a non-trivial state, with eigendecompositions
+  const std::vector<double> x = es.ask();
+  const std::size_t n = 6;
+  for (std::size_t k = 0; k < es.population_size(); ++k) {
+    const std::int64_t key = es.keys()[k];
+    EXPECT_EQ(static_cast<std::uint64_t>(key),
+              hash_draw(5, static_cast<std::uint64_t>(es.state().generation), k, 0) >> 2);
+    EXPECT_EQ(key, es.sample_key(k));
+    const std::vector<double> again = es.regenerate(key);
+    EXPECT_TRUE(SameBits(again, std::vector<double>(x.begin() + k * n, x.begin() + (k + 1) * n))) << k;
+    for (double v : again) {
+      EXPECT_GE(v, -0.5);
+      EXPECT_LE(v, 0.5);
+    }
+  }
+  // Asking twice gives the same population.
+  EXPECT_TRUE(SameBits(es.ask(), x));
+}
+
+TEST(CMAES, TellKeysEqualsTell) {
+  CMAES a(std::vector<double>(7, 1.0), 0.5);
+  CMAES b(std::vector<double>(7, 1.0), 0.5);
+  for (int g = 0; g < 20; ++g) {
+    const std::vector<double>& x = a.ask();
+    std::vector<double> values(a.population_size());
+    for (std::size_t k = 0; k < values.size(); ++k) values[k] = Ellipsoid(x.data() + k * 7, 7);
+    const std::vector<std::int64_t> keys = a.keys();
+    a.tell(values.data(), values.size());
+    b.tell_keys(keys.data(), values.data(), values.size());  // offline: no ask
+  }
+  EXPECT_TRUE(SameBits(a.state().mean, b.state().mean));
+  EXPECT_TRUE(SameBits(a.state().cov, b.state().cov));
+  EXPECT_EQ(a.best_value(), b.best_value());
+}
+
+TEST(CMAES, TiesAreRankedByIndex) {
+  CMAES es(std::vector<double>(4, 0.0), 1.0);
+  const std::vector<double> x = es.ask();
+  const CMAParams& p = es.params();
+  std::vector<double> want(4, 0.0);
+  for (std::size_t i = 0; i < p.mu; ++i) {
+    for (std::size_t j = 0; j < 4; ++j) want[j] += p.weights[i] * x[i * 4 + j];
+  }
+  const std::vector<double> flat(es.population_size(), 3.0);
+  es.tell(flat.data(), flat.size());
+  for (std::size_t j = 0; j < 4; ++j) EXPECT_NEAR(es.state().mean[j], want[j], 1e-15);
+}
+
+// ---- termination and restarts ----------------------------------------------------
+
+TEST(CMAES, TerminationReportsItsName) {
+  {
+    CMAESOptions o;
+    o.max_evaluations = 100;
+    CMAES es(std::vector<double>(5, 1.0), 0.5, o);
+    Optimize(es, Sphere);
+    EXPECT_EQ(es.stop(), (std::map<std::string, double>{{"maxfevals", 100.0}}));
+    EXPECT_EQ(es.evaluations(), 104);  // whole generations of 8
+  }
+  {
+    CMAESOptions o;
+    o.tolx = 1e-4;
+    CMAES es(std::vector<double>(5, 1.0), 0.5, o);
+    Optimize(es, Sphere);
+    EXPECT_EQ(es.stop().at("tolx"), 1e-4);
+  }
+  {
+    CMAESOptions o;
+    o.conditioncov = 1e3;
+    CMAES es(std::vector<double>(5, 1.0), 0.5, o);
+    Optimize(es, Ellipsoid);
+    EXPECT_EQ(es.stop().at("conditioncov"), 1e3);
+  }
+  {  // a flat function: the f-values and their history have range 0
+    CMAES es(std::vector<double>(5, 1.0), 0.5);
+    Optimize(es, [](const double*, std::size_t) { return 1.0; });
+    EXPECT_EQ(es.stop().at("tolfun"), 1e-11);
+    EXPECT_EQ(es.stop().at("tolfunhist"), 1e-12);
+    EXPECT_EQ(es.iterations(), 10 + 19);  // 10 + ceil(30 * 5 / 8) generations
+  }
+  {
+    SepCMAES es(std::vector<double>(5, 1.0), 0.5);
+    Optimize(es, Sphere);  // no target: runs until the numbers stop moving
+    EXPECT_FALSE(es.stop().empty());
+    EXPECT_LT(es.best_value(), 1e-15);
+  }
+}
+
+TEST(CMAES, IpopRestartsDoubleThePopulation) {
+  CMAESOptions o;
+  o.tolx = 1e-3;
+  o.restarts = 2;
+  CMAES es(std::vector<double>(5, 1.0), 0.5, o);
+  std::vector<std::size_t> sizes;
+  for (int g = 0; g < 100000 && !es.stopped(); ++g) {
+    if (sizes.empty() || sizes.back() != es.population_size()) sizes.push_back(es.population_size());
+    const std::vector<double>& x = es.ask();
+    std::vector<double> v(es.population_size());
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = Sphere(x.data() + k * 5, 5);
+    es.tell(v.data(), v.size());
+  }
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{8, 16, 32}));
+  ASSERT_EQ(es.restart_history().size(), 2u);
+  EXPECT_EQ(es.restart_history()[0].at("tolx"), 1e-3);
+  EXPECT_EQ(es.stop().at("tolx"), 1e-3);
+  EXPECT_EQ(es.restarts_done(), 2);
+}
+
+TEST(CMAES, BipopAlternatesRegimesDeterministically) {
+  auto run = [] {
+    CMAESOptions o;
+    o.tolx = 1e-3;
+    o.restarts = 5;
+    o.restart_strategy = RestartStrategy::kBIPOP;
+    o.seed = 4;
+    CMAES es(std::vector<double>(5, 1.0), 0.5, o);
+    std::vector<std::size_t> sizes;
+    std::vector<double> sigmas;
+    int last_restart = -1;
+    for (int g = 0; g < 100000 && !es.stopped(); ++g) {
+      if (es.restarts_done() != last_restart) {
+        last_restart = es.restarts_done();
+        sizes.push_back(es.population_size());
+        sigmas.push_back(es.run_sigma0());
+      }
+      const std::vector<double>& x = es.ask();
+      std::vector<double> v(es.population_size());
+      for (std::size_t k = 0; k < v.size(); ++k) v[k] = Sphere(x.data() + k * 5, 5);
+      es.tell(v.data(), v.size());
+    }
+    return std::make_pair(sizes, sigmas);
+  };
+  const auto [sizes, sigmas] = run();
+  ASSERT_EQ(sizes.size(), 6u);
+  EXPECT_EQ(sizes[0], 8u);
+  EXPECT_EQ(sizes[1], 16u);  // first restart: large regime
+  EXPECT_EQ(sigmas[1], 0.5);
+  bool small_seen = false;
+  for (std::size_t r = 2; r < sizes.size(); ++r) {
+    if (sigmas[r] < 0.5) {  // small regime: 8 <= lambda <= lambda_large / 2, sigma0 10^(-2U)
+      small_seen = true;
+      EXPECT_GE(sizes[r], 8u);
+      EXPECT_GE(sigmas[r], 0.5e-2);
+    }
+  }
+  EXPECT_TRUE(small_seen);
+  EXPECT_EQ(run(), std::make_pair(sizes, sigmas));
+}
+
+// ---- the ask/tell contract and validation ----------------------------------------
+
+TEST(CMAES, TellContract) {
+  CMAES es(std::vector<double>(3, 0.0), 1.0);
+  const std::vector<double> v(es.population_size(), 1.0);
+  EXPECT_TRUE(ThrowsWithMessage<std::logic_error>([&] { es.tell(v.data(), v.size()); },
+                                                  "tell() without a pending ask()"));
+  es.ask();
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { es.tell(v.data(), 3); }),
+            "#f-values = 3 must equal #solutions = 7");
+  std::vector<double> nan = v;
+  nan[2] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { es.tell(nan.data(), nan.size()); }), "values[2] is NaN");
+  es.tell(v.data(), v.size());  // the failed tells changed nothing
+  EXPECT_EQ(es.iterations(), 1);
+  EXPECT_TRUE(ThrowsWithMessage<std::logic_error>([&] { es.tell(v.data(), v.size()); },
+                                                  "tell() without a pending ask()"));
+  std::vector<double> inf = v;
+  inf[0] = std::numeric_limits<double>::infinity();
+  es.ask();
+  es.tell(inf.data(), inf.size());  // +inf is a valid (worst) value
+}
+
+TEST(CMAES, ValidatesOptions) {
+  using V = std::vector<double>;
+  auto make = [](V x0, double sigma0, CMAESOptions o = {}) { CMAES es(std::move(x0), sigma0, std::move(o)); };
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { make(V{}, 1.0); }), "x0 must not be empty");
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { make(V{1, NAN}, 1.0); }), "x0[1] must be finite, got nan");
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { make(V{1, 2}, -0.5); }),
+            "sigma0 must be > 0 and finite, got -0.5");
+  CMAESOptions o;
+  o.population_size = 1;
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { make(V{1, 2}, 1.0, o); }), "population_size must be >= 2, got 1");
+  o = {};
+  o.lower = {0};
+  o.upper = {1, 2};
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { make(V{1, 2}, 1.0, o); }),
+            "lower must have 2 entries (one per parameter), got 1");
+  o.lower = {0, 3};
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { make(V{1, 2}, 1.0, o); }),
+            "lower[1] must be < upper[1], got 3 and 2");
+  o.lower = {0, 0};
+  o.upper = {0.5, 3};
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { make(V{1, 2}, 1.0, o); }),
+            "x0[0] = 1 is outside the bounds [0, 0.5]");
+  o = {};
+  o.max_evaluations = 0;
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { make(V{1, 2}, 1.0, o); }), "max_evaluations must be >= 1, got 0");
+  o = {};
+  o.tolfun = -1;
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { make(V{1, 2}, 1.0, o); }), "tolfun must be >= 0, got -1");
+  o = {};
+  o.restarts = -1;
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { make(V{1, 2}, 1.0, o); }), "restarts must be >= 0, got -1");
+  o = {};
+  o.num_threads = 0;
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { make(V{1, 2}, 1.0, o); }), "num_threads must be >= 1, got 0");
+}
+
+TEST(CMAES, SetStateValidatesAndRoundTrips) {
+  CMAES es(std::vector<double>(3, 0.0), 1.0);
+  Optimize(es, Ellipsoid, 10);
+  CMAState s = es.state();
+  CMAES other(std::vector<double>(3, 0.0), 1.0);
+  other.set_state(s);
+  EXPECT_TRUE(SameBits(other.ask(), es.ask()));
+  s.cov[1] = 5.0;  // not symmetric
+  EXPECT_TRUE(ThrowsWithMessage<std::invalid_argument>([&] { other.set_state(s); }, "state.cov must be symmetric"));
+  s = es.state();
+  s.eigenvalues.clear();
+  s.eigenvectors.clear();
+  s.cov = {1, 2, 0, 2, 1, 0, 0, 0, 1};  // eigenvalue -1
+  EXPECT_TRUE(
+      ThrowsWithMessage<std::invalid_argument>([&] { other.set_state(s); }, "state.cov must be positive definite"));
+  s = es.state();
+  s.sigma = 0;
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { other.set_state(s); }), "state.sigma must be > 0 and finite, got 0");
+}
+
+}  // namespace
+}  // namespace evokit

@@ -1,0 +1,72 @@
+"""A NumPy reference of one CMA-ES generation, written from the tutorial.
+
+N. Hansen, "The CMA Evolution Strategy: A Tutorial", arXiv:1604.00772
+(2016): Appendix A and Table 1; equation numbers as there. The separable
+variant (Ros & Hansen 2008) keeps only the diagonal of C and scales c1 and
+cmu by (n + 2) / 3. Plain and slow on purpose: full matrices, a fresh
+eigendecomposition, no lazy updates.
+"""
+
+import numpy as np
+
+
+def default_params(n, lam=None, separable=False):
+    if lam is None:
+        lam = 4 + int(np.floor(3 * np.log(n)))                      # Eq. (48)
+    mu = lam // 2                                                   # Eq. (48)
+    wp = np.log((lam + 1) / 2) - np.log(np.arange(1, lam + 1))      # Eq. (49)
+    mueff = wp[:mu].sum() ** 2 / (wp[:mu] ** 2).sum()
+    mueff_minus = wp[mu:].sum() ** 2 / (wp[mu:] ** 2).sum()
+    alpha_cov = 2.0
+    c1 = alpha_cov / ((n + 1.3) ** 2 + mueff)                       # Eq. (57)
+    cmu = min(1 - c1, alpha_cov * (mueff - 2 + 1 / mueff)
+              / ((n + 2) ** 2 + alpha_cov * mueff / 2))             # Eq. (58)
+    if separable:
+        c1 = min(1.0, c1 * (n + 2) / 3)
+        cmu = min(1 - c1, cmu * (n + 2) / 3)
+    alpha_mu_minus = 1 + c1 / cmu                                   # Eq. (50)
+    alpha_mueff_minus = 1 + 2 * mueff_minus / (mueff + 2)           # Eq. (51)
+    alpha_posdef_minus = (1 - c1 - cmu) / (n * cmu)                 # Eq. (52)
+    w = np.where(wp >= 0, wp / wp[wp > 0].sum(),                    # Eq. (53)
+                 min(alpha_mu_minus, alpha_mueff_minus, alpha_posdef_minus) * wp / -wp[wp < 0].sum())
+    c_sigma = (mueff + 2) / (n + mueff + 5)                         # Eq. (55)
+    return {
+        "population_size": lam, "mu": mu, "weights": w, "mueff": mueff, "cm": 1.0,  # Eq. (54)
+        "c_sigma": c_sigma,
+        "d_sigma": 1 + 2 * max(0.0, np.sqrt((mueff - 1) / (n + 1)) - 1) + c_sigma,  # Eq. (55)
+        "cc": (4 + mueff / n) / (n + 4 + 2 * mueff / n),               # Eq. (56)
+        "c1": c1, "cmu": cmu,
+        "chi_n": np.sqrt(n) * (1 - 1 / (4 * n) + 1 / (21 * n ** 2)),   # E||N(0, I)||
+    }
+
+
+def generation(mean, sigma, C, p_sigma, p_c, g, solutions, values, params, separable=False):
+    """The distribution after telling `values` for `solutions` (rows x_k = m + sigma y_k).
+
+    C is the covariance matrix, or its diagonal for separable. g counts the
+    generations before this one (0 for the first). Returns a
+    dict with mean, sigma, p_sigma, p_c and C (the diagonal for separable)."""
+    p = params
+    n = len(mean)
+    C = np.diag(C) if separable else np.asarray(C, dtype=float)
+    order = np.argsort(values, kind="stable")                       # ties keep the members' order
+    y = (np.asarray(solutions, dtype=float)[order] - mean) / sigma  # y_{i:lambda}
+    w, mu = p["weights"], p["mu"]
+    y_w = w[:mu] @ y[:mu]                                           # Eq. (41)
+    new_mean = mean + p["cm"] * sigma * y_w                         # Eq. (42)
+    eigenvalues, B = np.linalg.eigh(C)
+    C_inv_sqrt = B @ np.diag(eigenvalues ** -0.5) @ B.T
+    cs = p["c_sigma"]
+    new_p_sigma = (1 - cs) * p_sigma + np.sqrt(cs * (2 - cs) * p["mueff"]) * C_inv_sqrt @ y_w   # Eq. (43)
+    norm = np.linalg.norm(new_p_sigma)
+    new_sigma = sigma * np.exp(cs / p["d_sigma"] * (norm / p["chi_n"] - 1))                     # Eq. (44)
+    h_sigma = norm / np.sqrt(1 - (1 - cs) ** (2 * (g + 1))) < (1.4 + 2 / (n + 1)) * p["chi_n"]
+    cc = p["cc"]
+    new_p_c = (1 - cc) * p_c + h_sigma * np.sqrt(cc * (2 - cc) * p["mueff"]) * y_w            # Eq. (45)
+    w_circ = w * np.where(w >= 0, 1.0, n / np.sum((y @ C_inv_sqrt.T) ** 2, axis=1))          # Eq. (46)
+    delta = (1 - h_sigma) * cc * (2 - cc)
+    c1, cmu = p["c1"], p["cmu"]
+    new_C = ((1 + c1 * delta - c1 - cmu * w.sum()) * C + c1 * np.outer(new_p_c, new_p_c)
+             + cmu * (y.T * w_circ) @ y)                                                      # Eq. (47)
+    return {"mean": new_mean, "sigma": new_sigma, "p_sigma": new_p_sigma, "p_c": new_p_c,
+                "C": np.diag(new_C).copy() if separable else new_C, "h_sigma": bool(h_sigma)}
