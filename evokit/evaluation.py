@@ -188,7 +188,33 @@ def _worker_run(params: bytes, model_iter_id: int, items) -> Tuple[List[float], 
     return _evaluate_items(w["agent"], w["clone"], w["env"], w["discrete"], decoded)
 
 
-class ProcessEvaluator(Evaluator):
+class _PooledEvaluator(Evaluator):
+    """The worker-pool bookkeeping shared by the evaluators that use processes."""
+
+    _pool: Optional[cf.ProcessPoolExecutor] = None
+
+    def _collect(self, futures) -> EvalResult:
+        """The futures' (rewards, steps) joined in submission order, which is
+        the sample order."""
+        rewards: List[float] = []
+        steps = 0
+        try:
+            for f in futures:
+                r, n = f.result()
+                rewards.extend(r)
+                steps += n
+        except cf.process.BrokenProcessPool as exc:
+            self.close_pool()
+            raise RuntimeError(f"an evaluation worker died: {exc}") from None
+        return EvalResult(np.asarray(rewards, dtype=np.float64), steps)
+
+    def close_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class ProcessEvaluator(_PooledEvaluator):
     """Evaluates in ``num_workers`` worker processes (spawned, so that each
     has its own onnxruntime session). Only the centre parameters, the keys and
     the seeds travel to the workers; the noise is rebuilt there."""
@@ -225,22 +251,7 @@ class ProcessEvaluator(Evaluator):
         bounds = np.linspace(0, len(items), n_chunks + 1).astype(int)
         futures = [self._pool.submit(_worker_run, params, it, items[a:b])
                    for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
-        rewards: List[float] = []
-        steps = 0
-        try:
-            for f in futures:  # in submission order: results keep the sample order
-                r, n = f.result()
-                rewards.extend(r)
-                steps += n
-        except cf.process.BrokenProcessPool as exc:
-            self.close_pool()
-            raise RuntimeError(f"an evaluation worker died: {exc}") from None
-        return EvalResult(np.asarray(rewards, dtype=np.float64), steps)
-
-    def close_pool(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        return self._collect(futures)
 
     def close(self) -> None:
         self.close_pool()
@@ -507,7 +518,7 @@ def _vector_worker_run(centre: bytes, keys, signs, seeds) -> Tuple[List[float], 
     return w["runner"].run(w["policy"].native.graph, population, seeds, 1)
 
 
-class VectorEvaluator(Evaluator):
+class VectorEvaluator(_PooledEvaluator):
     """Lockstep evaluation: every member of the population on one gymnasium
     vector environment, one batched native policy call per step.
 
@@ -612,22 +623,7 @@ class VectorEvaluator(Evaluator):
         bounds = np.linspace(0, len(keys), n_slices + 1).astype(int)
         futures = [self._pool.submit(_vector_worker_run, centre, keys[a:b], signs[a:b], seeds[a:b])
                    for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
-        rewards: List[float] = []
-        steps = 0
-        try:
-            for f in futures:  # in submission order: results keep the member order
-                r, n = f.result()
-                rewards.extend(r)
-                steps += n
-        except cf.process.BrokenProcessPool as exc:
-            self.close_pool()
-            raise RuntimeError(f"an evaluation worker died: {exc}") from None
-        return EvalResult(np.asarray(rewards, dtype=np.float64), steps)
-
-    def close_pool(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        return self._collect(futures)
 
     def close(self) -> None:
         self.close_pool()
