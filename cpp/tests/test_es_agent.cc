@@ -26,6 +26,8 @@ namespace {
 
 using ::evokit::testing::MessageOf;
 using ::evokit::testing::SameBits;
+using ::evokit::testing::Noise;
+using ::evokit::testing::RandomVector;
 
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -46,20 +48,6 @@ SolverOptions Options(bool cached = true,
   o.weight_decay = 0.0f;
   o.num_threads = 1;
   return o;
-}
-
-std::vector<float> RandomVector(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-std::vector<float> Noise(const GaussianSampler& sampler, std::int64_t key) {
-  std::vector<float> out(sampler.num_params());
-  sampler.noise(key, out.data());
-  return out;
 }
 
 std::vector<std::unique_ptr<ESAgent>> Clones(ESAgent& agent, int count) {

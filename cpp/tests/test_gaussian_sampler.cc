@@ -23,6 +23,9 @@
 namespace evokit {
 namespace {
 
+using ::evokit::testing::Noise;
+using ::evokit::testing::RandomVector;
+
 using ::evokit::testing::MessageOf;
 using ::evokit::testing::SameBits;
 
@@ -41,20 +44,6 @@ GaussianSamplerOptions Options(bool cached, std::size_t num_params, std::uint64_
   o.num_params = num_params;
   o.num_threads = 2;
   return o;
-}
-
-std::vector<float> RandomVector(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-std::vector<float> Noise(const GaussianSampler& sampler, std::int64_t key) {
-  std::vector<float> out(sampler.num_params());
-  sampler.noise(key, out.data());
-  return out;
 }
 
 // ---------------------------------------------------------------------------

@@ -3,10 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <exception>
+#include <random>
 #include <string>
 #include <vector>
+
+#include "evokit/gaussian_sampler.h"
 
 namespace evokit::testing {
 
@@ -44,6 +48,22 @@ std::string MessageOf(F&& f) {
 inline bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// n floats uniform in [-scale, scale] from a seeded generator.
+inline std::vector<float> RandomVector(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// The sampler's noise vector for `key`.
+inline std::vector<float> Noise(const GaussianSampler& sampler, std::int64_t key) {
+  std::vector<float> out(sampler.num_params());
+  sampler.noise(key, out.data());
+  return out;
 }
 
 }  // namespace evokit::testing
