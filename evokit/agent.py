@@ -238,7 +238,8 @@ class ESAgent:
         if self._parent is None:
             raise RuntimeError("set_noise() is for sampling agents: call it on agent.clone()")
         self._core.set_noise(_to_core(info))
-        self._info = _to_proto(_to_core(info))
+        self._info = pb.SamplingInfo()
+        self._info.CopyFrom(info)
         self._info.model_iter_id = self.model_iter_id
 
     # ------------------------------------------------------------ inference

@@ -657,10 +657,17 @@ void CMABase::to_bounds(double* x) const noexcept {
 }
 
 void CMABase::sample_population() {
-  const std::size_t n = num_params();
   const std::size_t lambda = population_size();
   keys_.resize(lambda);
   for (std::size_t k = 0; k < lambda; ++k) keys_[k] = sample_key(k);
+  materialize_population();
+  sampled_ = true;
+}
+
+// z, y and the solutions (mapped into the bounds) of the members keyed by keys_.
+void CMABase::materialize_population() {
+  const std::size_t n = num_params();
+  const std::size_t lambda = population_size();
   z_.resize(lambda * n);
   y_.resize(lambda * n);
   solutions_.resize(lambda * n);
@@ -672,7 +679,6 @@ void CMABase::sample_population() {
     for (std::size_t i = 0; i < n; ++i) x[i] = state_.mean[i] + state_.sigma * y[i];
     to_bounds(x);
   }
-  sampled_ = true;
 }
 
 const std::vector<double>& CMABase::ask() {
@@ -731,18 +737,8 @@ void CMABase::tell_keys(const std::int64_t* keys, const double* values, std::siz
     }
   }
   check_values(values, count, lambda);
-  const std::size_t n = num_params();
   keys_.assign(keys, keys + count);
-  z_.resize(lambda * n);
-  y_.resize(lambda * n);
-  solutions_.resize(lambda * n);
-  sample_z(keys_.data(), z_.data(), lambda);
-  sample_y(z_.data(), y_.data(), lambda);
-  for (std::size_t k = 0; k < lambda; ++k) {
-    double* x = solutions_.data() + k * n;
-    for (std::size_t i = 0; i < n; ++i) x[i] = state_.mean[i] + state_.sigma * y_[k * n + i];
-    to_bounds(x);
-  }
+  materialize_population();
   update(z_.data(), y_.data(), values);
 }
 

@@ -259,6 +259,7 @@ class CMABase {
  private:
   void sample_z(const std::int64_t* keys, double* z, std::size_t count) const;
   void sample_population();
+  void materialize_population();
   void update(const double* z, const double* y, const double* values);
   void check_termination();
   void restart();
