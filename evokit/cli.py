@@ -1,6 +1,7 @@
 """The ``evokit`` command line.
 
     evokit train CONFIG [--env ID] [--seed S] [--out DIR] [--model M] [--workers N] [--evaluator KIND]
+                 [--backend local|ray] [--address ADDR]
     evokit init-model --env ID [--hidden 16 16] [--activation tanh] [--seed S] -o MODEL
     evokit check-config CONFIG [CONFIG ...]
     evokit init-solver --config C --model M --warehouse W
@@ -27,7 +28,8 @@ def _cmd_train(args) -> int:
     log = (lambda s: None) if args.quiet else None
     result = train(args.config, env_id=args.env, seed=args.seed, out_dir=args.out,
                    model=args.model, num_workers=args.workers,
-                   max_generations=args.max_generations, evaluator_kind=args.evaluator, log=log)
+                   max_generations=args.max_generations, evaluator_kind=args.evaluator,
+                   backend=args.backend, address=args.address, log=log)
     return 0 if result.solved or not args.require_solved else 1
 
 
@@ -149,6 +151,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="how the population is evaluated: 'vector' runs it in lockstep on a vector "
                         "env with one batched native policy call per step; 'auto' (default) does "
                         "that when the policy runs natively, else uses worker processes")
+    t.add_argument("--backend", choices=["local", "ray"], default="local",
+                   help="'ray' evaluates on --workers Ray actors (pip install 'evokit[ray]'); "
+                        "same model as 'local' (default)")
+    t.add_argument("--address", help="with --backend ray: join the Ray cluster at ADDR (HOST:PORT of "
+                                     "the head, or 'auto'); default: start a local Ray instance")
     t.add_argument("--quiet", action="store_true", help="no progress lines")
     t.add_argument("--require-solved", action="store_true",
                    help="exit 1 unless the target return was reached")
@@ -231,7 +238,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         print("evokit: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, OSError, RuntimeError, IndexError, TypeError) as exc:
+    except (ValueError, OSError, RuntimeError, IndexError, TypeError, ImportError) as exc:
         if args.debug:
             raise
         print(f"evokit: error: {exc}", file=sys.stderr)

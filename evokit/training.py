@@ -42,6 +42,8 @@ __all__ = ["TrainResult", "train", "episode_seeds"]
 _SAMPLE_SEEDS = 0
 _EVAL_SEEDS = 1
 METRICS_FILE = "metrics.csv"
+#: What :func:`train` accepts as ``backend``.
+BACKENDS = ("local", "ray")
 METRICS_COLUMNS = ["generation", "model_iter_id", "env_steps", "wall_time", "reward_mean",
                    "reward_max", "reward_min", "eval_mean"]
 
@@ -83,6 +85,7 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig], *, env_id: Optional[
           seed: Optional[int] = None, out_dir: Optional[str] = None, model=None,
           num_workers: Optional[int] = None, max_generations: Optional[int] = None,
           evaluator: Optional[Evaluator] = None, evaluator_kind: str = "auto",
+          backend: str = "local", address: Optional[str] = None,
           log: Optional[Callable[[str], None]] = None) -> TrainResult:
     """Train a policy with ES; write ``model.onnx``, ``solver.pb``,
     ``config.prototxt`` and ``metrics.csv`` to ``out_dir``.
@@ -92,10 +95,17 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig], *, env_id: Optional[
     ``max_generations`` override the config's ``train`` section.
     ``evaluator_kind`` (``"auto"``, ``"vector"``, ``"process"``, ``"serial"``)
     picks the evaluator, see :func:`~evokit.evaluation.make_evaluator`, unless
-    an ``evaluator`` is given. ``log``
+    an ``evaluator`` is given. ``backend="ray"`` evaluates on Ray actors
+    (:class:`~evokit.ray_backend.RayEvaluator`, ``train.num_workers`` of
+    them, each using the ``evaluator_kind`` evaluator): a local Ray instance,
+    or the cluster at ``address``; the model is the same bits. ``log``
     receives one progress line per generation (default: print to stdout;
     pass ``lambda s: None`` for quiet).
     """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if address is not None and backend != "ray":
+        raise ValueError(f"address={address!r} is for backend='ray', got backend={backend!r}")
     t0 = time.perf_counter()
     cfg = _resolve_config(config, env_id, seed, num_workers, max_generations)
     t = cfg.train
@@ -124,6 +134,10 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig], *, env_id: Optional[
     antithetic = cfg.solver.antithetic
     clones = [agent.clone() for _ in range(population)]
     own_evaluator = evaluator is None
+    if evaluator is None and backend == "ray":
+        from .ray_backend import RayEvaluator
+
+        evaluator = RayEvaluator(t.env_id, t.num_workers, address=address, kind=evaluator_kind)
     evaluator = evaluator or make_evaluator(t.env_id, t.num_workers, kind=evaluator_kind,
                                             policy=agent.policy)
     log(f"evokit train: {t.env_id}, {agent.num_params} parameters, population {population}"

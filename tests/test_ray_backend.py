@@ -1,0 +1,139 @@
+"""The Ray backend: RayEvaluator, train(backend="ray"), the CLI, worker death.
+
+One local Ray instance (2 CPUs) serves the whole module and is shut down at
+its end, so no Ray process outlives the tests."""
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+import evokit
+from evokit.cli import main as cli
+from evokit.config import config_to_text
+from evokit.evaluation import SerialEvaluator
+
+ray = pytest.importorskip("ray")
+from evokit.ray_backend import RayEvaluator  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")
+
+
+def quiet(_):
+    pass
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_instance():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def short_config(generations=4, population=12):
+    cfg = evokit.load_config(CARTPOLE)
+    cfg.train.max_generations = generations
+    cfg.train.num_workers = 2
+    cfg.train.eval_every = 2
+    cfg.train.eval_episodes = 3
+    cfg.solver.population_size = population
+    return cfg
+
+
+def agent_for(tmp_path, cfg):
+    from evokit.model import init_mlp
+
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=3).SerializeToString())
+    agent = evokit.ESAgent()
+    agent.load_config(cfg)
+    agent.load_inference_model(str(path))
+    agent.init_solver()
+    return agent
+
+
+def test_rewards_equal_serial_evaluator(tmp_path):
+    cfg = short_config()
+    agent = agent_for(tmp_path, cfg)
+    clones = [agent.clone() for _ in range(7)]
+    infos = [c.add_noise() for c in clones] + [None]
+    seeds = [[100 + i, 200 + i] for i in range(8)]
+    with SerialEvaluator("CartPole-v1") as serial:
+        want = serial.evaluate(agent, infos, seeds)
+    with RayEvaluator("CartPole-v1", 2, chunks_per_worker=2) as ev:
+        got = ev.evaluate(agent, infos, seeds)
+        assert ev.last_timing["chunks"] == 4 and ev.last_timing["failures"] == 0
+        assert 0 < ev.last_timing["put"] < ev.last_timing["wall"]
+    np.testing.assert_array_equal(got.rewards, want.rewards)
+    assert got.steps == want.steps
+    assert ray.is_initialized()  # the module's instance: not the evaluator's to shut down
+
+
+def test_worker_killed_mid_generation_gives_the_same_model(tmp_path):
+    cfg = short_config()
+    ref = evokit.train(cfg, out_dir=str(tmp_path / "local"), log=quiet)
+
+    ev = RayEvaluator("CartPole-v1", 2, chunks_per_worker=3)
+    killed = []
+
+    def kill_one(in_flight):
+        # Generation 1, chunks in flight on both actors: SIGKILL the first one's process.
+        pid = ray.get(in_flight[0].pid.remote())
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+    ev._after_submit = kill_one
+    try:
+        res = evokit.train(cfg, out_dir=str(tmp_path / "ray"), evaluator=ev, log=quiet)
+        assert ev.worker_failures == 1 and len(killed) == 1
+        assert len(ev.actors) == 2  # a replacement was started
+        assert killed[0] not in ray.get([a.pid.remote() for a in ev.actors])
+    finally:
+        ev.close()
+    assert res.env_steps == ref.env_steps
+    assert [r["reward_mean"] for r in res.history] == [r["reward_mean"] for r in ref.history]
+    assert read(tmp_path / "ray" / "model.onnx") == read(tmp_path / "local" / "model.onnx")
+    assert read(tmp_path / "ray" / "solver.pb") == read(tmp_path / "local" / "solver.pb")
+
+
+def test_too_many_worker_deaths_is_an_error(tmp_path):
+    cfg = short_config()
+    agent = agent_for(tmp_path, cfg)
+    infos = [c.add_noise() for c in [agent.clone() for _ in range(4)]]
+    ev = RayEvaluator("CartPole-v1", 2, max_worker_failures=0)
+
+    def kill_all(in_flight):
+        for actor in in_flight:
+            ray.kill(actor, no_restart=True)
+
+    ev._after_submit = kill_all
+    try:
+        with pytest.raises(RuntimeError, match=r"^1 Ray workers died in one evaluation "
+                                               r"\(max_worker_failures=0\)"):
+            ev.evaluate(agent, infos, [[1]] * 4)
+    finally:
+        ev.close()
+
+
+def test_cli_backend_ray_equals_local(tmp_path):
+    cfg_path = tmp_path / "short.prototxt"
+    cfg_path.write_text(config_to_text(short_config(generations=2)))
+    args = [str(cfg_path), "--quiet", "--workers", "2"]
+    assert cli(["train", *args, "--out", str(tmp_path / "local")]) == 0
+    assert cli(["train", *args, "--out", str(tmp_path / "ray"), "--backend", "ray"]) == 0
+    assert read(tmp_path / "ray" / "model.onnx") == read(tmp_path / "local" / "model.onnx")
+
+
+def test_bad_backend_and_address_are_errors(tmp_path, capsys):
+    with pytest.raises(ValueError, match=r"^backend must be one of local, ray, got 'dask'$"):
+        evokit.train(short_config(), backend="dask", out_dir=str(tmp_path), log=quiet)
+    assert cli(["train", CARTPOLE, "--address", "10.0.0.1:6379", "--out", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "evokit: error: address='10.0.0.1:6379' is for backend='ray', got backend='local'")
