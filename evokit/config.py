@@ -249,5 +249,7 @@ def validate_config(config: pb.EvoKitConfig, source: str = "<config>",
             c.fail("train.hidden_sizes", f"must all be >= 1, got {h} at position {i}")
     if t.activation not in ACTIVATIONS:
         c.fail("train.activation", f"must be one of {', '.join(ACTIVATIONS)}, got {t.activation!r}")
+    if not (t.observation_clip > 0 and math.isfinite(t.observation_clip)):
+        c.fail("train.observation_clip", f"must be finite and > 0, got {t.observation_clip:g}")
     if not math.isfinite(t.target_return):
         c.fail("train.target_return", f"must be finite, got {t.target_return}")

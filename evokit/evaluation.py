@@ -32,6 +32,7 @@ import numpy as np
 
 from . import _core
 from . import evokit_pb2 as pb
+from .obsnorm import ObsNorm, ObsStats, merged_stats
 
 __all__ = ["EnvError", "EvalResult", "Evaluator", "SerialEvaluator", "ProcessEvaluator",
            "VectorEvaluator", "EVALUATOR_KINDS", "make_env", "make_evaluator", "check_policy_fits",
@@ -49,6 +50,8 @@ class EnvError(ValueError):
 class EvalResult:
     rewards: np.ndarray  # float64, one per sample: mean return over its episodes
     steps: int           # environment steps taken
+    # With Evaluator.obs_norm set: each sample's raw observation statistics.
+    obs_stats: Optional[ObsStats] = None
 
 
 def make_env(env_id: str):
@@ -88,13 +91,20 @@ def check_policy_fits(policy, env) -> bool:
     raise EnvError(f"action space {act_space} is not supported (Discrete or Box)")
 
 
-def run_episode(env, agent, seed: int, discrete: bool) -> Tuple[float, int]:
-    """One episode of ``agent`` (its current parameters) from ``env.reset(seed=seed)``."""
+def run_episode(env, agent, seed: int, discrete: bool, norm: Optional[ObsNorm] = None,
+                stats: Optional[ObsStats] = None, index: int = 0) -> Tuple[float, int]:
+    """One episode of ``agent`` (its current parameters) from ``env.reset(seed=seed)``;
+    with ``norm``, the policy sees normalised observations, and the raw ones
+    are added to ``stats`` as sample ``index``'s."""
     obs, _ = env.reset(seed=int(seed))
     total, steps = 0.0, 0
     shape = getattr(env.action_space, "shape", None)
     while True:
-        out = agent.predict(np.asarray(obs, dtype=np.float32).reshape(-1))
+        x = np.asarray(obs, dtype=np.float32).reshape(-1)
+        if norm is not None:
+            stats.add(index, x)
+            x = norm(x)
+        out = agent.predict(x)
         action = int(np.argmax(out)) if discrete else np.asarray(out, dtype=np.float32).reshape(shape)
         obs, reward, terminated, truncated, _ = env.step(action)
         total += float(reward)
@@ -103,26 +113,32 @@ def run_episode(env, agent, seed: int, discrete: bool) -> Tuple[float, int]:
             return total, steps
 
 
-def _evaluate_items(agent, clone, env, discrete: bool, items) -> Tuple[List[float], int]:
-    """Rewards for ``items`` = [(info or None, [episode seeds]), ...]; ``clone``
-    (a clone of ``agent``) carries the noise."""
+def _evaluate_items(agent, clone, env, discrete: bool, items, norm: Optional[ObsNorm] = None):
+    """Rewards, steps and observation statistics (with ``norm``) for ``items`` =
+    [(info or None, [episode seeds]), ...]; ``clone`` (a clone of ``agent``) carries the noise."""
     rewards, steps = [], 0
-    for info, seeds in items:
+    stats = None if norm is None else ObsStats(len(items), int(norm.mean.size))
+    for index, (info, seeds) in enumerate(items):
         target = agent
         if info is not None:
             clone.set_noise(info)
             target = clone
         returns = []
         for s in seeds:
-            r, n = run_episode(env, target, s, discrete)
+            r, n = run_episode(env, target, s, discrete, norm, stats, index)
             returns.append(r)
             steps += n
         rewards.append(float(np.mean(returns)))
-    return rewards, steps
+    return rewards, steps, stats
 
 
 class Evaluator(abc.ABC):
     """Given the agent's samples, return their rewards."""
+
+    #: Set by the caller (e.g. :func:`evokit.train`) for observation
+    #: normalisation: the policy sees ``obs_norm(obs)``, and evaluate()
+    #: returns the raw observations' statistics in ``EvalResult.obs_stats``.
+    obs_norm: Optional[ObsNorm] = None
 
     @abc.abstractmethod
     def evaluate(self, agent, infos: Sequence[Optional[pb.SamplingInfo]],
@@ -154,9 +170,9 @@ class SerialEvaluator(Evaluator):
         if self._agent is not agent:
             self._discrete = check_policy_fits(agent.policy, self._env)
             self._agent, self._clone = agent, agent.clone()
-        rewards, steps = _evaluate_items(agent, self._clone, self._env, self._discrete,
-                                         list(zip(infos, seeds)))
-        return EvalResult(np.asarray(rewards, dtype=np.float64), steps)
+        rewards, steps, stats = _evaluate_items(agent, self._clone, self._env, self._discrete,
+                                                list(zip(infos, seeds)), self.obs_norm)
+        return EvalResult(np.asarray(rewards, dtype=np.float64), steps, stats)
 
     def close(self) -> None:
         self._env.close()
@@ -175,7 +191,7 @@ def _worker_init(config_bytes: bytes, policy, env_id: str) -> None:
                    discrete=check_policy_fits(policy, env), agent=None, clone=None, key=None)
 
 
-def _worker_run(params: bytes, model_iter_id: int, items) -> Tuple[List[float], int]:
+def _worker_run(params: bytes, model_iter_id: int, items, norm=None):
     from .agent import ESAgent
 
     w = _worker
@@ -185,7 +201,7 @@ def _worker_run(params: bytes, model_iter_id: int, items) -> Tuple[List[float], 
         w["clone"] = w["agent"].clone()
         w["key"] = (params, model_iter_id)
     decoded = [(None if b is None else pb.SamplingInfo.FromString(b), s) for b, s in items]
-    return _evaluate_items(w["agent"], w["clone"], w["env"], w["discrete"], decoded)
+    return _evaluate_items(w["agent"], w["clone"], w["env"], w["discrete"], decoded, norm)
 
 
 class _PooledEvaluator(Evaluator):
@@ -198,15 +214,17 @@ class _PooledEvaluator(Evaluator):
         the sample order."""
         rewards: List[float] = []
         steps = 0
+        stats = []
         try:
             for f in futures:
-                r, n = f.result()
+                r, n, st = f.result()
                 rewards.extend(r)
                 steps += n
+                stats.append(st)
         except cf.process.BrokenProcessPool as exc:
             self.close_pool()
             raise RuntimeError(f"an evaluation worker died: {exc}") from None
-        return EvalResult(np.asarray(rewards, dtype=np.float64), steps)
+        return EvalResult(np.asarray(rewards, dtype=np.float64), steps, merged_stats(stats))
 
     def close_pool(self) -> None:
         if self._pool is not None:
@@ -249,7 +267,7 @@ class ProcessEvaluator(_PooledEvaluator):
                  for i, s in zip(infos, seeds)]
         n_chunks = max(1, min(len(items), self.num_workers * self.chunks_per_worker))
         bounds = np.linspace(0, len(items), n_chunks + 1).astype(int)
-        futures = [self._pool.submit(_worker_run, params, it, items[a:b])
+        futures = [self._pool.submit(_worker_run, params, it, items[a:b], self.obs_norm)
                    for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
         return self._collect(futures)
 
@@ -394,9 +412,10 @@ class _Lockstep:
         obs, _ = env.reset(seed=int(seeds[0]))  # one generator for all members
         return obs
 
-    def run(self, graph, population, seeds: Sequence[Sequence[int]],
-            num_threads: int) -> Tuple[List[float], int]:
-        """Rewards (mean return over each member's episodes) and env steps.
+    def run(self, graph, population, seeds: Sequence[Sequence[int]], num_threads: int,
+            norm: Optional[ObsNorm] = None):
+        """Rewards (mean return over each member's episodes), env steps and,
+        with ``norm`` (applied to the observations), the observation statistics.
         Episode j of every member runs in round j, members with fewer
         episodes sitting out. Within a round, every step makes one batched
         policy call for the members still running."""
@@ -405,6 +424,7 @@ class _Lockstep:
         out = np.zeros((n,) + tuple(graph.output_shape(1)[1:]), np.float32)
         returns: List[List[float]] = [[] for _ in range(n)]
         steps = 0
+        stats = None if norm is None else ObsStats(n, graph.obs_size)
         episode = self._episode_sync if self.mode == "sync" else self._episode_vector
         for r in range(max((len(s) for s in seeds), default=0)):
             active = np.array([len(s) > r for s in seeds])
@@ -412,14 +432,16 @@ class _Lockstep:
                 break
             first = next(int(s[r]) for s in seeds if len(s) > r)
             round_seeds = [int(s[r]) if len(s) > r else first for s in seeds]
-            total, round_steps = episode(env, graph, population, round_seeds, active, num_threads, out)
+            total, round_steps = episode(env, graph, population, round_seeds, active, num_threads, out,
+                                         norm, stats)
             steps += round_steps
             for i, s in enumerate(seeds):
                 if len(s) > r:
                     returns[i].append(float(total[i]))
-        return [float(np.mean(x)) for x in returns], steps
+        return [float(np.mean(x)) for x in returns], steps, stats
 
-    def _episode_vector(self, env, graph, population, seeds, active, num_threads, out):
+    def _episode_vector(self, env, graph, population, seeds, active, num_threads, out,
+                        norm=None, stats=None):
         """One episode per active member on the vector env's own step(). A
         member is masked out from the step its episode ends: gymnasium 1.x
         restarts it at the following step (next-step autoreset), and neither
@@ -431,6 +453,9 @@ class _Lockstep:
         steps = 0
         while True:
             x = np.ascontiguousarray(obs, dtype=np.float32).reshape(n, -1)
+            if norm is not None:
+                stats.add_rows(active, x)
+                x = np.ascontiguousarray(norm(x))
             graph.run_population(x, population, active, num_threads, out)
             actions = out.argmax(axis=1) if self.discrete else out.reshape(action_batch)
             obs, reward, terminated, truncated, _ = env.step(actions)
@@ -440,7 +465,8 @@ class _Lockstep:
             if not active.any():
                 return total, steps
 
-    def _episode_sync(self, env, graph, population, seeds, active, num_threads, out):
+    def _episode_sync(self, env, graph, population, seeds, active, num_threads, out,
+                      norm=None, stats=None):
         """One episode per active member on the sub-environments of a
         SyncVectorEnv, each reset with its member's seed. Only members still
         running are stepped: a finished member's environment is left alone
@@ -454,7 +480,11 @@ class _Lockstep:
         total = [0.0] * n
         steps = 0
         while True:
-            graph.run_population(obs, population, active, num_threads, out)
+            x = obs
+            if norm is not None:
+                stats.add_rows(active, obs)
+                x = np.ascontiguousarray(norm(obs))
+            graph.run_population(x, population, active, num_threads, out)
             actions = out.argmax(axis=1) if self.discrete else None
             for i in np.flatnonzero(active):
                 a = int(actions[i]) if self.discrete else out[i].reshape(self.action_shape)
@@ -512,10 +542,10 @@ def _vector_worker_init(config_bytes: bytes, policy, env_id: str, mode: str) -> 
                                                   policy.num_params))
 
 
-def _vector_worker_run(centre: bytes, keys, signs, seeds) -> Tuple[List[float], int]:
+def _vector_worker_run(centre: bytes, keys, signs, seeds, norm=None):
     w = _vworker
     population = _core.Population(w["sampler"], np.frombuffer(centre, np.float32), keys, signs)
-    return w["runner"].run(w["policy"].native.graph, population, seeds, 1)
+    return w["runner"].run(w["policy"].native.graph, population, seeds, 1, norm)
 
 
 class VectorEvaluator(_PooledEvaluator):
@@ -615,13 +645,15 @@ class VectorEvaluator(_PooledEvaluator):
         if self.num_workers == 1 or len(keys) == 1:
             population = native.population(agent.center, keys, signs, agent.sampler,
                                            self.num_threads)
-            rewards, steps = self._runner.run(native.graph, population, seeds, self.num_threads)
-            return EvalResult(np.asarray(rewards, dtype=np.float64), steps)
+            rewards, steps, stats = self._runner.run(native.graph, population, seeds,
+                                                     self.num_threads, self.obs_norm)
+            return EvalResult(np.asarray(rewards, dtype=np.float64), steps, stats)
         self._ensure_pool(agent)
         centre = np.ascontiguousarray(agent.center, dtype=np.float32).tobytes()
         n_slices = min(len(keys), self.num_workers)
         bounds = np.linspace(0, len(keys), n_slices + 1).astype(int)
-        futures = [self._pool.submit(_vector_worker_run, centre, keys[a:b], signs[a:b], seeds[a:b])
+        futures = [self._pool.submit(_vector_worker_run, centre, keys[a:b], signs[a:b], seeds[a:b],
+                                     self.obs_norm)
                    for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
         return self._collect(futures)
 

@@ -7,7 +7,9 @@ generation it
 2. splits the population into chunks of (noise key, episode seeds) and hands
    them to actors, one chunk at a time per actor, the next chunk to whichever
    actor is free first;
-3. gets back, per chunk, the rewards and the step count, nothing else.
+3. gets back, per chunk, the rewards and the step count, nothing else
+   (and, with observation normalisation, the chunk's per-sample observation
+   statistics: three numbers per sample and observation value).
 
 Each actor builds its own agent from the config (sampler, noise rebuilt from
 the seed: no noise table travels) and evaluates its chunk with the local
@@ -39,6 +41,7 @@ import numpy as np
 
 from . import evokit_pb2 as pb
 from .evaluation import EvalResult, Evaluator, check_policy_fits, make_env, make_evaluator
+from .obsnorm import merged_stats
 
 __all__ = ["RayEvaluator", "import_ray"]
 
@@ -66,8 +69,9 @@ class _Worker:
         return os.getpid()
 
     def evaluate(self, centre: np.ndarray, model_iter_id: int, infos: List[Optional[bytes]],
-                 seeds: List[List[int]]):
-        """(rewards, steps, seconds spent evaluating) for one chunk."""
+                 seeds: List[List[int]], norm=None):
+        """(rewards, steps, seconds spent evaluating, observation statistics)
+        for one chunk."""
         from .agent import ESAgent
 
         t0 = time.perf_counter()
@@ -76,8 +80,9 @@ class _Worker:
             self.agent = ESAgent._replica(self.config, self.policy, centre, model_iter_id)
             self.key = key
         decoded = [None if b is None else pb.SamplingInfo.FromString(b) for b in infos]
+        self.evaluator.obs_norm = norm
         result = self.evaluator.evaluate(self.agent, decoded, seeds)
-        return result.rewards.tolist(), result.steps, time.perf_counter() - t0
+        return result.rewards.tolist(), result.steps, time.perf_counter() - t0, result.obs_stats
 
 
 class RayEvaluator(Evaluator):
@@ -179,7 +184,8 @@ class RayEvaluator(Evaluator):
                 idx = queue.popleft()
                 actor = idle.popleft()
                 a, b = chunks[idx]
-                ref = actor.evaluate.remote(centre, it, items_infos[a:b], items_seeds[a:b])
+                ref = actor.evaluate.remote(centre, it, items_infos[a:b], items_seeds[a:b],
+                                            self.obs_norm)
                 pending[ref] = (idx, actor)
             if hook is not None:
                 hook([actor for _, actor in pending.values()])
@@ -207,13 +213,14 @@ class RayEvaluator(Evaluator):
         rewards: List[float] = []
         steps = 0
         busy = 0.0
-        for r, n, seconds in results:
+        for r, n, seconds, _ in results:
             rewards.extend(r)
             steps += n
             busy += seconds
         self.last_timing = {"wall": time.perf_counter() - t0, "put": t_put, "worker_busy": busy,
                             "chunks": len(chunks), "failures": failures}
-        return EvalResult(np.asarray(rewards, dtype=np.float64), steps)
+        return EvalResult(np.asarray(rewards, dtype=np.float64), steps,
+                          merged_stats([r[3] for r in results]))
 
     def _kill_actors(self) -> None:
         if not self._actors:

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Union
 
+import numpy as np
 
 from . import _core
 from . import evokit_pb2 as pb
@@ -35,6 +36,7 @@ from .agent import ESAgent
 from .config import config_to_text, load_config, validate_config
 from .evaluation import Evaluator, check_policy_fits, make_env, make_evaluator
 from .model import policy_for_spaces
+from .obsnorm import ObsNorm, RunningStat, save_with_model
 from .util import atomic_write_bytes
 
 __all__ = ["TrainResult", "train", "episode_seeds"]
@@ -128,6 +130,8 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig], *, env_id: Optional[
     agent.sampling_stream = t.seed
     env = make_env(t.env_id)
     check_policy_fits(agent.policy, env)  # a clear error before any worker starts
+    obs_stat = RunningStat(int(np.prod(env.observation_space.shape))) \
+        if t.observation_normalization else None
     env.close()
 
     population = cfg.solver.population_size
@@ -154,14 +158,22 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig], *, env_id: Optional[
             infos = [c.add_noise() for c in clones]
             seeds = [episode_seeds(t.seed, generation, i // 2 if antithetic else i,
                                    t.episodes_per_sample, _SAMPLE_SEEDS) for i in range(population)]
+            evaluator.obs_norm = _normalizer(obs_stat, t)
             result = evaluator.evaluate(agent, infos, seeds)
             env_steps += result.steps
             stats = agent.update(infos, result.rewards)
+            if obs_stat is not None:
+                if result.obs_stats is None:
+                    raise ValueError(f"train.observation_normalization needs an evaluator that "
+                                     f"returns observation statistics; {type(evaluator).__name__} "
+                                     f"returned none")
+                obs_stat.update(result.obs_stats)
             row = {"generation": generation, "model_iter_id": agent.model_iter_id,
                    "env_steps": env_steps, "reward_mean": stats["reward_mean"],
                    "reward_max": stats["reward_max"], "reward_min": stats["reward_min"],
                    "eval_mean": ""}
             if generation % t.eval_every == 0 or generation == t.max_generations:
+                evaluator.obs_norm = _normalizer(obs_stat, t)
                 centre = evaluator.evaluate(
                     agent, [None] * t.eval_episodes,
                     [episode_seeds(t.seed, generation, i, 1, _EVAL_SEEDS) for i in range(t.eval_episodes)])
@@ -180,6 +192,8 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig], *, env_id: Optional[
             evaluator.close()
 
     model_path = agent.save_inference_model(out_dir)
+    if obs_stat is not None:
+        save_with_model(model_path, obs_stat, t.observation_clip)
     agent.save_solver(out_dir)
     atomic_write_bytes(os.path.join(out_dir, "config.prototxt"), config_to_text(cfg).encode())
     _write_metrics(os.path.join(out_dir, METRICS_FILE), history)
@@ -190,6 +204,10 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig], *, env_id: Optional[
     return TrainResult(out_dir=out_dir, model_path=model_path, solved=solved,
                        generations=generation, env_steps=env_steps, wall_time=wall,
                        eval_mean=eval_mean, history=history)
+
+
+def _normalizer(obs_stat: Optional[RunningStat], t: pb.TrainConfig) -> Optional[ObsNorm]:
+    return None if obs_stat is None else obs_stat.normalizer(t.observation_clip)
 
 
 def _progress_line(row: dict) -> str:

@@ -269,7 +269,8 @@ def test_unsupported_op_falls_back_with_exactly_one_warning():
     assert [type(w.message) for w in caught] == [NativeFallbackWarning]
     assert str(caught[0].message) == (
         "leaky.onnx: native backend: node 'act' (LeakyRelu): op LeakyRelu is not supported (supported: "
-        "Gemm, MatMul, Add, Relu, Tanh, Sigmoid, Softmax, Identity, Flatten, Constant); running the model "
+        "Gemm, MatMul, Add, Relu, Tanh, Sigmoid, Softmax, Identity, Flatten, Sub, Mul, Div, Clip, Constant); "
+        "running the model "
         "on onnxruntime instead (backend='auto')")
     assert pol.backend == clone.backend == "onnxruntime" and pol.native is None
     assert "LeakyRelu" in pol.fallback_reason

@@ -4,7 +4,8 @@
 //   Gemm     Y = alpha * A' B' + beta * C, A' = transA ? A^T : A, B' likewise,
 //            C unidirectionally broadcast to (M, N)
 //   MatMul   numpy matmul with a 2-D right operand: (..., m, k) x (k, n)
-//   Add      numpy broadcasting
+//   Add, Sub, Mul, Div   numpy broadcasting
+//   Clip     min(max(x, min), max), min and max one-element constants (or omitted)
 //   Softmax  over the last axis, exp(x - max) / sum
 //   Flatten  (d0..d_{axis-1}, d_axis..) -> (prod, prod)
 #include "evokit/policy_graph.h"
@@ -32,6 +33,21 @@ struct OpInfo {
 constexpr OpInfo kOps[] = {
     {"Gemm", 2, 3},    {"MatMul", 2, 2},  {"Add", 2, 2},      {"Relu", 1, 1},    {"Tanh", 1, 1},
     {"Sigmoid", 1, 1}, {"Softmax", 1, 1}, {"Identity", 1, 1}, {"Flatten", 1, 1},
+    {"Sub", 2, 2},     {"Mul", 2, 2},     {"Div", 2, 2},      {"Clip", 1, 3},
+};
+
+// The elementwise binary ops, by PolicyGraph's Op.
+struct AddOp {
+  float operator()(float a, float b) const noexcept { return a + b; }
+};
+struct SubOp {
+  float operator()(float a, float b) const noexcept { return a - b; }
+};
+struct MulOp {
+  float operator()(float a, float b) const noexcept { return a * b; }
+};
+struct DivOp {
+  float operator()(float a, float b) const noexcept { return a / b; }
 };
 
 std::size_t checked_mul(std::size_t a, std::size_t b, const std::string& what) {
@@ -259,14 +275,15 @@ void gemm_epilogue(float* y, std::size_t m, std::size_t n, float alpha, float be
 }
 
 // numpy broadcasting along precomputed strides (0 on broadcast dims).
-void broadcast_add(const View& a, const std::vector<std::size_t>& sa, const View& b,
-                   const std::vector<std::size_t>& sb, const std::vector<std::size_t>& out_shape,
-                   std::size_t total, float* out) noexcept {
+template <class F>
+void broadcast_binary(F f, const View& a, const std::vector<std::size_t>& sa, const View& b,
+                      const std::vector<std::size_t>& sb, const std::vector<std::size_t>& out_shape,
+                      std::size_t total, float* out) noexcept {
   const std::size_t rank = out_shape.size();
   std::size_t index[16] = {};  // compile() refuses ranks above 16
   std::size_t ia = 0, ib = 0;
   for (std::size_t i = 0; i < total; ++i) {
-    out[i] = a[ia] + b[ib];
+    out[i] = f(a[ia], b[ib]);
     // Advance the multi-index (last dim fastest) and both input offsets.
     for (std::size_t k = rank; k-- > 0;) {
       if (++index[k] < out_shape[k]) {
@@ -536,7 +553,32 @@ SymbolicShape PolicyGraph::infer_shape(Node& node, const NodeAttributes& attribu
       return shape_of(0);
 
     case Op::kAdd:
+    case Op::kSub:
+    case Op::kMul:
+    case Op::kDiv:
       return broadcast(shape_of(0), shape_of(1), label);
+
+    case Op::kClip: {
+      // min and max (opset 11+ inputs) must be known when the graph is built.
+      node.lo = -std::numeric_limits<float>::infinity();
+      node.hi = std::numeric_limits<float>::infinity();
+      for (std::size_t i = 1; i < node.inputs.size(); ++i) {
+        if (node.inputs[i] < 0) continue;
+        const Value& bound = values_[static_cast<std::size_t>(node.inputs[i])];
+        if (bound.kind != Kind::kConstant || constants_[bound.constant].size() != 1) {
+          throw std::invalid_argument(label + ": " + (i == 1 ? "min " : "max ") + input_name(i) +
+                                      " must be a constant with one element, got a " +
+                                      (bound.kind == Kind::kConstant ? "constant" : "non-constant") +
+                                      " of shape " + format_shape(bound.shape));
+        }
+        (i == 1 ? node.lo : node.hi) = constants_[bound.constant][0];
+      }
+      if (node.lo > node.hi) {
+        throw std::invalid_argument(label + ": min " + std::to_string(node.lo) + " > max " +
+                                    std::to_string(node.hi));
+      }
+      return shape_of(0);
+    }
 
     case Op::kSoftmax: {
       const SymbolicShape& x = shape_of(0);
@@ -746,7 +788,15 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
         step.n = out_shape.back();
         step.m = step.n == 0 ? 0 : step.size / step.n;
         break;
-      case Op::kAdd: {
+      case Op::kClip:
+        step.in[0] = plain(in_id(0));
+        step.lo = node.lo;
+        step.hi = node.hi;
+        break;
+      case Op::kAdd:
+      case Op::kSub:
+      case Op::kMul:
+      case Op::kDiv: {
         step.in[0] = where[static_cast<std::size_t>(in_id(0))];
         step.in[1] = where[static_cast<std::size_t>(in_id(1))];
         const std::vector<std::size_t>& sa = in_shape(0);
@@ -840,6 +890,29 @@ void PolicyGraph::execute(const Plan& plan, const float* obs, const ParamView& p
     for (std::size_t j = 0; j < c.size; ++j) dst[j] = v[j];
   }
 
+  // y = f(a, b) with numpy broadcasting as compile() planned it (Add, Sub, Mul, Div).
+  const auto binary = [&](auto f, const Plan::Step& step, const View& a, const View& b, float* y) {
+    const std::size_t size = step.size;
+    switch (step.add) {
+      case Plan::AddKind::kSame:
+        for (std::size_t i = 0; i < size; ++i) y[i] = f(a[i], b[i]);
+        break;
+      case Plan::AddKind::kRowRight:
+        for (std::size_t r = 0; r * step.n < size; ++r) {
+          for (std::size_t j = 0; j < step.n; ++j) y[r * step.n + j] = f(a[r * step.n + j], b[j]);
+        }
+        break;
+      case Plan::AddKind::kRowLeft:
+        for (std::size_t r = 0; r * step.n < size; ++r) {
+          for (std::size_t j = 0; j < step.n; ++j) y[r * step.n + j] = f(a[j], b[r * step.n + j]);
+        }
+        break;
+      case Plan::AddKind::kGeneral:
+        broadcast_binary(f, a, step.stride_a, b, step.stride_b, step.out_shape, size, y);
+        break;
+    }
+  };
+
   for (const Plan::Step& step : plan.steps_) {
     float* y = workspace + step.out;
     const std::size_t size = step.size;
@@ -875,26 +948,23 @@ void PolicyGraph::execute(const Plan& plan, const float* obs, const ParamView& p
         }
         break;
       }
-      case Op::kAdd: {
-        const View a = view(step.in[0]);
-        const View b = view(step.in[1]);
-        switch (step.add) {
-          case Plan::AddKind::kSame:
-            for (std::size_t i = 0; i < size; ++i) y[i] = a[i] + b[i];
-            break;
-          case Plan::AddKind::kRowRight:
-            for (std::size_t r = 0; r * step.n < size; ++r) {
-              for (std::size_t j = 0; j < step.n; ++j) y[r * step.n + j] = a[r * step.n + j] + b[j];
-            }
-            break;
-          case Plan::AddKind::kRowLeft:
-            for (std::size_t r = 0; r * step.n < size; ++r) {
-              for (std::size_t j = 0; j < step.n; ++j) y[r * step.n + j] = a[j] + b[r * step.n + j];
-            }
-            break;
-          case Plan::AddKind::kGeneral:
-            broadcast_add(a, step.stride_a, b, step.stride_b, step.out_shape, size, y);
-            break;
+      case Op::kAdd:
+        binary(AddOp{}, step, view(step.in[0]), view(step.in[1]), y);
+        break;
+      case Op::kSub:
+        binary(SubOp{}, step, view(step.in[0]), view(step.in[1]), y);
+        break;
+      case Op::kMul:
+        binary(MulOp{}, step, view(step.in[0]), view(step.in[1]), y);
+        break;
+      case Op::kDiv:
+        binary(DivOp{}, step, view(step.in[0]), view(step.in[1]), y);
+        break;
+      case Op::kClip: {
+        const float* x = view(step.in[0]).base;
+        for (std::size_t i = 0; i < size; ++i) {
+          const float v = x[i] < step.lo ? step.lo : x[i];
+          y[i] = v > step.hi ? step.hi : v;
         }
         break;
       }

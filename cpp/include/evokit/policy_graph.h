@@ -8,9 +8,10 @@
 //     supplied at run time, so an agent and all its clones (each with its own
 //     perturbed vector) run the same graph without copying weights;
 //   - constants: tensors the graph holds;
-//   - nodes: Gemm, MatMul, Add, Relu, Tanh, Sigmoid, Softmax, Identity,
-//     Flatten, with ONNX semantics (numpy broadcasting for Add, MatMul with a
-//     2-D right operand);
+//   - nodes: Gemm, MatMul, Add, Sub, Mul, Div, Relu, Tanh, Sigmoid, Softmax,
+//     Identity, Flatten, Clip, with ONNX semantics (numpy broadcasting for
+//     Add, Sub, Mul, Div, MatMul with a 2-D right operand, Clip's min and max
+//     given as one-element constants);
 //   - outputs: run() returns the first.
 //
 // Shapes are checked when a node is added, with the batch size kept symbolic
@@ -149,7 +150,10 @@ class PolicyGraph {
 
  private:
   enum class Kind { kInput, kParam, kConstant, kNode };
-  enum class Op { kGemm, kMatMul, kAdd, kRelu, kTanh, kSigmoid, kSoftmax, kIdentity, kFlatten };
+  enum class Op {
+    kGemm, kMatMul, kAdd, kRelu, kTanh, kSigmoid, kSoftmax, kIdentity, kFlatten,
+    kSub, kMul, kDiv, kClip
+  };
 
   struct Value {
     std::string name;
@@ -169,6 +173,8 @@ class PolicyGraph {
     bool trans_a = false, trans_b = false;
     // Softmax / Flatten
     std::int64_t axis = 0;
+    // Clip
+    float lo = 0.0f, hi = 0.0f;
   };
 
   int find_value(const std::string& name) const;  // -1 if unknown
@@ -220,7 +226,8 @@ class PolicyGraph::Plan {
     float alpha = 1.0f, beta = 1.0f;
     bool trans_a = false, trans_b = false;
     std::size_t c_rows = 1, c_cols = 1;  // Gemm's C as broadcast
-    AddKind add = AddKind::kSame;
+    AddKind add = AddKind::kSame;  // also Sub, Mul, Div
+    float lo = 0.0f, hi = 0.0f;    // Clip
     std::vector<std::size_t> out_shape, stride_a, stride_b;  // kGeneral
   };
   // A parameter window copied (perturbed) into the workspace before the
