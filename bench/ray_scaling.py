@@ -111,14 +111,14 @@ def main(argv=None) -> int:
 
     import evokit
     from evokit.evaluation import make_evaluator
-    from evokit.ray_backend import RayEvaluator
+    from evokit.ray_backend import RayEvaluator, init_ray
 
     cfg = evokit.load_config(args.config)
     results = []
     with make_evaluator(cfg.train.env_id, 1) as local:
         results.append(summarise("local", 1, run(cfg, local, args.generations)))
     for w in args.workers:
-        ray.init(num_cpus=w, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        init_ray(num_cpus=w)
         try:
             with RayEvaluator(cfg.train.env_id, w) as ev:
                 results.append(summarise("ray", w, run(cfg, ev, args.generations)))

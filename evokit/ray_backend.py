@@ -43,7 +43,7 @@ from . import evokit_pb2 as pb
 from .evaluation import EvalResult, Evaluator, check_policy_fits, make_env, make_evaluator
 from .obsnorm import merged_stats
 
-__all__ = ["RayEvaluator", "import_ray"]
+__all__ = ["RayEvaluator", "import_ray", "init_ray"]
 
 
 def import_ray():
@@ -53,6 +53,30 @@ def import_ray():
     except ImportError:
         raise ImportError("the ray backend needs the ray package: pip install 'evokit[ray]'") from None
     return ray
+
+
+def init_ray(address: Optional[str] = None, num_cpus: Optional[int] = None) -> None:
+    """``ray.init`` for EvoKit: a local instance with ``num_cpus`` CPUs, or the
+    cluster at ``address``; quiet (no dashboard, worker logs not forwarded).
+
+    Ray puts the driver's working directory on every worker's ``sys.path``;
+    run from a source checkout, that directory's ``evokit/`` (without the
+    compiled parts) would shadow the installed package in the workers. The
+    driver therefore connects from the directory evokit is installed in."""
+    ray = import_ray()
+    here = os.getcwd()
+    os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        if address is None:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False)
+        else:
+            try:
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
+            except ConnectionError as exc:
+                raise ConnectionError(f"cannot join the Ray cluster at {address!r}: {exc}") from None
+    finally:
+        os.chdir(here)
 
 
 class _Worker:
@@ -119,15 +143,11 @@ class RayEvaluator(Evaluator):
         self._env = make_env(env_id)  # fail here, not in an actor, for a bad id
         self._started_ray = False
         if not ray.is_initialized():
-            if address is None:
-                ray.init(num_cpus=num_workers, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False)
-            else:
-                try:
-                    ray.init(address=address, log_to_driver=False, configure_logging=False)
-                except ConnectionError as exc:
-                    self._env.close()
-                    raise ConnectionError(f"cannot join the Ray cluster at {address!r}: {exc}") from None
+            try:
+                init_ray(address, num_workers if address is None else None)
+            except BaseException:
+                self._env.close()
+                raise
             self._started_ray = True
         self._actor_cls = ray.remote(num_cpus=1, max_restarts=0)(_Worker)
         self._actors: list = []
@@ -195,6 +215,10 @@ class RayEvaluator(Evaluator):
             try:
                 results[idx] = ray.get(done[0])
             except ray.exceptions.RayActorError as exc:
+                if getattr(exc, "actor_init_failed", False):  # not a death: it would fail again
+                    lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+                    raise RuntimeError(f"a Ray worker could not start ({self.env_id}): "
+                                       f"{lines[-1].strip()}") from None
                 failures += 1
                 self.worker_failures += 1
                 self._actors.remove(actor)

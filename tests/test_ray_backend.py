@@ -4,7 +4,6 @@ One local Ray instance (2 CPUs) serves the whole module and is shut down at
 its end, so no Ray process outlives the tests."""
 
 import os
-import signal
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from evokit.config import config_to_text
 from evokit.evaluation import SerialEvaluator
 
 ray = pytest.importorskip("ray")
-from evokit.ray_backend import RayEvaluator  # noqa: E402
+from evokit.ray_backend import RayEvaluator, init_ray  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")
@@ -32,7 +31,7 @@ def read(path):
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_instance():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    init_ray(num_cpus=2)
     yield
     ray.shutdown()
 
@@ -78,29 +77,32 @@ def test_rewards_equal_serial_evaluator(tmp_path):
 
 def test_worker_killed_mid_generation_gives_the_same_model(tmp_path):
     cfg = short_config()
+    cfg.train.observation_normalization = True  # statistics merged from the actors too
     ref = evokit.train(cfg, out_dir=str(tmp_path / "local"), log=quiet)
 
     ev = RayEvaluator("CartPole-v1", 2, chunks_per_worker=3)
     killed = []
 
     def kill_one(in_flight):
-        # Generation 1, chunks in flight on both actors: SIGKILL the first one's process.
-        pid = ray.get(in_flight[0].pid.remote())
-        os.kill(pid, signal.SIGKILL)
-        killed.append(pid)
+        # Generation 1, a chunk running on each actor: kill the first actor
+        # (ray.kill ends its process at once, mid-task).
+        if not killed:
+            ray.kill(in_flight[0], no_restart=True)
+            killed.append(in_flight[0])
 
     ev._after_submit = kill_one
     try:
         res = evokit.train(cfg, out_dir=str(tmp_path / "ray"), evaluator=ev, log=quiet)
         assert ev.worker_failures == 1 and len(killed) == 1
         assert len(ev.actors) == 2  # a replacement was started
-        assert killed[0] not in ray.get([a.pid.remote() for a in ev.actors])
+        assert killed[0] not in ev.actors
     finally:
         ev.close()
     assert res.env_steps == ref.env_steps
     assert [r["reward_mean"] for r in res.history] == [r["reward_mean"] for r in ref.history]
     assert read(tmp_path / "ray" / "model.onnx") == read(tmp_path / "local" / "model.onnx")
     assert read(tmp_path / "ray" / "solver.pb") == read(tmp_path / "local" / "solver.pb")
+    assert read(tmp_path / "ray" / "obs_norm.pb") == read(tmp_path / "local" / "obs_norm.pb")
 
 
 def test_too_many_worker_deaths_is_an_error(tmp_path):
