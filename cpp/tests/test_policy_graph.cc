@@ -219,6 +219,52 @@ TEST(PolicyGraph, ConcurrentRunsAgree) {
   for (const auto& r : results) EXPECT_TRUE(testing::SameBits(r, expected));
 }
 
+TEST(PolicyGraph, SubMulDivClipNormaliseObservations) {
+  // clip((x - mean) / std, -2, 2) * w: the observation-normalisation prefix.
+  PolicyGraph g;
+  g.add_input("x", {3});
+  g.add_constant("mean", {3}, {1, -2, 0.5f});
+  g.add_constant("std", {3}, {2, 0.5f, 4});
+  g.add_constant("lo", {}, {-2});
+  g.add_constant("hi", {1}, {2});
+  g.add_param("w", 0, {1, 3});
+  g.add_node("Sub", {"x", "mean"}, {"c"});
+  g.add_node("Div", {"c", "std"}, {"s"});
+  g.add_node("Clip", {"s", "lo", "hi"}, {"n"});
+  g.add_node("Mul", {"w", "n"}, {"y"});  // parameter on the left, broadcast over rows
+  g.add_output("y");
+  const std::vector<float> params{1, -1, 10};
+  const std::vector<float> obs{3, -2, 4.5f,     // (1, 0, 1)        -> (1, -0, 10)
+                               -9, 0, -1.5f};   // (-5 -> -2, 4 -> 2, -0.5) -> (-2, -2, -5)
+  ExpectNear(g.run(obs.data(), 2, params.data(), params.size()), {1, 0, 10, -2, -2, -5});
+  // Clip with only a max (min omitted), and general broadcasting for Sub.
+  PolicyGraph h;
+  h.add_input("x", {2, 1});
+  h.add_constant("c", {3}, {1, 2, 3});
+  h.add_constant("hi", {}, {0});
+  h.add_node("Sub", {"c", "x"}, {"d"});
+  h.add_node("Clip", {"d", "", "hi"}, {"y"});
+  h.add_output("y");
+  const std::vector<float> x{2, 0};  // c - 2 = (-1, 0, 1), c - 0 = (1, 2, 3)
+  ExpectNear(h.run(x.data(), 1, nullptr, 0), {-1, 0, 0, 0, 0, 0});
+}
+
+TEST(PolicyGraphErrors, ClipBoundsMustBeOneElementConstants) {
+  PolicyGraph g;
+  g.add_input("x", {2});
+  g.add_param("p", 0, {1});
+  g.add_constant("two", {2}, {0, 1});
+  g.add_constant("lo", {}, {1});
+  g.add_constant("hi", {}, {0});
+  EXPECT_THROW_WITH(g.add_node("Clip", {"x", "p"}, {"y"}, {}, "clip"), std::invalid_argument,
+                    "node 'clip' (Clip): min 'p' must be a constant with one element, got a "
+                    "non-constant of shape (1,)");
+  EXPECT_THROW_WITH(g.add_node("Clip", {"x", "", "two"}, {"y"}), std::invalid_argument,
+                    "max 'two' must be a constant with one element, got a constant of shape (2,)");
+  EXPECT_THROW_WITH(g.add_node("Clip", {"x", "lo", "hi"}, {"y"}), std::invalid_argument,
+                    "min 1.000000 > max 0.000000");
+}
+
 // ---- errors -----------------------------------------------------------------
 
 TEST(PolicyGraphErrors, UnsupportedOpIsNamed) {
