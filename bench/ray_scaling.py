@@ -21,6 +21,7 @@ broadcast, task dispatch, result transfer and waiting for the last chunk.
 
     python bench/ray_scaling.py                       # workers 1 and 2, 8 generations
     python bench/ray_scaling.py --workers 1 2 4 --generations 4 --json out.json
+    python bench/ray_scaling.py --model runs/Hopper-v5-seed0/model.onnx   # long episodes
 
 Needs `pip install 'evokit[ray,mujoco]'`.
 """
@@ -40,19 +41,21 @@ ROOT = os.path.dirname(HERE)
 CONFIG = os.path.join(ROOT, "configs", "hopper.prototxt")
 
 
-def _agent(cfg, tmp):
+def _agent(cfg, tmp, model_path=None):
     import evokit
     from evokit.evaluation import make_env
     from evokit.model import policy_for_spaces
 
-    env = make_env(cfg.train.env_id)
-    model = policy_for_spaces(env.observation_space, env.action_space,
-                              hidden_sizes=tuple(cfg.train.hidden_sizes),
-                              activation=cfg.train.activation, seed=cfg.train.seed)
-    env.close()
-    path = os.path.join(tmp, "init_model.onnx")
-    with open(path, "wb") as f:
-        f.write(model.SerializeToString())
+    path = model_path
+    if path is None:
+        env = make_env(cfg.train.env_id)
+        model = policy_for_spaces(env.observation_space, env.action_space,
+                                  hidden_sizes=tuple(cfg.train.hidden_sizes),
+                                  activation=cfg.train.activation, seed=cfg.train.seed)
+        env.close()
+        path = os.path.join(tmp, "init_model.onnx")
+        with open(path, "wb") as f:
+            f.write(model.SerializeToString())
     agent = evokit.ESAgent()
     agent.load_config(cfg)
     agent.load_inference_model(path)
@@ -61,12 +64,12 @@ def _agent(cfg, tmp):
     return agent
 
 
-def run(cfg, evaluator, generations: int):
+def run(cfg, evaluator, generations: int, model_path=None):
     """Per-generation timings of `generations` ES generations."""
     from evokit.training import episode_seeds
 
     with tempfile.TemporaryDirectory() as tmp:
-        agent = _agent(cfg, tmp)
+        agent = _agent(cfg, tmp, model_path)
         n = cfg.solver.population_size
         clones = [agent.clone() for _ in range(n)]
         rows = []
@@ -104,6 +107,9 @@ def main(argv=None) -> int:
     p.add_argument("--config", default=CONFIG)
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     p.add_argument("--generations", type=int, default=8)
+    p.add_argument("--model", help="start from this ONNX policy (e.g. a trained model.onnx, whose "
+                                   "normalisation nodes it keeps; longer episodes) instead of a "
+                                   "fresh MLP")
     p.add_argument("--json", help="write the results here too")
     args = p.parse_args(argv)
 
@@ -116,19 +122,20 @@ def main(argv=None) -> int:
     cfg = evokit.load_config(args.config)
     results = []
     with make_evaluator(cfg.train.env_id, 1) as local:
-        results.append(summarise("local", 1, run(cfg, local, args.generations)))
+        results.append(summarise("local", 1, run(cfg, local, args.generations, args.model)))
     for w in args.workers:
         init_ray(num_cpus=w)
         try:
             with RayEvaluator(cfg.train.env_id, w) as ev:
-                results.append(summarise("ray", w, run(cfg, ev, args.generations)))
+                results.append(summarise("ray", w, run(cfg, ev, args.generations, args.model)))
         finally:
             ray.shutdown()
     same = all(r["reward_means"] == results[0]["reward_means"] for r in results)
 
     base = results[0]["steps_per_s"]
     print(f"{cfg.train.env_id}, population {cfg.solver.population_size}, "
-          f"{args.generations - 1} timed generations (+1 warm-up), {os.cpu_count()} cores, "
+          f"{args.model or 'fresh MLP'}, {args.generations - 1} timed generations (+1 warm-up), "
+          f"{os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f} at the end), "
           f"{platform.processor() or platform.machine()}, ray {ray.__version__}")
     print(f"same rewards on every backend and worker count: {same}\n")
     print("| backend | workers | env steps/s | vs local | generation (ms) | ray.put (ms) "

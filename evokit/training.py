@@ -90,7 +90,9 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig], *, env_id: Optional[
           backend: str = "local", address: Optional[str] = None,
           log: Optional[Callable[[str], None]] = None) -> TrainResult:
     """Train a policy with ES; write ``model.onnx``, ``solver.pb``,
-    ``config.prototxt`` and ``metrics.csv`` to ``out_dir``.
+    ``config.prototxt`` and ``metrics.csv`` to ``out_dir`` (and ``obs_norm.pb``
+    with ``train.observation_normalization``: the statistics, after each
+    generation merged from the evaluators, that model.onnx's first nodes apply).
 
     ``model`` is an ONNX path; without one, an MLP of ``train.hidden_sizes``
     is made for the environment. ``env_id``, ``seed``, ``num_workers`` and
