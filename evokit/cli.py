@@ -33,19 +33,21 @@ def _cmd_train(args) -> int:
         if args.out is not None and os.path.abspath(args.out) != os.path.abspath(args.resume):
             raise ValueError(f"--out {args.out} and --resume {args.resume} name different run "
                              f"directories: a resumed run writes to its own")
-        if args.model is not None:
-            raise ValueError("--model cannot be given with --resume: the run continues from its "
-                             "checkpoint's model")
     elif args.config is None:
         raise ValueError("a config file is needed (it may be left out only with --resume RUN_DIR)")
     verbosity = QUIET if args.quiet else VERBOSE if args.verbose else NORMAL
-    result = train(args.config, env_id=args.env, seed=args.seed, out_dir=args.resume or args.out,
-                   model=args.model, num_workers=args.workers,
-                   max_generations=args.max_generations, evaluator_kind=args.evaluator,
-                   progress=Progress(verbosity), metrics_path=args.metrics,
-                   metrics_format=args.metrics_format,
-                   tensorboard=True if args.tensorboard == "" else args.tensorboard,
-                   checkpoint_every=args.checkpoint_every, resume=args.resume is not None)
+    try:
+        result = train(args.config, env_id=args.env, seed=args.seed, out_dir=args.resume or args.out,
+                       model=args.model, num_workers=args.workers,
+                       max_generations=args.max_generations, evaluator_kind=args.evaluator,
+                       progress=Progress(verbosity), metrics_path=args.metrics,
+                       metrics_format=args.metrics_format,
+                       tensorboard=True if args.tensorboard == "" else args.tensorboard,
+                       checkpoint_every=args.checkpoint_every, resume=args.resume is not None)
+    except KeyboardInterrupt:
+        run_dir = args.resume or args.out or "RUN_DIR"
+        print(f"evokit: interrupted; continue with `evokit train --resume {run_dir}`", file=sys.stderr)
+        return 130
     return 0 if result.solved or not args.require_solved else 1
 
 

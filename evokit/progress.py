@@ -134,6 +134,12 @@ class Progress:
                 f"elapsed {format_duration(row['wall_time'])}  "
                 f"eta {format_duration(self.eta())}")
 
+    def end_line(self) -> None:
+        """End a status line left on the terminal (before an error message)."""
+        if self._status_shown:
+            self._write("\n")
+            self._status_shown = False
+
     def finish(self, summary: str) -> None:
         """The run ended: ``summary`` is its last line."""
         self.line(summary)

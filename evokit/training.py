@@ -183,7 +183,8 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
         if out_dir is None:
             raise ValueError("resume needs the run directory (out_dir)")
         if model is not None:
-            raise ValueError("a resumed run continues from its checkpoint's model: give no model")
+            raise ValueError("a resumed run continues from its checkpoint's model: give no model "
+                             "(--model) with it")
         ckpt = read_checkpoint(out_dir)
         cfg = check_resumable(out_dir, ckpt, _resolve_config(
             config if config is not None else parse_config(ckpt.config), env_id, seed,
@@ -266,6 +267,7 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
             if run.solved:
                 break
     finally:
+        progress.end_line()
         if own_evaluator:
             evaluator.close()
         if metrics is not None:

@@ -353,13 +353,15 @@ def test_checkpoint_is_one_message_with_model_and_solver(tmp_path):
 
 # ---------------------------------------------------------------- CLI errors
 
-@pytest.fixture
-def files(tmp_path):
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    from evokit.model import init_mlp
+
+    tmp_path = tmp_path_factory.mktemp("cli_errors")
     (tmp_path / "bad.onnx").write_bytes(b"not onnx")
     (tmp_path / "bad.prototxt").write_text("train { no_such_field: 1 }\n")
     (tmp_path / "file").write_text("x")
-    cp = tmp_path / "cartpole.onnx"
-    assert evokit_cmd("init-model", "--env", "CartPole-v1", "-o", cp).returncode == 0
+    (tmp_path / "cartpole.onnx").write_bytes(init_mlp(4, 2, hidden_sizes=(8,)).SerializeToString())
     return tmp_path
 
 
@@ -393,8 +395,8 @@ CLI_ERRORS = {
                          "{t}: no checkpoint.pb: not a run directory of `evokit train`, or the run "
                          "ended before its first checkpoint"),
     "resume with model": (["train", "--resume", "{t}", "--model", "{t}/cartpole.onnx"],
-                          "--model cannot be given with --resume: the run continues from its "
-                          "checkpoint's model"),
+                          "a resumed run continues from its checkpoint's model: give no model "
+                          "(--model) with it"),
     "plot missing": (["plot", "{t}/nope"], "{t}/nope: no such run directory"),
     "evaluate missing model": (["evaluate", "{t}/nope.onnx", "--env", "CartPole-v1"],
                                "{t}/nope.onnx: no such file"),
