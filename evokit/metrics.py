@@ -148,17 +148,22 @@ class TensorBoardWriter:
     (through tensorboardX). Tags: ``reward/mean``, ``reward/max``,
     ``reward/min``, ``reward/centre`` (generations with a centre evaluation),
     ``env_steps``, ``env_steps_per_second``; the step is the generation.
-    ``purge_step`` (a resumed run's first generation) makes TensorBoard drop
-    the events a killed run wrote at or after it."""
+    ``first_generation`` is the first generation this writer sees: TensorBoard
+    drops the events earlier files hold at or after it (those a killed run
+    wrote past its checkpoint, or those of an older run in the same place)."""
 
-    def __init__(self, logdir: Union[str, "os.PathLike[str]"], purge_step: Optional[int] = None):
+    def __init__(self, logdir: Union[str, "os.PathLike[str]"], first_generation: int = 1):
         try:
             from tensorboardX import SummaryWriter
         except ImportError:
             raise RuntimeError("TensorBoard output needs the tensorboardX package: "
                                "pip install 'evokit[tensorboard]'") from None
         self.logdir = os.fspath(logdir)
-        self._writer = SummaryWriter(logdir=self.logdir, purge_step=purge_step)
+        # Event files are named by the second they are opened in, and read in the
+        # order of their names: the suffix keeps a resume within the same second
+        # from overwriting the earlier file, and sorts it after that file.
+        self._writer = SummaryWriter(logdir=self.logdir, purge_step=first_generation,
+                                     filename_suffix=f".gen{first_generation:010d}.{os.getpid()}")
 
     def write(self, row: Row, steps_per_second: Optional[float] = None) -> None:
         step = int(row["generation"])

@@ -249,7 +249,7 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
                               rows=run.history)
         if tensorboard:
             tb = TensorBoardWriter(os.path.join(out_dir, TENSORBOARD_DIR) if tensorboard is True
-                                   else tensorboard, purge_step=run.generation + 1 if resume else None)
+                                   else tensorboard, first_generation=run.generation + 1)
         progress.start(
             f"evokit train: {t.env_id}, {agent.num_params} parameters, population {population}"
             f"{' (antithetic)' if cfg.solver.antithetic else ''}, {t.num_workers} worker(s), "

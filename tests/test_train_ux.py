@@ -444,3 +444,22 @@ def test_cli_usage_errors_exit_2(tmp_path):
                                                             "argument -q/--quiet")):
         out = evokit_cmd(*args)
         assert out.returncode == 2 and out.stderr.splitlines()[-1] == f"evokit train: error: {message}"
+
+
+def test_resumed_tensorboard_log_drops_what_the_killed_run_wrote_past_its_checkpoint(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = str(tmp_path)
+    evokit.train(small_config(generations=3), out_dir=run, log=quiet, tensorboard=True)
+    at_3 = (tmp_path / CHECKPOINT_FILE).read_bytes()
+    evokit.train(small_config(generations=6), out_dir=run, log=quiet, tensorboard=True, resume=True)
+    # as if killed after writing generations 4-6 but before checkpointing them
+    (tmp_path / CHECKPOINT_FILE).write_bytes(at_3)
+    res = evokit.train(small_config(generations=6), out_dir=run, log=quiet, tensorboard=True,
+                       resume=True)
+    acc = EventAccumulator(str(tmp_path / "tensorboard"))
+    acc.Reload()
+    events = acc.Scalars("reward/mean")
+    assert [e.step for e in events] == [1, 2, 3, 4, 5, 6]
+    np.testing.assert_allclose([e.value for e in events], [r["reward_mean"] for r in res.history],
+                               rtol=1e-6)
