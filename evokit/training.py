@@ -179,62 +179,10 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
         raise ValueError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
     if progress is None:
         progress = Progress(NORMAL, log=log) if log is not None else Progress(NORMAL)
-    if resume:
-        if out_dir is None:
-            raise ValueError("resume needs the run directory (out_dir)")
-        if model is not None:
-            raise ValueError("a resumed run continues from its checkpoint's model: give no model "
-                             "(--model) with it")
-        ckpt = read_checkpoint(out_dir)
-        cfg = check_resumable(out_dir, ckpt, _resolve_config(
-            config if config is not None else parse_config(ckpt.config), env_id, seed,
-            num_workers, max_generations))
-        run = _Run(ckpt)
-        model = os.path.join(out_dir, MODEL_FILE)
-        atomic_write_bytes(model, ckpt.model)
-        atomic_write_bytes(os.path.join(out_dir, SOLVER_FILE), ckpt.solver.SerializeToString())
-    else:
-        if config is None:
-            raise ValueError("a config is needed (it may be left out only to resume a run)")
-        cfg = _resolve_config(config, env_id, seed, num_workers, max_generations)
-        run = _Run()
+    cfg, run, out_dir, model = _open_run(config, (env_id, seed, num_workers, max_generations),
+                                         out_dir, model, resume)
     t = cfg.train
-    out_dir = out_dir if out_dir is not None else os.path.join("runs", f"{t.env_id}-seed{t.seed}")
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as exc:
-        raise OSError(f"{out_dir}: cannot create the output directory ({exc.strerror})") from None
-
-    agent = ESAgent()
-    agent.load_config(cfg)
-    if model is None:
-        env = make_env(t.env_id)
-        try:
-            model_proto = policy_for_spaces(env.observation_space, env.action_space,
-                                            hidden_sizes=tuple(t.hidden_sizes),
-                                            activation=t.activation, seed=t.seed)
-        except ValueError as exc:
-            raise EnvError(f"cannot make a policy for {t.env_id}: "
-                           f"{str(exc).replace('policy_for_spaces: ', '')}") from None
-        finally:
-            env.close()
-        model = os.path.join(out_dir, "init_model.onnx")
-        atomic_write_bytes(model, model_proto.SerializeToString())
-    agent.load_inference_model(model)
-    agent.init_solver()
-    agent.sampling_stream = t.seed
-    if resume:
-        agent.load_solver(out_dir)
-        if run.history and agent.model_iter_id != run.history[-1]["model_iter_id"]:
-            raise ValueError(f"{out_dir}: the checkpoint's solver is at iteration "
-                             f"{agent.model_iter_id}, its metrics at {run.history[-1]['model_iter_id']}")
-    env = make_env(t.env_id)
-    try:
-        check_policy_fits(agent.policy, env)  # a clear error before any worker starts
-    except EnvError as exc:
-        raise EnvError(f"the policy {model} does not fit {t.env_id}: {exc}") from None
-    finally:
-        env.close()
+    agent = _make_agent(cfg, model, out_dir, run, resume)
     atomic_write_bytes(os.path.join(out_dir, "config.prototxt"), config_to_text(cfg).encode())
     if not resume:
         run.checkpoint(out_dir, agent, cfg)  # generation 0: a run killed at once can resume
@@ -284,6 +232,73 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
     return TrainResult(out_dir=out_dir, model_path=model_path, solved=run.solved,
                        generations=run.generation, env_steps=run.env_steps, wall_time=run.elapsed,
                        eval_mean=run.eval_mean, history=run.history)
+
+
+def _open_run(config, overrides, out_dir: Optional[str], model, resume: bool):
+    """The config, the run state, the output directory and the initial model
+    (None: make one) of a new run, or of the run in ``out_dir`` to resume."""
+    if resume:
+        if out_dir is None:
+            raise ValueError("resume needs the run directory (out_dir)")
+        if model is not None:
+            raise ValueError("a resumed run continues from its checkpoint's model: give no model "
+                             "(--model) with it")
+        ckpt = read_checkpoint(out_dir)
+        wanted = _resolve_config(config if config is not None else parse_config(ckpt.config),
+                                 *overrides)
+        cfg = check_resumable(out_dir, ckpt, wanted)
+        model = os.path.join(out_dir, MODEL_FILE)
+        atomic_write_bytes(model, ckpt.model)
+        atomic_write_bytes(os.path.join(out_dir, SOLVER_FILE), ckpt.solver.SerializeToString())
+        return cfg, _Run(ckpt), out_dir, model
+    if config is None:
+        raise ValueError("a config is needed (it may be left out only to resume a run)")
+    cfg = _resolve_config(config, *overrides)
+    t = cfg.train
+    out_dir = out_dir if out_dir is not None else os.path.join("runs", f"{t.env_id}-seed{t.seed}")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise OSError(f"{out_dir}: cannot create the output directory ({exc.strerror})") from None
+    return cfg, _Run(), out_dir, model
+
+
+def _make_agent(cfg: pb.EvoKitConfig, model, out_dir: str, run: _Run, resume: bool) -> ESAgent:
+    """The agent of the run, checked against the environment: from ``model``
+    (a fresh MLP written to ``init_model.onnx`` if None), with the solver
+    state of the checkpoint when resuming."""
+    t = cfg.train
+    agent = ESAgent()
+    agent.load_config(cfg)
+    if model is None:
+        env = make_env(t.env_id)
+        try:
+            model_proto = policy_for_spaces(env.observation_space, env.action_space,
+                                            hidden_sizes=tuple(t.hidden_sizes),
+                                            activation=t.activation, seed=t.seed)
+        except ValueError as exc:
+            raise EnvError(f"cannot make a policy for {t.env_id}: "
+                           f"{str(exc).replace('policy_for_spaces: ', '')}") from None
+        finally:
+            env.close()
+        model = os.path.join(out_dir, "init_model.onnx")
+        atomic_write_bytes(model, model_proto.SerializeToString())
+    agent.load_inference_model(model)
+    agent.init_solver()
+    agent.sampling_stream = t.seed
+    if resume:
+        agent.load_solver(out_dir)
+        if run.history and agent.model_iter_id != run.history[-1]["model_iter_id"]:
+            raise ValueError(f"{out_dir}: the checkpoint's solver is at iteration "
+                             f"{agent.model_iter_id}, its metrics at {run.history[-1]['model_iter_id']}")
+    env = make_env(t.env_id)
+    try:
+        check_policy_fits(agent.policy, env)  # a clear error before any worker starts
+    except EnvError as exc:
+        raise EnvError(f"the policy {model} does not fit {t.env_id}: {exc}") from None
+    finally:
+        env.close()
+    return agent
 
 
 def _generation(run: _Run, generation: int, agent: ESAgent, evaluator: Evaluator,
