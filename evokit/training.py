@@ -201,12 +201,15 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
         progress.start(
             f"evokit train: {t.env_id}, {agent.num_params} parameters, population {population}"
             f"{' (antithetic)' if cfg.solver.antithetic else ''}, {t.num_workers} worker(s), "
-            f"seed {t.seed}, policy on {agent.policy.backend}, {type(evaluator).__name__}"
-            + (f"; resumed at generation {run.generation}" if resume else "")
-            + f"; eta: to generation {t.max_generations} at the recent rate (* marks a centre evaluation)",
+            f"seed {t.seed}, policy on {agent.policy.backend}, {type(evaluator).__name__}",
             t.max_generations, run.generation, run.env_steps,
             run.elapsed_before + (time.perf_counter() - t0),
             None if math.isnan(run.eval_mean) else run.eval_mean)
+        if resume:
+            progress.line(f"resumed {out_dir} at generation {run.generation}")
+        progress.line(f"eta: time to generation {t.max_generations} at the recent rate (the run "
+                      f"stops earlier once the centre reaches {t.target_return:g}); "
+                      f"* marks a centre evaluation")
         start = run.generation + 1 if not run.solved else t.max_generations + 1
         for generation in range(start, t.max_generations + 1):
             _generation(run, generation, agent, evaluator, cfg, t0, progress, metrics, tb)

@@ -162,18 +162,23 @@ def test_cli_progress_through_a_pseudo_terminal_and_a_pipe(tmp_path):
     tty = b"".join(chunks).decode()
     # generation 1 and 3 are refreshed in place, 2 (centre evaluated) and 3 stay
     assert "\r\x1b[Kgen 1/3  steps " in tty and "\r\x1b[Kgen 2/3  steps " in tty
-    assert tty.count("\n") == 4  # header, generations 2 and 3 (evaluated), summary
+    assert tty.count("\n") == 5  # header, legend, generations 2 and 3 (evaluated), summary
 
     piped = evokit_cmd("train", cfg, "--out", tmp_path / "run2")
     assert piped.returncode == 0, piped.stderr
     lines = piped.stdout.splitlines()
     assert "\r" not in piped.stdout and "\x1b" not in piped.stdout
-    assert [line.split("  ")[0] for line in lines[1:4]] == ["gen 1/3", "gen 2/3", "gen 3/3"]
-    assert lines[0].startswith("evokit train: CartPole-v1, ") and "eta: to generation 3" in lines[0]
-    assert lines[4].startswith("not solved: centre return ")
+    assert [line.split("  ")[0] for line in lines[2:5]] == ["gen 1/3", "gen 2/3", "gen 3/3"]
+    assert lines[0].startswith("evokit train: CartPole-v1, ")
+    assert lines[1] == ("eta: time to generation 3 at the recent rate (the run stops earlier once the "
+                        "centre reaches 475); * marks a centre evaluation")
+    assert lines[5].startswith("not solved: centre return ")
 
     verbose = evokit_cmd("train", cfg, "--out", tmp_path / "run3", "-v")
-    assert verbose.stdout.count("[sample ") == 3 and "centre " in verbose.stdout.splitlines()[2]
+    gens = verbose.stdout.splitlines()[2:5]
+    assert [g.split("[")[1].split()[::2] for g in gens] == [["sample", "update"],
+                                                             ["sample", "update", "centre"],
+                                                             ["sample", "update", "centre"]]
     silent = evokit_cmd("train", cfg, "--out", tmp_path / "run4", "-q")
     assert silent.returncode == 0 and silent.stdout == "" and silent.stderr == ""
 
@@ -287,8 +292,8 @@ def test_resume_after_sigkill_gives_the_uninterrupted_model(tmp_path):
 
     resumed = evokit_cmd("train", cfg, "--resume", run)
     assert resumed.returncode == 0, resumed.stderr
-    assert f"resumed at generation {killed_at}" in resumed.stdout.splitlines()[0]
-    assert resumed.stdout.splitlines()[1].startswith(f"gen {killed_at + 1:2d}/40")
+    assert resumed.stdout.splitlines()[1] == f"resumed {run} at generation {killed_at}"
+    assert resumed.stdout.splitlines()[3].startswith(f"gen {killed_at + 1:2d}/40")
     for name in ("model.onnx", "solver.pb"):
         assert (run / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
     assert without_wall_time(read_metrics(run / "metrics.csv")) == \
