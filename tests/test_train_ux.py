@@ -248,7 +248,7 @@ def test_plot_draws_the_learning_curve(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout == f"wrote {run / 'learning_curve.png'}\n"
     assert png_size(run / "learning_curve.png") == (1200, 450)
-    out = evokit_cmd("plot", run, "-o", tmp_path / "curve.png")
+    out = evokit_cmd("plot", run / "metrics.jsonl", "-o", tmp_path / "curve.png")
     assert out.returncode == 0 and png_size(tmp_path / "curve.png") == (1200, 450)
 
 
@@ -299,6 +299,22 @@ def test_resume_after_sigkill_gives_the_uninterrupted_model(tmp_path):
     assert without_wall_time(read_metrics(run / "metrics.csv")) == \
            without_wall_time(read_metrics(tmp_path / "whole" / "metrics.csv"))
     assert read_checkpoint(str(run)).generation == 40
+
+
+def test_ctrl_c_names_the_resume_command(tmp_path):
+    cfg = write_config(tmp_path / "c.prototxt", small_config(generations=200, target=1e9))
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "evokit.cli", "train", cfg, "--out", str(run)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=OUTSIDE)
+    for line in proc.stdout:
+        if line.startswith("gen   3/200"):
+            proc.send_signal(signal.SIGINT)
+            break
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 130
+    assert proc.stderr.read() == f"evokit: interrupted; continue with `evokit train --resume {run}`\n"
+    proc.stderr.close()
+    assert 2 <= read_checkpoint(str(run)).generation < 200  # 2 if stopped while checkpointing 3
 
 
 def test_resume_with_checkpoint_every_k_and_python_api(tmp_path):
