@@ -287,8 +287,8 @@ def test_resume_after_sigkill_gives_the_uninterrupted_model(tmp_path):
     assert proc.wait(timeout=60) == -signal.SIGKILL
     killed_at = read_checkpoint(str(run)).generation
     assert 4 <= killed_at < 40
-    with open(run / "metrics.csv") as f:
-        assert len(f.read().splitlines()) - 1 in (killed_at, killed_at + 1)
+    with open(run / "metrics.csv") as f:  # rows past the checkpoint are dropped on resume
+        assert len(f.read().splitlines()) - 1 >= killed_at
 
     resumed = evokit_cmd("train", cfg, "--resume", run)
     assert resumed.returncode == 0, resumed.stderr
