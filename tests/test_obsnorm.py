@@ -270,3 +270,16 @@ def test_train_saves_a_self_contained_normalised_policy(tmp_path):
     evokit.train(short_config(2), out_dir=str(tmp_path / "b"), log=quiet)
     assert read(tmp_path / "b" / "model.onnx") == read(tmp_path / "a" / "model.onnx")
     assert read(tmp_path / "b" / OBS_NORM_FILE) == read(tmp_path / "a" / OBS_NORM_FILE)
+
+
+def test_resumed_run_keeps_the_statistics(tmp_path):
+    """Stop after 2 generations, resume to 4: the model and statistics of an
+    uninterrupted 4-generation run (the checkpoint carries the statistics)."""
+    cfg = short_config()
+    cfg.train.max_generations = 4
+    evokit.train(cfg, out_dir=str(tmp_path / "whole"), log=quiet)
+    evokit.train(cfg, out_dir=str(tmp_path / "parts"), max_generations=2, log=quiet)
+    assert pb.TrainCheckpoint.FromString(read(tmp_path / "parts" / "checkpoint.pb")).obs_stats.count > 0
+    evokit.train(None, out_dir=str(tmp_path / "parts"), resume=True, log=quiet)
+    for name in ("model.onnx", "solver.pb", OBS_NORM_FILE):
+        assert read(tmp_path / "parts" / name) == read(tmp_path / "whole" / name), name
