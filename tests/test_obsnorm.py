@@ -280,6 +280,6 @@ def test_resumed_run_keeps_the_statistics(tmp_path):
     evokit.train(cfg, out_dir=str(tmp_path / "whole"), log=quiet)
     evokit.train(cfg, out_dir=str(tmp_path / "parts"), max_generations=2, log=quiet)
     assert pb.TrainCheckpoint.FromString(read(tmp_path / "parts" / "checkpoint.pb")).obs_stats.count > 0
-    evokit.train(None, out_dir=str(tmp_path / "parts"), resume=True, log=quiet)
+    evokit.train(None, out_dir=str(tmp_path / "parts"), resume=True, max_generations=4, log=quiet)
     for name in ("model.onnx", "solver.pb", OBS_NORM_FILE):
         assert read(tmp_path / "parts" / name) == read(tmp_path / "whole" / name), name
