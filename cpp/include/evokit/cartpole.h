@@ -45,7 +45,8 @@ std::array<float, 4> cartpole_observation(const CartPoleState& state) noexcept;
 // (= its return) to lengths[e]. Each episode runs on one thread with the
 // member's perturbed parameters materialised once in a thread's buffer (the
 // bits PolicyGraph reads through the ParamView), so results are identical
-// for any num_threads. Throws std::invalid_argument for a graph that does
+// for any num_threads. Threads are woken only for enough work (episodes x
+// parameters >= 2^18 per thread), as in run_population. Throws std::invalid_argument for a graph that does
 // not take 4 values or give 2, a population of the wrong size, max_steps <
 // 1, null pointers, num_threads < 1; std::out_of_range naming the episode
 // for a member index outside the population.
