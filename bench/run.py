@@ -242,19 +242,21 @@ def _rate(steps: int, seconds: float) -> float:
 def throughput_evokit(agent, batches, threads: int) -> dict:
     from evokit.evaluation import VectorEvaluator
 
-    rates, steps, returns = [], [], None
+    rates, cpu_rates, steps, returns = [], [], [], None
     with VectorEvaluator("CartPole-v1", num_threads=threads) as ev:
         ev.evaluate(agent, [None], [[0]])  # warm up
         for b in batches:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             res = ev.evaluate(agent, b["infos"], [[s] for s in b["seeds"]])
             rates.append(_rate(res.steps, time.perf_counter() - t0))
+            cpu_rates.append(_rate(res.steps, time.process_time() - c0))
             steps.append(res.steps)
             returns = res.rewards if returns is None else returns
         mode = ev.vectorization_mode
     return {"label": f"EvoKit VectorEvaluator ({mode}), {threads} thread{'s' if threads > 1 else ''}",
             "threads": threads, "steps_per_s": statistics.median(rates), "rates": rates,
-            "counted_steps": steps, "first_returns": [float(x) for x in returns]}
+            "steps_per_cpu_s": statistics.median(cpu_rates), "counted_steps": steps,
+            "first_returns": [float(x) for x in returns]}
 
 
 def throughput_numpy(agent, batches) -> dict:
@@ -400,8 +402,8 @@ def _cartpole_settings() -> dict:
 
     cfg = evokit.load_config(CONFIG)
     s, t = cfg.solver, cfg.train
-    return {"population": s.population_size, "sigma": s.sampling.gaussian_sampling.std,
-            "lr": s.optimizer.base_lr, "hidden": tuple(t.hidden_sizes), "max_generations": t.max_generations,
+    return {"population": s.population_size, "sigma": float(f"{s.sampling.gaussian_sampling.std:.6g}"),
+            "lr": float(f"{s.optimizer.base_lr:.6g}"), "hidden": tuple(t.hidden_sizes), "max_generations": t.max_generations,
             "eval_every": t.eval_every, "eval_episodes": t.eval_episodes, "target": t.target_return,
             "workers": t.num_workers}
 
@@ -600,6 +602,19 @@ def _fmt(x, spec=",.0f") -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
+def _table(header: str, rows: Dict[str, dict], key: str, cells: Callable[[str, dict], str]) -> List[str]:
+    """A Markdown table: `header` (its columns), then one row per runner with
+    `key` in its result, else the runner's name and why it has none."""
+    columns = header.count("|") - 1
+    lines = [header, "| --- " * columns + "|"]
+    for name, r in rows.items():
+        if key not in r:
+            lines.append(f"| {name} | {r.get('skipped') or r.get('error')} |" + " - |" * (columns - 2))
+        else:
+            lines.append(cells(name, r))
+    return lines
+
+
 def render_markdown(res: dict) -> str:
     m, q = res["machine"], res["quiet"]
     lines = [f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}; EvoKit threads: "
@@ -614,36 +629,33 @@ def render_markdown(res: dict) -> str:
         lines += [f"{k.get('skipped') or k.get('error') or 'not run'}", ""]
     t = res.get("throughput")
     if t:
-        lines += [f"### Policy evaluation throughput: {t['env']}, population {t['population']} of "
-                  f"{t['network']} MLPs ({t['policy']} centre), median of {t['repeats']}", "",
-                  "| runner | threads | env steps/s (counted) | EvoKit / runner | notes |",
-                  "| --- | ---: | ---: | ---: | --- |"]
-        for name, r in t["runners"].items():
-            if "steps_per_s" not in r:
-                lines.append(f"| {name} | - | - | - | {r.get('skipped') or r.get('error')} |")
-                continue
+        def throughput_row(name: str, r: dict) -> str:
             notes = []
             if "computed_steps_per_s" in r:
                 notes.append(f"{r['computed_steps_per_s']:,.0f} computed steps/s; compile {r['compile_s']:.1f} s")
+            if "steps_per_cpu_s" in r:
+                notes.append(f"{r['steps_per_cpu_s']:,.0f} steps per CPU-second")
             if "returns_equal_evokit" in r:
                 notes.append(f"returns equal EvoKit's for {r['returns_equal_evokit']}/{t['population']}")
-            lines.append(f"| {r['label']} | {r['threads']} | {_fmt(r['steps_per_s'])} | "
-                         f"{_fmt(r.get('evokit_ratio'), '.1f')}x | {'; '.join(notes)} |")
-        lines += [f"", f"Load average after: {t['load_after'][0]:.2f}.", ""]
+            return (f"| {r['label']} | {r['threads']} | {_fmt(r['steps_per_s'])} | "
+                    f"{_fmt(r.get('evokit_ratio'), '.1f')}x | {'; '.join(notes)} |")
+
+        lines += [f"### Policy evaluation throughput: {t['env']}, population {t['population']} of "
+                  f"{t['network']} MLPs ({t['policy']} centre), median of {t['repeats']}", ""]
+        lines += _table("| runner | threads | env steps/s (counted) | EvoKit / runner | notes |",
+                        t["runners"], "steps_per_s", throughput_row)
+        lines += ["", f"Load average after: {t['load_after'][0]:.2f}.", ""]
     s = res.get("solve")
     if s:
         c = s["settings"]
         lines += [f"### CartPole-v1 time to solve (population {c['population']}, sigma {c['sigma']}, Adam lr "
                   f"{c['lr']}, 4-{'-'.join(map(str, c['hidden']))}-2 tanh, mean return >= {c['target']:g} over "
-                  f"{c['eval_episodes']} episodes)", "",
-                  "| runner | solved | median wall (s) | max wall (s) | median env steps | runner / EvoKit |",
-                  "| --- | --- | ---: | ---: | ---: | ---: |"]
-        for name, r in s["runners"].items():
-            if "median_wall_s" not in r:
-                lines.append(f"| {name} | {r.get('skipped') or r.get('error')} | - | - | - | - |")
-                continue
-            lines.append(f"| {name} | {r['solved']}/{r['seeds']} | {r['median_wall_s']:.2f} | {r['max_wall_s']:.2f} | "
-                         f"{_fmt(r['median_env_steps'])} | {_fmt(r.get('vs_evokit'), '.2f')}x |")
+                  f"{c['eval_episodes']} episodes)", ""]
+        lines += _table("| runner | solved | median wall (s) | max wall (s) | median env steps | runner / EvoKit |",
+                        s["runners"], "median_wall_s",
+                        lambda name, r: f"| {name} | {r['solved']}/{r['seeds']} | {r['median_wall_s']:.2f} | "
+                                  f"{r['max_wall_s']:.2f} | {_fmt(r['median_env_steps'])} | "
+                                  f"{_fmt(r.get('vs_evokit'), '.2f')}x |")
         lines += ["", f"Load average after: {s['load_after'][0]:.2f}.", ""]
     b = res.get("bandwidth")
     if b:
@@ -661,7 +673,7 @@ def run(args, log=print) -> dict:
     runners = QUICK_RUNNERS if args.quick else THROUGHPUT_RUNNERS
     res["throughput"] = throughput_section(population=args.population, repeats=1 if args.quick else args.repeats,
                                            threads=args.threads, runners=runners,
-                                           policy="fresh" if args.quick else "balancing", log=log)
+                                           policy="balancing", log=log)
     res["solve"] = solve_section(seeds=1 if args.quick else args.seeds,
                                  runners=QUICK_RUNNERS if args.quick else SOLVE_RUNNERS, log=log)
     res["bandwidth"] = bandwidth_section(64 if args.quick else 256)

@@ -116,6 +116,6 @@ def test_machine_and_report(bench):
     assert "skipped: no kernels" in md
     assert "| EvoKit | 2 | 2,000,000 | 1.0x |" in md
     assert "| NumPy | 1 | 100,000 | 20.0x | returns equal EvoKit's for 4/4 |" in md
-    assert "| evotorch | - | - | - | not installed: evotorch |" in md
+    assert "| evotorch | not installed: evotorch | - | - | - |" in md
     assert "| evokit | 1/1 | 0.50 | 0.50 | 1,000 | 1.00x |" in md
     assert "4-16-2 tanh" in md and "GB/s" in md

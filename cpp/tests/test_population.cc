@@ -18,6 +18,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "evokit/gaussian_sampler.h"
@@ -165,6 +166,18 @@ TEST(Population, ExplicitRowsMatchRun) {
   }
 }
 
+// Keys and signs of n members in antithetic pairs (+1, -1), generation 1.
+std::pair<std::vector<std::int64_t>, std::vector<float>> AntitheticPairs(const GaussianSampler& sampler,
+                                                                         std::size_t n) {
+  std::vector<std::int64_t> keys(n);
+  std::vector<float> signs(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    keys[i] = sampler.draw_key(1, i / 2, 0);
+    signs[i] = i % 2 ? -1.0f : 1.0f;
+  }
+  return {keys, signs};
+}
+
 // A 4-64-64-2 tanh MLP of Gemms (init_mlp's layout), the benchmark's policy.
 RandomMlp MakeWideMlp() {
   RandomMlp mlp;
@@ -199,12 +212,7 @@ TEST(Population, BitIdenticalForAnyThreadCount) {
   const RandomMlp mlp = MakeWideMlp();
   const GaussianSampler sampler = MakeSampler(mlp.graph.num_params(), true);
   const std::size_t n = 301;
-  std::vector<std::int64_t> keys(n);
-  std::vector<float> signs(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    keys[i] = sampler.draw_key(1, i / 2, 0);
-    signs[i] = i % 2 ? -1.0f : 1.0f;
-  }
+  const auto [keys, signs] = AntitheticPairs(sampler, n);
   const Population pop(sampler, Normal(rng, mlp.graph.num_params()), keys, signs);
   const std::vector<float> obs = Normal(rng, n * mlp.obs_size);
   std::vector<float> one(n * mlp.out_size);
@@ -465,12 +473,7 @@ TEST(CartPole, RolloutsEqualAStepByStepLoopForAnyThreadCount) {
   const GaussianSampler sampler = MakeSampler(mlp.graph.num_params(), true, 0.5f);
   std::vector<float> centre(mlp.graph.num_params(), 0.0f);
   const std::size_t n = 12;
-  std::vector<std::int64_t> keys(n);
-  std::vector<float> signs(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    keys[i] = sampler.draw_key(1, i / 2, 0);
-    signs[i] = i % 2 ? -1.0f : 1.0f;
-  }
+  auto [keys, signs] = AntitheticPairs(sampler, n);
   signs[n - 1] = 0.0f;  // the centre
   const Population pop(sampler, centre, keys, signs);
   std::vector<std::size_t> members;
