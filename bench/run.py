@@ -691,7 +691,8 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--max-load", type=float, default=None,
                    help="1-minute load average counted as quiet (default: half the cores)")
-    p.add_argument("--wait", type=float, default=0.0, help="seconds to wait for a quiet machine")
+    p.add_argument("--wait", type=float, default=None,
+                   help="seconds to wait for a quiet machine (default: 60, 0 with --quick)")
     p.add_argument("--no-install", action="store_true", help="do not pip-install missing peers")
     p.add_argument("--solve-runner", choices=sorted(SOLVERS), help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -699,6 +700,8 @@ def main(argv=None) -> int:
     if args.solve_runner:
         print(json.dumps(SOLVERS[args.solve_runner](args.seed)))
         return 0
+    if args.wait is None:
+        args.wait = 0.0 if args.quick else 60.0
     if args.max_load is None:
         args.max_load = (os.cpu_count() or 2) / 2
     t0 = time.perf_counter()

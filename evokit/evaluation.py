@@ -554,7 +554,8 @@ class VectorEvaluator(_PooledEvaluator):
     parameters materialised once per episode, the forward pass, gymnasium's
     CartPoleEnv dynamics (float64, same operations), its seeding (numpy's
     SeedSequence and PCG64, reimplemented) and its time limit, episodes
-    spread over ``num_threads`` OpenMP threads. No Python runs per step.
+    spread over ``max(num_threads, num_workers)`` OpenMP threads (no worker
+    processes: they would only add copying). No Python runs per step.
     Rewards equal :class:`SerialEvaluator`'s bit for bit.
 
     ``gymnasium.make_vec(env_id, num_envs=N, vectorization_mode=...)`` with
