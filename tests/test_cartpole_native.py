@@ -58,10 +58,15 @@ def test_bad_arguments():
         _core.cartpole_step(np.zeros(3), 0)
 
 
-def agent_for(tmp_path, seed_config, n_in=4, n_out=2, hidden=(16,)):
+def agent_for(tmp_path, seed_config, n_in=4, n_out=2, hidden=(16,), cached=True):
     path = tmp_path / "m.onnx"
     path.write_bytes(init_mlp(n_in, n_out, hidden, seed=1).SerializeToString())
-    agent = evokit.ESAgent(seed_config, path)
+    cfg = evokit.load_config(seed_config)
+    cfg.solver.sampling.gaussian_sampling.cached = cached
+    agent = evokit.ESAgent()
+    agent.load_config(cfg)
+    agent.load_inference_model(path)
+    agent.init_solver()
     return agent
 
 
@@ -72,8 +77,11 @@ def population_of(agent, n):
     return agent.policy.native.population(agent.center, keys, signs, agent.sampler), infos
 
 
-def test_rollouts_equal_gymnasium_episodes_for_any_thread_count(tmp_path, seed_config):
-    agent = agent_for(tmp_path, seed_config)
+@pytest.mark.parametrize("cached", [True, False])
+def test_rollouts_equal_gymnasium_episodes_for_any_thread_count(tmp_path, seed_config, cached):
+    """Noise read from the cached table or generated per key (uncached)."""
+    agent = agent_for(tmp_path, seed_config, cached=cached)
+    assert agent.sampler.cached == cached
     pop, infos = population_of(agent, 6)
     members = np.array([0, 1, 2, 3, 4, 5, 0, 3], np.int64)
     seeds = np.array([3, 3, 9, 9, 2**40, 0, 17, 5], np.int64)
@@ -86,6 +94,19 @@ def test_rollouts_equal_gymnasium_episodes_for_any_thread_count(tmp_path, seed_c
     # A shorter limit truncates, as CartPole-v0's TimeLimit(200) does.
     short = _core.cartpole_rollouts(graph, pop, members, seeds, 10, 2)
     np.testing.assert_array_equal(short, np.minimum(lengths, 10))
+
+
+def test_rollouts_on_two_threads_equal_one(tmp_path, seed_config):
+    """128 episodes of a 4-64-64-2 policy: enough work for the core to wake a
+    second thread (episodes x parameters >= 2 x 2^18)."""
+    agent = agent_for(tmp_path, seed_config, hidden=(64, 64))
+    pop, _ = population_of(agent, 64)
+    members = np.arange(128, dtype=np.int64) % 64
+    seeds = np.arange(128, dtype=np.int64) * 31
+    graph = agent.policy.native.graph
+    one = _core.cartpole_rollouts(graph, pop, members, seeds, 500, 1)
+    np.testing.assert_array_equal(_core.cartpole_rollouts(graph, pop, members, seeds, 500, 2), one)
+    assert len(set(one.tolist())) > 5
 
 
 def test_rollout_errors(tmp_path, seed_config):
