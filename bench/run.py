@@ -149,6 +149,7 @@ def install_peers(log=None) -> dict:
     status = {pkg: "present" for mod, pkg in PEERS.items() if have(mod)}
     if not missing:
         return status
+    gym_before = _version("gymnasium")
     pins = dict(PINNED)
     for name in ("jax", "jaxlib", "numpy"):
         v = _version(name)
@@ -166,6 +167,11 @@ def install_peers(log=None) -> dict:
     finally:
         os.unlink(constraints)
     importlib.invalidate_caches()
+    # gymnax and evotorch pin gymnasium themselves: say so when pip moved it.
+    before, after = gym_before, _version("gymnasium")
+    if before != after:
+        status["gymnasium"] = f"changed by pip from {before} to {after} (a peer's requirement)"
+        _say(log, f"WARNING: gymnasium {status['gymnasium']}")
     return status
 
 
