@@ -1,5 +1,7 @@
 """Population evaluation throughput: env steps/s of a population of 4-64-64-2
-tanh MLPs on CartPole-v1, VectorEvaluator against SerialEvaluator.
+tanh MLPs on CartPole-v1, VectorEvaluator's modes against SerialEvaluator.
+(bench/run.py compares EvoKit with the peers; this script compares EvoKit's
+own evaluators.)
 
 One generation's evaluation as `evokit train` runs it: a population of
 perturbed clones (antithetic pairs, sigma from configs/cartpole.prototxt),
@@ -106,10 +108,12 @@ def main() -> int:
             with SerialEvaluator("CartPole-v1") as ev:
                 ort, length = measure(ev, ort_agent, serial_batches)
             rows.append(("SerialEvaluator (onnxruntime policy)", 1, ort, length))
-            for threads in (1, 2):
-                with VectorEvaluator("CartPole-v1", num_threads=threads) as ev:
-                    rate, length = measure(ev, agent, batches)
-                rows.append(("VectorEvaluator (CartPoleVectorEnv)", threads, rate, length))
+            for mode, label in (("native", "VectorEvaluator (native, in C++)"),
+                                ("vector_entry_point", "VectorEvaluator (CartPoleVectorEnv)")):
+                for threads in (1, 2):
+                    with VectorEvaluator("CartPole-v1", num_threads=threads, vectorization_mode=mode) as ev:
+                        rate, length = measure(ev, agent, batches)
+                    rows.append((label, threads, rate, length))
             with VectorEvaluator("CartPole-v1", vectorization_mode="sync") as ev:
                 rate, length = measure(ev, agent, batches)
             rows.append(("VectorEvaluator (sync)", 1, rate, length))

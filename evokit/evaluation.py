@@ -8,11 +8,14 @@ touching the training loop:
 - :class:`SerialEvaluator`: one environment in this process, one policy call
   per member and step;
 - :class:`ProcessEvaluator`: the same in worker processes;
-- :class:`VectorEvaluator`: the whole population in lockstep on a gymnasium
-  vector environment, one batched native policy call per step for every
-  member (``evokit._core.PolicyGraph.run_population``), finished members
-  masked out; for environments without a vectorised form, worker processes
-  each run a slice of the population the same way.
+- :class:`VectorEvaluator`: for environments EvoKit's core implements
+  (CartPole-v0/v1), every episode of the population runs in C++
+  (``evokit._core.cartpole_rollouts``), threaded over episodes; otherwise
+  the whole population in lockstep on a gymnasium vector environment, one
+  batched native policy call per step for every member
+  (``evokit._core.PolicyGraph.run_population``), finished members masked
+  out; for environments without a vectorised form, worker processes each run
+  a slice of the population the same way.
 
 :func:`make_evaluator` picks one. A reward depends only on (parameters, seed):
 where the environment is deterministic per seed, every evaluator gives the
@@ -36,7 +39,7 @@ from .obsnorm import ObsNorm, ObsStats, merged_stats
 
 __all__ = ["EnvError", "EvalResult", "Evaluator", "SerialEvaluator", "ProcessEvaluator",
            "VectorEvaluator", "EVALUATOR_KINDS", "make_env", "make_evaluator", "check_policy_fits",
-           "run_episode", "has_vector_entry_point"]
+           "run_episode", "has_vector_entry_point", "native_env_steps"]
 
 #: What :func:`make_evaluator` accepts as ``kind``.
 EVALUATOR_KINDS = ("auto", "vector", "process", "serial")
@@ -288,6 +291,28 @@ def has_vector_entry_point(env_id: str) -> bool:
         return gymnasium.spec(env_id).vector_entry_point is not None
     except gymnasium.error.Error:
         return False
+
+
+_CARTPOLE_ENTRY_POINT = "gymnasium.envs.classic_control.cartpole:CartPoleEnv"
+
+
+def native_env_steps(env_id: str) -> Optional[int]:
+    """The episode length limit if EvoKit's core runs ``env_id`` natively,
+    else None. That is gymnasium's ``CartPoleEnv`` with its default reward
+    and a time limit (CartPole-v1: 500, CartPole-v0: 200), whose dynamics and
+    seeding ``evokit._core.cartpole_rollouts`` reproduces bit for bit."""
+    import gymnasium
+
+    try:
+        spec = gymnasium.spec(env_id)
+    except gymnasium.error.Error:
+        return None
+    if spec.entry_point != _CARTPOLE_ENTRY_POINT or spec.max_episode_steps is None:
+        return None
+    kwargs = {k: v for k, v in (spec.kwargs or {}).items() if k != "render_mode"}
+    if set(kwargs) - {"sutton_barto_reward"} or kwargs.get("sutton_barto_reward", False):
+        return None
+    return int(spec.max_episode_steps)
 
 
 def _cartpole_seeded_reset(env, seeds: Sequence[int]) -> np.ndarray:
@@ -550,10 +575,22 @@ def _vector_worker_run(centre: bytes, keys, signs, seeds, norm=None):
 
 class VectorEvaluator(_PooledEvaluator):
     """Lockstep evaluation: every member of the population on one gymnasium
-    vector environment, one batched native policy call per step.
+    vector environment, one batched native policy call per step; or, for an
+    environment the core implements, every episode in C++.
+
+    ``vectorization_mode="native"`` (what ``"auto"`` picks for CartPole-v0
+    and v1, see :func:`native_env_steps`): each episode runs start to end in
+    ``evokit._core.cartpole_rollouts``, with the member's perturbed
+    parameters materialised once per episode, the forward pass, gymnasium's
+    CartPoleEnv dynamics (float64, same operations), its seeding (numpy's
+    SeedSequence and PCG64, reimplemented) and its time limit, episodes
+    spread over ``max(num_threads, num_workers)`` OpenMP threads (no worker
+    processes: they would only add copying). No Python runs per step.
+    Rewards equal :class:`SerialEvaluator`'s bit for bit.
 
     ``gymnasium.make_vec(env_id, num_envs=N, vectorization_mode=...)`` with
-    ``vectorization_mode="auto"``: the environment's own vectorised form
+    ``vectorization_mode="auto"``: ``"native"`` when the core runs the
+    environment, else the environment's own vectorised form
     (``"vector_entry_point"``, e.g. ``CartPoleVectorEnv``) when it has one,
     else ``"sync"``. Each step calls ``PolicyGraph.run_population`` once for
     all members still running, with their perturbed parameters read from the
@@ -594,22 +631,30 @@ class VectorEvaluator(_PooledEvaluator):
             raise ValueError(f"num_workers must be >= 1, got {num_workers}")
         if num_threads < 1:
             raise ValueError(f"num_threads must be >= 1, got {num_threads}")
-        modes = ("auto", "vector_entry_point", "sync", "async")
+        modes = ("auto", "native", "vector_entry_point", "sync", "async")
         if vectorization_mode not in modes:
             raise ValueError(f"vectorization_mode must be one of {', '.join(modes)}, "
                              f"got {vectorization_mode!r}")
         self.env_id = env_id
         self._env = make_env(env_id)  # fail here for a bad id
         vector = has_vector_entry_point(env_id)
+        self._max_steps = native_env_steps(env_id)
         if vectorization_mode == "auto":
-            vectorization_mode = "vector_entry_point" if vector else "sync"
+            if self._max_steps is not None:
+                vectorization_mode = "native"
+            else:
+                vectorization_mode = "vector_entry_point" if vector else "sync"
+        elif vectorization_mode == "native" and self._max_steps is None:
+            raise EnvError(f"{env_id} is not implemented natively (only gymnasium's CartPole with "
+                           f"a time limit is); use vectorization_mode='auto'")
         elif vectorization_mode == "vector_entry_point" and not vector:
             raise EnvError(f"{env_id} has no vectorised form (no vector_entry_point); use "
                            f"vectorization_mode='sync'")
         self.vectorization_mode = vectorization_mode
         self.num_workers = num_workers
         self.num_threads = num_threads
-        self._runner = _Lockstep(env_id, vectorization_mode)
+        self._runner = _Lockstep(env_id, "vector_entry_point" if vectorization_mode == "native"
+                                 else vectorization_mode)
         self._fitted_policy = None
         self._pool: Optional[cf.ProcessPoolExecutor] = None
         self._pool_key = None
@@ -618,7 +663,7 @@ class VectorEvaluator(_PooledEvaluator):
     def per_member_seeds(self) -> bool:
         """Whether members start from their own episode seeds (see Seeding);
         for a vectorised env, known once the first evaluate() has made it."""
-        return self._runner.per_member_seeds
+        return self.vectorization_mode == "native" or self._runner.per_member_seeds
 
     def _ensure_pool(self, agent) -> None:
         key = (id(agent.policy), agent.config.SerializeToString())
@@ -642,6 +687,10 @@ class VectorEvaluator(_PooledEvaluator):
         seeds = [list(map(int, s)) for s in seeds]
         if len(seeds) != len(keys):
             raise ValueError(f"got {len(keys)} sampling infos and {len(seeds)} seed lists")
+        if self.vectorization_mode == "native":
+            population = native.population(agent.center, keys, signs, agent.sampler,
+                                           self.num_threads)
+            return self._native_rollouts(native, population, seeds)
         if self.num_workers == 1 or len(keys) == 1:
             population = native.population(agent.center, keys, signs, agent.sampler,
                                            self.num_threads)
@@ -656,6 +705,23 @@ class VectorEvaluator(_PooledEvaluator):
                                      self.obs_norm)
                    for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
         return self._collect(futures)
+
+    def _native_rollouts(self, native, population, seeds) -> EvalResult:
+        """Every episode in the core; member i's reward is the mean of its
+        episodes' returns (each a float64 sum of 1.0 per step)."""
+        counts = np.fromiter((len(s) for s in seeds), np.int64, len(seeds))
+        members = np.repeat(np.arange(len(seeds), dtype=np.int64), counts)
+        flat = np.fromiter((x for s in seeds for x in s), np.int64, int(counts.sum()))
+        workers = max(self.num_threads, self.num_workers)
+        lengths = _core.cartpole_rollouts(native.graph, population, members, flat,
+                                          self._max_steps, workers)
+        rewards = np.zeros(len(seeds))
+        start = 0
+        for i, c in enumerate(counts):
+            if c:
+                rewards[i] = np.mean(lengths[start:start + c].astype(np.float64))
+            start += c
+        return EvalResult(rewards, int(lengths.sum()))
 
     def close(self) -> None:
         self.close_pool()
@@ -672,9 +738,9 @@ def make_evaluator(env_id: str, num_workers: int, kind: str = "auto", policy=Non
 
     - ``"serial"``: :class:`SerialEvaluator`;
     - ``"process"``: :class:`ProcessEvaluator` with ``num_workers`` processes;
-    - ``"vector"``: :class:`VectorEvaluator`; on the environment's own
-      vectorised form (CartPole) in this process with ``num_workers`` OpenMP
-      threads for the batched policy call, else on ``"sync"`` vector
+    - ``"vector"``: :class:`VectorEvaluator`; natively in the core
+      (CartPole) or on the environment's own vectorised form, in this process
+      with ``num_workers`` OpenMP threads, else on ``"sync"`` vector
       environments in ``num_workers`` worker processes (in this process for 1);
     - ``"auto"``: ``"vector"`` when ``policy`` (an OnnxPolicy) runs natively,
       else ``"process"`` for ``num_workers > 1`` and ``"serial"`` otherwise.
@@ -689,7 +755,7 @@ def make_evaluator(env_id: str, num_workers: int, kind: str = "auto", policy=Non
         else:
             kind = "process" if num_workers > 1 else "serial"
     if kind == "vector":
-        if has_vector_entry_point(env_id):
+        if native_env_steps(env_id) is not None or has_vector_entry_point(env_id):
             return VectorEvaluator(env_id, 1, num_threads=num_workers)
         return VectorEvaluator(env_id, num_workers, vectorization_mode="sync")
     if kind == "process" and num_workers > 1:

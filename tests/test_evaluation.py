@@ -42,7 +42,7 @@ def population(agent, n):
 SEEDS = [[1, 2], [1, 2], [3], [3], [4], [5, 6, 7], [8], [8], [9]]
 
 
-@pytest.mark.parametrize("mode", ["sync", "vector_entry_point"])
+@pytest.mark.parametrize("mode", ["sync", "vector_entry_point", "native"])
 def test_vector_rewards_equal_serial_rewards(tmp_path, seed_config, mode):
     agent = cartpole_agent(tmp_path, seed_config)
     infos = population(agent, 8) + [None]
@@ -54,10 +54,12 @@ def test_vector_rewards_equal_serial_rewards(tmp_path, seed_config, mode):
     assert len(set(rs.rewards)) > 3  # the episodes really differ in length
 
 
-def test_vector_rewards_after_updates_and_with_threads(tmp_path, seed_config):
+@pytest.mark.parametrize("mode", ["vector_entry_point", "native"])
+def test_vector_rewards_after_updates_and_with_threads(tmp_path, seed_config, mode):
     """Bigger network, two threads, an updated centre, a second call on the same envs."""
     agent = cartpole_agent(tmp_path, seed_config, hidden=(64, 64), std=0.05)
-    with SerialEvaluator("CartPole-v1") as s, VectorEvaluator("CartPole-v1", num_threads=2) as v:
+    with SerialEvaluator("CartPole-v1") as s, \
+            VectorEvaluator("CartPole-v1", num_threads=2, vectorization_mode=mode) as v:
         for generation in range(2):
             infos = population(agent, 40)
             seeds = [[100 * generation + i // 2] for i in range(40)]
@@ -130,9 +132,12 @@ def test_vector_evaluator_needs_a_native_policy(tmp_path, seed_config):
 def test_vector_evaluator_arguments():
     with pytest.raises(ValueError, match="num_workers must be >= 1, got 0"):
         VectorEvaluator("CartPole-v1", 0)
-    with pytest.raises(ValueError, match="vectorization_mode must be one of auto, vector_entry_point, "
+    with pytest.raises(ValueError, match="vectorization_mode must be one of auto, native, vector_entry_point, "
                                          "sync, async, got 'gpu'"):
         VectorEvaluator("CartPole-v1", vectorization_mode="gpu")
+    with pytest.raises(EnvError, match=r"Pendulum-v1 is not implemented natively \(only gymnasium's "
+                                       r"CartPole with a time limit is\); use vectorization_mode='auto'"):
+        VectorEvaluator("Pendulum-v1", vectorization_mode="native")
     with pytest.raises(EnvError, match=r"Pendulum-v1 has no vectorised form"):
         VectorEvaluator("Pendulum-v1", vectorization_mode="vector_entry_point")
     with pytest.raises(EnvError, match="cannot make environment 'NoSuchEnv-v0'"):
@@ -144,7 +149,7 @@ def test_make_evaluator_kinds(tmp_path, seed_config):
     ort = cartpole_agent(tmp_path, seed_config, backend="onnxruntime").policy
     assert has_vector_entry_point("CartPole-v1") and not has_vector_entry_point("Pendulum-v1")
     cases = [
-        (("CartPole-v1", 2, "auto", native), VectorEvaluator, dict(vectorization_mode="vector_entry_point",
+        (("CartPole-v1", 2, "auto", native), VectorEvaluator, dict(vectorization_mode="native",
                                                                     num_workers=1, num_threads=2)),
         (("Pendulum-v1", 3, "auto", native), VectorEvaluator, dict(vectorization_mode="sync", num_workers=3)),
         (("CartPole-v1", 2, "auto", ort), ProcessEvaluator, {}),
@@ -196,7 +201,8 @@ def test_vectorised_env_without_per_member_seeds(tmp_path, seed_config, monkeypa
     infos = population(agent, 8)
     seeds = [[i // 2] for i in range(8)]
     monkeypatch.setattr(ev, "_SEEDED_RESETS", {})
-    with VectorEvaluator("CartPole-v1") as a, VectorEvaluator("CartPole-v1") as b:
+    mode = dict(vectorization_mode="vector_entry_point")
+    with VectorEvaluator("CartPole-v1", **mode) as a, VectorEvaluator("CartPole-v1", **mode) as b:
         ra, rb = a.evaluate(agent, infos, seeds), b.evaluate(agent, infos, seeds)
         assert not a.per_member_seeds
     np.testing.assert_array_equal(ra.rewards, rb.rewards)
@@ -211,7 +217,7 @@ def test_vectorised_env_without_per_member_seeds(tmp_path, seed_config, monkeypa
     name = "gymnasium.envs.classic_control.cartpole:CartPoleVectorEnv"
     monkeypatch.setattr(ev, "_SEEDED_RESETS", {name: wrong})
     monkeypatch.setattr(ev, "_seeded_reset_checked", {})
-    with VectorEvaluator("CartPole-v1") as c:
+    with VectorEvaluator("CartPole-v1", **mode) as c:
         with pytest.warns(RuntimeWarning, match="no longer reproduces the single environment"):
             c.evaluate(agent, infos, seeds)
         assert not c.per_member_seeds

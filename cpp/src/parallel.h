@@ -17,6 +17,16 @@ inline int team_size(std::size_t work_items, int num_threads) {
   return static_cast<int>(std::max<std::size_t>(1, std::min(work_items, wanted)));
 }
 
+// Threads worth waking for `work` parameter reads, at most num_threads: one
+// per kMinWorkPerThread reads (a few tens of microseconds), at least one.
+// Waking a thread costs microseconds on an idle machine and whole scheduler
+// time slices on a busy one, so small calls stay on the calling thread.
+constexpr std::size_t kMinWorkPerThread = std::size_t{1} << 18;
+inline int useful_threads(std::size_t work, int num_threads) {
+  return static_cast<int>(std::min<std::size_t>(std::max<std::size_t>(work / kMinWorkPerThread, 1),
+                                                static_cast<std::size_t>(std::max(num_threads, 1))));
+}
+
 // body(item) for item in [0, count) on `threads` threads, static schedule.
 // Each item runs on exactly one thread and the split of work into items never
 // depends on `threads`. The first exception thrown by a body is rethrown here,

@@ -198,7 +198,9 @@ EVOKIT_KERNEL_INLINE void matmul(const float* a, bool trans_a, const View& b, bo
     const float* ai = trans_a ? a + i : a + i * k;  // A'(i, p) = ai[p * a_step]
     float* yi = y + i * n;
     if (!trans_b) {  // B is (k, n): its rows are contiguous in j
-      // Column blocks of 32, then 16, 8, 4, 2, 1 (each a fixed width).
+      // Column blocks of 64, then 32, 16, 8, 4, 2, 1 (each a fixed width).
+      // 64 columns are 4 independent AVX-512 accumulators: enough to hide
+      // the latency of the adds, whose order within a sum is fixed.
       std::size_t j = 0;
       const auto blocks = [&](auto width) {
         constexpr std::size_t W = decltype(width)::value;
@@ -207,6 +209,7 @@ EVOKIT_KERNEL_INLINE void matmul(const float* a, bool trans_a, const View& b, bo
                                yi + j);
         }
       };
+      blocks(std::integral_constant<std::size_t, 64>{});
       blocks(std::integral_constant<std::size_t, 32>{});
       blocks(std::integral_constant<std::size_t, 16>{});
       blocks(std::integral_constant<std::size_t, 8>{});

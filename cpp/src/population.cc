@@ -21,10 +21,6 @@
 
 namespace evokit {
 
-namespace {
-constexpr std::size_t kMinWorkPerThread = 1 << 18;
-}  // namespace
-
 Population::Population(const GaussianSampler& sampler, std::vector<float> centre,
                        std::vector<std::int64_t> keys, std::vector<float> signs, int num_threads)
     : num_params_(sampler.num_params()), centre_(std::move(centre)) {
@@ -144,9 +140,7 @@ void run_population(const PolicyGraph& graph, const float* obs, std::size_t num_
   // kMinWorkPerThread parameter reads (a few tens of microseconds). Which
   // thread runs a member never changes its result.
   const std::size_t work = todo.size() * std::max<std::size_t>(graph.num_params(), 1);
-  const auto useful = static_cast<int>(std::min<std::size_t>(
-      std::max<std::size_t>(work / kMinWorkPerThread, 1), static_cast<std::size_t>(num_threads)));
-  const int threads = detail::team_size(todo.size(), useful);
+  const int threads = detail::team_size(todo.size(), detail::useful_threads(work, num_threads));
   std::vector<float> scratch(static_cast<std::size_t>(threads) * stride);
   const auto count = static_cast<std::ptrdiff_t>(todo.size());
   // execute() is noexcept: nothing can leave the parallel region.

@@ -1,16 +1,24 @@
 // Population forward pass: every member bit-identical to PolicyGraph::run on
 // its materialised parameters (GaussianSampler::perturb), over random MLPs;
 // thread invariance; masking; noise read in place; errors. Also the Tanh
-// approximation and Plan/execute against run().
+// approximation and Plan/execute against run(). And the native CartPole:
+// numpy's seeding and gymnasium's dynamics (reference values computed with
+// numpy 2.4 / gymnasium 1.4; tests/test_cartpole_native.py compares against
+// them directly), and rollouts against a step-by-step loop.
 #include "evokit/population.h"
+#include "evokit/cartpole.h"
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <cstring>
+#include <set>
 #include <cstdint>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "evokit/gaussian_sampler.h"
@@ -158,6 +166,18 @@ TEST(Population, ExplicitRowsMatchRun) {
   }
 }
 
+// Keys and signs of n members in antithetic pairs (+1, -1), generation 1.
+std::pair<std::vector<std::int64_t>, std::vector<float>> AntitheticPairs(const GaussianSampler& sampler,
+                                                                         std::size_t n) {
+  std::vector<std::int64_t> keys(n);
+  std::vector<float> signs(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    keys[i] = sampler.draw_key(1, i / 2, 0);
+    signs[i] = i % 2 ? -1.0f : 1.0f;
+  }
+  return {keys, signs};
+}
+
 // A 4-64-64-2 tanh MLP of Gemms (init_mlp's layout), the benchmark's policy.
 RandomMlp MakeWideMlp() {
   RandomMlp mlp;
@@ -192,12 +212,7 @@ TEST(Population, BitIdenticalForAnyThreadCount) {
   const RandomMlp mlp = MakeWideMlp();
   const GaussianSampler sampler = MakeSampler(mlp.graph.num_params(), true);
   const std::size_t n = 301;
-  std::vector<std::int64_t> keys(n);
-  std::vector<float> signs(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    keys[i] = sampler.draw_key(1, i / 2, 0);
-    signs[i] = i % 2 ? -1.0f : 1.0f;
-  }
+  const auto [keys, signs] = AntitheticPairs(sampler, n);
   const Population pop(sampler, Normal(rng, mlp.graph.num_params()), keys, signs);
   const std::vector<float> obs = Normal(rng, n * mlp.obs_size);
   std::vector<float> one(n * mlp.out_size);
@@ -408,6 +423,112 @@ TEST(TanhApprox, OddBoundedAndSpecialValues) {
   EXPECT_EQ(detail::tanh_approx(-INFINITY), -1.0f);
   EXPECT_EQ(detail::tanh_approx(100.0f), 1.0f);
   EXPECT_TRUE(std::isnan(detail::tanh_approx(NAN)));
+}
+
+// ---- CartPole ------------------------------------------------------------------
+
+std::uint64_t Bits(double x) {
+  std::uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+TEST(CartPole, SeedSequenceIsNumpys) {
+  // np.random.SeedSequence(s).generate_state(4, np.uint64)
+  const std::array<std::uint64_t, 4> s0 = detail::seed_sequence_state(0);
+  EXPECT_EQ(s0, (std::array<std::uint64_t, 4>{0xdb2cd7e7b0f478beull, 0xabf4641a2c71ba49ull,
+                                               0x20c6ed6d9d7b8d41ull, 0x2c4099de223c39d4ull}));
+  const std::array<std::uint64_t, 4> s1 = detail::seed_sequence_state(1099511627783ull);  // 2 words
+  EXPECT_EQ(s1, (std::array<std::uint64_t, 4>{0x0d8672e10e3d1a15ull, 0x9aef4ada4ecfa161ull,
+                                               0x999c1c3b83dba903ull, 0x408927dc0dc8a316ull}));
+}
+
+TEST(CartPole, ResetIsGymnasiums) {
+  // Generator(PCG64(12345)).uniform(-0.05, 0.05, 4)
+  const CartPoleState s = cartpole_reset(12345);
+  EXPECT_EQ(s.x, -0x1.bebb8fa85334dp-6);
+  EXPECT_EQ(s.x_dot, -0x1.2c391f748d7b4p-6);
+  EXPECT_EQ(s.theta, 0x1.e7341cdae81f8p-6);
+  EXPECT_EQ(s.theta_dot, 0x1.20c6912a835f8p-6);
+  const CartPoleState z = cartpole_reset(0);
+  EXPECT_EQ(Bits(z.x), Bits(0x1.c0cbca647ced0p-7));
+}
+
+TEST(CartPole, StepIsGymnasiums) {
+  CartPoleState s = cartpole_reset(0);
+  for (int a : {1, 1, 0}) EXPECT_FALSE(cartpole_step(s, a));
+  EXPECT_EQ(s.x, 0x1.8a32d4e6fd2a9p-6);
+  EXPECT_EQ(s.x_dot, 0x1.64aa1b34b7386p-3);
+  EXPECT_EQ(s.theta, -0x1.13528ddc5ed1dp-4);
+  EXPECT_EQ(s.theta_dot, -0x1.8c50a0d5eebcdp-2);
+  // Always pushing right drops the pole within a few dozen steps.
+  int steps = 1;
+  while (!cartpole_step(s, 1)) ++steps;
+  EXPECT_LT(steps, 100);
+  EXPECT_THROW_WITH(cartpole_step(s, 2), std::invalid_argument, "CartPole action must be 0 or 1, got 2");
+}
+
+TEST(CartPole, RolloutsEqualAStepByStepLoopForAnyThreadCount) {
+  const RandomMlp mlp = MakeWideMlp();
+  const GaussianSampler sampler = MakeSampler(mlp.graph.num_params(), true, 0.5f);
+  std::vector<float> centre(mlp.graph.num_params(), 0.0f);
+  const std::size_t n = 12;
+  auto [keys, signs] = AntitheticPairs(sampler, n);
+  signs[n - 1] = 0.0f;  // the centre
+  const Population pop(sampler, centre, keys, signs);
+  std::vector<std::size_t> members;
+  std::vector<std::uint64_t> seeds;
+  // 120 episodes x 4610 parameters: enough work for 2 threads (useful_threads).
+  for (std::size_t e = 0; e < 120; ++e) {
+    members.push_back(e % n);
+    seeds.push_back(e * 7919);
+  }
+  const int max_steps = 200;
+  std::vector<std::int64_t> want(members.size());
+  const PolicyGraph::Plan plan = mlp.graph.compile(1);
+  std::vector<float> workspace(plan.workspace_size());
+  for (std::size_t e = 0; e < members.size(); ++e) {
+    // The reference: PolicyGraph::run on the materialised member.
+    std::vector<float> params(mlp.graph.num_params());
+    if (signs[members[e]] == 0.0f) {
+      params = centre;
+    } else {
+      sampler.perturb(centre.data(), keys[members[e]], signs[members[e]], params.data(), 1);
+    }
+    CartPoleState s = cartpole_reset(seeds[e]);
+    std::int64_t steps = 0;
+    while (steps < max_steps) {
+      const std::array<float, 4> obs = cartpole_observation(s);
+      const std::vector<float> out = mlp.graph.run(obs.data(), 1, params.data(), params.size());
+      ++steps;
+      if (cartpole_step(s, out[1] > out[0] ? 1 : 0)) break;
+    }
+    want[e] = steps;
+  }
+  std::set<std::int64_t> distinct(want.begin(), want.end());
+  EXPECT_GT(distinct.size(), 3u);  // episodes of different lengths
+  for (int threads : {1, 2, 3}) {
+    std::vector<std::int64_t> got(members.size(), -1);
+    cartpole_rollouts(mlp.graph, pop, members.data(), seeds.data(), members.size(), max_steps,
+                      got.data(), threads);
+    EXPECT_EQ(got, want) << threads << " threads";
+  }
+}
+
+TEST(CartPole, RolloutErrors) {
+  const RandomMlp mlp = MakeWideMlp();
+  const GaussianSampler sampler = MakeSampler(mlp.graph.num_params(), true);
+  const Population pop(sampler, std::vector<float>(mlp.graph.num_params()), {0}, {0.0f});
+  const std::size_t member = 1;
+  const std::uint64_t seed = 0;
+  std::int64_t length = 0;
+  EXPECT_THROW_WITH(cartpole_rollouts(mlp.graph, pop, &member, &seed, 1, 500, &length),
+                    std::out_of_range, "episode 0: member 1 is out of range for a population of 1");
+  const std::size_t zero = 0;
+  EXPECT_THROW_WITH(cartpole_rollouts(mlp.graph, pop, &zero, &seed, 1, 0, &length),
+                    std::invalid_argument, "max_steps must be >= 1, got 0");
+  EXPECT_THROW_WITH(cartpole_rollouts(mlp.graph, pop, &zero, &seed, 1, 500, nullptr),
+                    std::invalid_argument, "lengths");
 }
 
 }  // namespace

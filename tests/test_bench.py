@@ -1,0 +1,121 @@
+"""bench/run.py's building blocks, small: the sections CI's `--quick` run
+executes, their JSON shape and values, and the Markdown report. No timing is
+asserted (timings never go into pass/fail tests), only that the figures are
+there, positive and consistent (the same episodes as EvoKit's evaluator)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("evokit_bench_run", os.path.join(ROOT, "bench", "run.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module
+    sys.path.remove(os.path.join(ROOT, "bench"))
+    sys.modules.pop("numpy_reference", None)
+
+
+def test_numpy_reference_is_gymnasium(bench):
+    """The NumPy CartPole and seeding equal gymnasium's step for step."""
+    import gymnasium
+
+    npref = bench.npref
+    seeds = [0, 5, 77]
+    state = npref.reset_states(seeds)
+    envs = [gymnasium.make("CartPole-v1") for _ in seeds]
+    try:
+        for env, s, row in zip(envs, seeds, state):
+            obs, _ = env.reset(seed=s)
+            np.testing.assert_array_equal(obs, row.astype(np.float32))
+        actions = np.random.default_rng(0).integers(0, 2, size=(8, len(seeds)))
+        for a in actions:
+            state, terminated = npref.cartpole_step(state, a)
+            for env, row, act, term in zip(envs, state, a, terminated):
+                env.step(int(act))
+                np.testing.assert_array_equal(env.unwrapped.state, row)
+                assert not term
+    finally:
+        for env in envs:
+            env.close()
+
+
+def test_throughput_section(bench):
+    res = bench.throughput_section(population=8, repeats=1, threads=2, runners=("evokit", "numpy"),
+                                   policy="fresh")
+    assert res["population"] == 8 and res["network"] == "4-64-64-2 tanh"
+    runners = res["runners"]
+    assert set(runners) == {"evokit_1", "evokit_2", "numpy"}
+    steps = {name: r["counted_steps"] for name, r in runners.items()}
+    # Same parameter rows and episode seeds: the NumPy reference plays the same episodes.
+    assert steps["evokit_1"] == steps["evokit_2"] == steps["numpy"]
+    assert 8 <= steps["numpy"][0] <= 8 * 500
+    assert runners["numpy"]["returns_equal_evokit"] == 8
+    for r in runners.values():
+        assert r["steps_per_s"] > 0 and math.isfinite(r["evokit_ratio"])
+    assert runners["evokit_2"]["evokit_ratio"] == 1.0
+    json.dumps(res)
+
+
+def test_solve_section(bench):
+    res = bench.solve_section(seeds=1, runners=("evokit", "numpy", "no_such_peer_runner"))
+    s = res["settings"]
+    assert (s["population"], s["sigma"], s["lr"], s["target"]) == (40, pytest.approx(0.1), pytest.approx(0.05), 475)
+    for name in ("evokit", "numpy"):
+        r = res["runners"][name]
+        assert r["solved"] == 1 and r["seeds"] == 1, r
+        assert r["runs"][0]["centre"] >= 475 and r["median_env_steps"] > 0 and r["median_wall_s"] > 0
+    assert res["runners"]["evokit"]["vs_evokit"] == 1.0
+    assert res["runners"]["no_such_peer_runner"]["runs"][0]["error"]
+    json.dumps(res)
+
+
+def test_kernels_section(bench, tmp_path):
+    missing = bench.kernels_section(True, script=str(tmp_path / "kernels.py"))
+    assert missing["skipped"].startswith("skipped: ") and missing["skipped"].endswith("is not on this branch")
+    script = tmp_path / "fake_kernels.py"
+    script.write_text("import json, sys\n"
+                      "assert sys.argv[1] == '--json' and sys.argv[3:] == ['--quick']\n"
+                      "json.dump({'perturb': {'P': 100000, 'N': 256}}, open(sys.argv[2], 'w'))\n")
+    assert bench.kernels_section(True, script=str(script)) == {"results": {"perturb": {"P": 100000, "N": 256}}}
+    script.write_text("import sys\nsys.exit('broken')\n")
+    assert "broken" in bench.kernels_section(False, script=str(script))["error"]
+
+
+def test_machine_and_report(bench):
+    q = bench.quiet_check(max_load=1e9, wait=0)
+    assert len(q["calibration_ms"]) == 5 and min(q["calibration_ms"]) > 0 and q["calibration_spread"] >= 1
+    assert len(q["load_average"]) == 3
+    b = bench.bandwidth_section(8, 2)
+    assert b["read_GB_per_s"] > 0
+    res = {"machine": bench.machine_info(2), "quiet": q, "kernels": {"skipped": "skipped: no kernels"},
+           "throughput": {"env": "CartPole-v1", "population": 4, "repeats": 1, "policy": "fresh",
+                          "network": "4-64-64-2 tanh", "load_after": [1.0, 1.0, 1.0],
+                          "runners": {"evokit_2": {"label": "EvoKit", "threads": 2, "steps_per_s": 2e6,
+                                                   "evokit_ratio": 1.0},
+                                      "numpy": {"label": "NumPy", "threads": 1, "steps_per_s": 1e5,
+                                                "evokit_ratio": 20.0, "returns_equal_evokit": 4},
+                                      "evotorch": {"skipped": "not installed: evotorch"}}},
+           "solve": {"settings": {"population": 40, "sigma": 0.1, "lr": 0.05, "hidden": [16], "target": 475,
+                                  "eval_episodes": 20}, "load_after": [1.0, 1.0, 1.0],
+                     "runners": {"evokit": {"solved": 1, "seeds": 1, "median_wall_s": 0.5, "max_wall_s": 0.5,
+                                            "median_env_steps": 1000, "vs_evokit": 1.0}}},
+           "bandwidth": b}
+    md = bench.render_markdown(res)
+    assert "skipped: no kernels" in md
+    assert "| EvoKit | 2 | 2,000,000 | 1.0x |" in md
+    assert "| NumPy | 1 | 100,000 | 20.0x | returns equal EvoKit's for 4/4 |" in md
+    assert "| evotorch | not installed: evotorch | - | - | - |" in md
+    assert "| evokit | 1/1 | 0.50 | 0.50 | 1,000 | 1.00x |" in md
+    assert "4-16-2 tanh" in md and "GB/s" in md
