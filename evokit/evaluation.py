@@ -687,11 +687,13 @@ class VectorEvaluator(_PooledEvaluator):
         seeds = [list(map(int, s)) for s in seeds]
         if len(seeds) != len(keys):
             raise ValueError(f"got {len(keys)} sampling infos and {len(seeds)} seed lists")
-        if self.vectorization_mode == "native":
+        if self.vectorization_mode == "native" and self.obs_norm is None:
             population = native.population(agent.center, keys, signs, agent.sampler,
                                            self.num_threads)
             return self._native_rollouts(native, population, seeds)
-        if self.num_workers == 1 or len(keys) == 1:
+        # The core's CartPole does not normalise observations: with obs_norm,
+        # native mode runs the lockstep runner (CartPoleVectorEnv) here.
+        if self.num_workers == 1 or len(keys) == 1 or self.vectorization_mode == "native":
             population = native.population(agent.center, keys, signs, agent.sampler,
                                            self.num_threads)
             rewards, steps, stats = self._runner.run(native.graph, population, seeds,
