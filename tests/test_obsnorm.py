@@ -212,6 +212,7 @@ def test_every_evaluator_gives_the_same_rewards_and_statistics(tmp_path):
     for name, ev in [("serial", SerialEvaluator("CartPole-v1")),
                      ("process", ProcessEvaluator("CartPole-v1", 2)),
                      ("vector", VectorEvaluator("CartPole-v1", 1)),
+                     ("native-2", VectorEvaluator("CartPole-v1", 2, vectorization_mode="native")),
                      ("sync", VectorEvaluator("CartPole-v1", 2, vectorization_mode="sync"))]:
         with ev:
             ev.obs_norm = norm
