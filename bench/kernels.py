@@ -63,6 +63,14 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def available_bytes() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def row(kernel: str, impl: str, p: Optional[int], n: Optional[int], threads: int,
         median_s: Optional[float], nbytes: Optional[float], bandwidth: Optional[float], **extra):
     gbps = nbytes / median_s / 1e9 if median_s and nbytes else None
@@ -139,8 +147,12 @@ def bench_size(p: int, n: int, table_size: int, threads: int, repeats: int, band
     np_reps = max(1, min(repeats, 3))
     add("gradient_cached", "numpy_accumulate", lambda: numpy_accumulate(table, keys, coef, p),
         grad_bytes, np_reps, 1)
-    add("gradient_cached", "numpy_stack_dot", lambda: numpy_stack_dot(table, keys, coef, p),
-        grad_bytes, np_reps, 1)
+    if available_bytes() > 3 * grad_bytes:  # the stack holds N * P floats
+        add("gradient_cached", "numpy_stack_dot", lambda: numpy_stack_dot(table, keys, coef, p),
+            grad_bytes, np_reps, 1)
+    else:
+        log(f"  gradient_cached    numpy_stack_dot    P={p}: skipped, the {grad_bytes / 2**30:.1f} "
+            f"GiB stack does not fit in 1/3 of the available memory")
 
     uncached = _core.GaussianSampler(seed=7, sigma=SIGMA, cached=False, cache_size=0,
                                      num_params=p, num_threads=threads)
