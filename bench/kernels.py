@@ -29,7 +29,11 @@ ratio_to_bandwidth divides it by the T-thread read bandwidth measured on an
 array of the table's size in the same run. Bandwidth rows have kernel
 "bandwidth". clone_rss rows put bytes in "rss_bytes" and leave the timing
 fields null. Timings are for the machine at hand; a loaded machine (see the
-printed load average) gives noisy, pessimistic numbers.
+printed load average) gives noisy, pessimistic numbers. On a loaded machine
+GNU OpenMP's default (spinning) wait policy can stall every 2-thread call for
+a scheduler time slice (~12 ms measured at load 9): run with
+OMP_WAIT_POLICY=passive there; on a quiet machine the default is fastest.
+The policy in force is printed and stored in every row.
 """
 from __future__ import annotations
 
@@ -232,7 +236,8 @@ def main(argv=None) -> int:
     load = os.getloadavg()
     log(f"bench/kernels.py: {os.cpu_count()} CPUs, {args.threads} EvoKit threads, "
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, table {table_size} floats "
-        f"({table_size * 4 / 2**20:.0f} MiB), N={n}")
+        f"({table_size * 4 / 2**20:.0f} MiB), N={n}, "
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default')}")
     rows: list = []
     read_array = np.random.default_rng(0).normal(size=table_size).astype(np.float32)
     bandwidth = bench_bandwidth(read_array, args.threads, repeats * 2, rows)
@@ -246,6 +251,7 @@ def main(argv=None) -> int:
     log(f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     for r in rows:
         r.setdefault("load_average", load[0])
+        r.setdefault("omp_wait_policy", os.environ.get("OMP_WAIT_POLICY", "default"))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
