@@ -18,6 +18,7 @@
 #endif
 
 #include "kernel_targets.h"
+#include "philox_lanes.h"
 
 namespace evokit {
 
@@ -141,19 +142,6 @@ inline void gaussian_block(std::uint64_t seed, std::uint64_t stream, std::uint64
   normals_of(philox4x32(ctr, {lo32(seed), hi32(seed)}), out);
 }
 
-// Blocks per batch of the vectorised generator.
-constexpr std::size_t kLanes = 64;
-
-// Philox4x32-10 of the kLanes counters {lo32(base + l), hi32(base + l), c2,
-// c3} under the key {k0, k1}: words w0[l] .. w3[l]. Integer arithmetic only,
-// so every implementation below gives the same bits.
-struct PhiloxLanes {
-  alignas(64) std::uint32_t w0[kLanes];
-  alignas(64) std::uint32_t w1[kLanes];
-  alignas(64) std::uint32_t w2[kLanes];
-  alignas(64) std::uint32_t w3[kLanes];
-};
-
 // Portable version, one lane at a time (the compiler may vectorise it).
 void philox_lanes_portable(std::uint64_t base, std::uint32_t c2, std::uint32_t c3,
                            std::uint32_t k0, std::uint32_t k1, PhiloxLanes& out) noexcept {
@@ -177,133 +165,159 @@ void philox_lanes_portable(std::uint64_t base, std::uint32_t c2, std::uint32_t c
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// AVX-512: 16 counters per register. mulhilo of 16 lanes: vpmuludq on the
-// even and on the odd lanes, then the low and high halves blended back.
+// The SIMD versions run the kLanes counters as kGroups registers side by
+// side, round by round: the groups are independent, so their multiply
+// latencies overlap (one group alone would wait on each round's multiply).
+// mulhilo of a register: vpmuludq on the even and on the odd 32-bit lanes,
+// then the low and high halves blended back into place.
+
+// AVX-512: 16 counters per register, 4 registers.
 __attribute__((target("avx512f"))) void philox_lanes_avx512(
     std::uint64_t base, std::uint32_t c2, std::uint32_t c3, std::uint32_t k0, std::uint32_t k1,
     PhiloxLanes& out) noexcept {
+  constexpr std::size_t kWidth = 16;
+  constexpr std::size_t kGroups = kLanes / kWidth;
   const std::uint32_t base_lo = lo32(base), base_hi = hi32(base);
   const __m512i m0 = _mm512_set1_epi32(static_cast<int>(kPhiloxM0));
   const __m512i m1 = _mm512_set1_epi32(static_cast<int>(kPhiloxM1));
   const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i vbase_lo = _mm512_set1_epi32(static_cast<int>(base_lo));
+  const __m512i vbase_hi = _mm512_set1_epi32(static_cast<int>(base_hi));
   constexpr __mmask16 kOdd = 0xAAAA;
-  for (std::size_t g = 0; g < kLanes; g += 16) {
-    const __m512i lo = _mm512_add_epi32(
-        vbase_lo, _mm512_add_epi32(iota, _mm512_set1_epi32(static_cast<int>(g))));
-    // carry into the high word where lo wrapped below base_lo
-    const __mmask16 wrapped = _mm512_cmplt_epu32_mask(lo, vbase_lo);
-    __m512i x0 = lo;
-    __m512i x1 = _mm512_mask_add_epi32(_mm512_set1_epi32(static_cast<int>(base_hi)), wrapped,
-                                       _mm512_set1_epi32(static_cast<int>(base_hi)),
-                                       _mm512_set1_epi32(1));
-    __m512i x2 = _mm512_set1_epi32(static_cast<int>(c2));
-    __m512i x3 = _mm512_set1_epi32(static_cast<int>(c3));
-    std::uint32_t key0 = k0, key1 = k1;
-    for (int round = 0; round < kPhiloxRounds; ++round) {
-      const __m512i p0_even = _mm512_mul_epu32(x0, m0);
-      const __m512i p0_odd = _mm512_mul_epu32(_mm512_srli_epi64(x0, 32), m0);
-      const __m512i p1_even = _mm512_mul_epu32(x2, m1);
-      const __m512i p1_odd = _mm512_mul_epu32(_mm512_srli_epi64(x2, 32), m1);
+  __m512i x0[kGroups], x1[kGroups], x2[kGroups], x3[kGroups];
+  for (std::size_t g = 0; g < kGroups; ++g) {
+    x0[g] = _mm512_add_epi32(
+        vbase_lo, _mm512_add_epi32(iota, _mm512_set1_epi32(static_cast<int>(g * kWidth))));
+    // carry into the high word where the low word wrapped below base_lo
+    const __mmask16 wrapped = _mm512_cmplt_epu32_mask(x0[g], vbase_lo);
+    x1[g] = _mm512_mask_add_epi32(vbase_hi, wrapped, vbase_hi, _mm512_set1_epi32(1));
+    x2[g] = _mm512_set1_epi32(static_cast<int>(c2));
+    x3[g] = _mm512_set1_epi32(static_cast<int>(c3));
+  }
+  std::uint32_t key0 = k0, key1 = k1;
+  for (int round = 0; round < kPhiloxRounds; ++round) {
+    const __m512i vkey0 = _mm512_set1_epi32(static_cast<int>(key0));
+    const __m512i vkey1 = _mm512_set1_epi32(static_cast<int>(key1));
+    for (std::size_t g = 0; g < kGroups; ++g) {
+      const __m512i p0_even = _mm512_mul_epu32(x0[g], m0);
+      const __m512i p0_odd = _mm512_mul_epu32(_mm512_srli_epi64(x0[g], 32), m0);
+      const __m512i p1_even = _mm512_mul_epu32(x2[g], m1);
+      const __m512i p1_odd = _mm512_mul_epu32(_mm512_srli_epi64(x2[g], 32), m1);
       const __m512i lo0 = _mm512_mask_blend_epi32(kOdd, p0_even, _mm512_slli_epi64(p0_odd, 32));
       const __m512i hi0 = _mm512_mask_blend_epi32(kOdd, _mm512_srli_epi64(p0_even, 32), p0_odd);
       const __m512i lo1 = _mm512_mask_blend_epi32(kOdd, p1_even, _mm512_slli_epi64(p1_odd, 32));
       const __m512i hi1 = _mm512_mask_blend_epi32(kOdd, _mm512_srli_epi64(p1_even, 32), p1_odd);
       // x0' = hi1 ^ x1 ^ key0, x1' = lo1, x2' = hi0 ^ x3 ^ key1, x3' = lo0
-      const __m512i y0 = _mm512_ternarylogic_epi32(
-          hi1, x1, _mm512_set1_epi32(static_cast<int>(key0)), 0x96);
-      const __m512i y2 = _mm512_ternarylogic_epi32(
-          hi0, x3, _mm512_set1_epi32(static_cast<int>(key1)), 0x96);
-      x0 = y0;
-      x1 = lo1;
-      x2 = y2;
-      x3 = lo0;
-      key0 += kPhiloxW0;
-      key1 += kPhiloxW1;
+      x0[g] = _mm512_ternarylogic_epi32(hi1, x1[g], vkey0, 0x96);
+      x2[g] = _mm512_ternarylogic_epi32(hi0, x3[g], vkey1, 0x96);
+      x1[g] = lo1;
+      x3[g] = lo0;
     }
-    _mm512_store_si512(reinterpret_cast<__m512i*>(out.w0 + g), x0);
-    _mm512_store_si512(reinterpret_cast<__m512i*>(out.w1 + g), x1);
-    _mm512_store_si512(reinterpret_cast<__m512i*>(out.w2 + g), x2);
-    _mm512_store_si512(reinterpret_cast<__m512i*>(out.w3 + g), x3);
+    key0 += kPhiloxW0;
+    key1 += kPhiloxW1;
+  }
+  for (std::size_t g = 0; g < kGroups; ++g) {
+    _mm512_store_si512(reinterpret_cast<__m512i*>(out.w0 + g * kWidth), x0[g]);
+    _mm512_store_si512(reinterpret_cast<__m512i*>(out.w1 + g * kWidth), x1[g]);
+    _mm512_store_si512(reinterpret_cast<__m512i*>(out.w2 + g * kWidth), x2[g]);
+    _mm512_store_si512(reinterpret_cast<__m512i*>(out.w3 + g * kWidth), x3[g]);
   }
 }
 
-// AVX2: the same with 8 counters per register.
+// AVX2: 8 counters per register, 8 registers.
 __attribute__((target("avx2"))) void philox_lanes_avx2(std::uint64_t base, std::uint32_t c2,
                                                        std::uint32_t c3, std::uint32_t k0,
                                                        std::uint32_t k1,
                                                        PhiloxLanes& out) noexcept {
+  constexpr std::size_t kWidth = 8;
+  constexpr std::size_t kGroups = kLanes / kWidth;
   const std::uint32_t base_lo = lo32(base), base_hi = hi32(base);
   const __m256i m0 = _mm256_set1_epi32(static_cast<int>(kPhiloxM0));
   const __m256i m1 = _mm256_set1_epi32(static_cast<int>(kPhiloxM1));
   const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i sign = _mm256_set1_epi32(static_cast<int>(0x80000000u));
   const __m256i vbase_lo = _mm256_set1_epi32(static_cast<int>(base_lo));
-  for (std::size_t g = 0; g < kLanes; g += 8) {
-    const __m256i lo = _mm256_add_epi32(
-        vbase_lo, _mm256_add_epi32(iota, _mm256_set1_epi32(static_cast<int>(g))));
-    // unsigned lo < base_lo via a signed compare of the sign-flipped values
+  __m256i x0[kGroups], x1[kGroups], x2[kGroups], x3[kGroups];
+  for (std::size_t g = 0; g < kGroups; ++g) {
+    x0[g] = _mm256_add_epi32(
+        vbase_lo, _mm256_add_epi32(iota, _mm256_set1_epi32(static_cast<int>(g * kWidth))));
+    // unsigned x0 < base_lo via a signed compare of the sign-flipped values
     const __m256i wrapped =
-        _mm256_cmpgt_epi32(_mm256_xor_si256(vbase_lo, sign), _mm256_xor_si256(lo, sign));
-    __m256i x0 = lo;
-    __m256i x1 = _mm256_sub_epi32(_mm256_set1_epi32(static_cast<int>(base_hi)), wrapped);
-    __m256i x2 = _mm256_set1_epi32(static_cast<int>(c2));
-    __m256i x3 = _mm256_set1_epi32(static_cast<int>(c3));
-    std::uint32_t key0 = k0, key1 = k1;
-    for (int round = 0; round < kPhiloxRounds; ++round) {
-      const __m256i p0_even = _mm256_mul_epu32(x0, m0);
-      const __m256i p0_odd = _mm256_mul_epu32(_mm256_srli_epi64(x0, 32), m0);
-      const __m256i p1_even = _mm256_mul_epu32(x2, m1);
-      const __m256i p1_odd = _mm256_mul_epu32(_mm256_srli_epi64(x2, 32), m1);
+        _mm256_cmpgt_epi32(_mm256_xor_si256(vbase_lo, sign), _mm256_xor_si256(x0[g], sign));
+    x1[g] = _mm256_sub_epi32(_mm256_set1_epi32(static_cast<int>(base_hi)), wrapped);
+    x2[g] = _mm256_set1_epi32(static_cast<int>(c2));
+    x3[g] = _mm256_set1_epi32(static_cast<int>(c3));
+  }
+  std::uint32_t key0 = k0, key1 = k1;
+  for (int round = 0; round < kPhiloxRounds; ++round) {
+    const __m256i vkey0 = _mm256_set1_epi32(static_cast<int>(key0));
+    const __m256i vkey1 = _mm256_set1_epi32(static_cast<int>(key1));
+    for (std::size_t g = 0; g < kGroups; ++g) {
+      const __m256i p0_even = _mm256_mul_epu32(x0[g], m0);
+      const __m256i p0_odd = _mm256_mul_epu32(_mm256_srli_epi64(x0[g], 32), m0);
+      const __m256i p1_even = _mm256_mul_epu32(x2[g], m1);
+      const __m256i p1_odd = _mm256_mul_epu32(_mm256_srli_epi64(x2[g], 32), m1);
       const __m256i lo0 = _mm256_blend_epi32(p0_even, _mm256_slli_epi64(p0_odd, 32), 0xAA);
       const __m256i hi0 = _mm256_blend_epi32(_mm256_srli_epi64(p0_even, 32), p0_odd, 0xAA);
       const __m256i lo1 = _mm256_blend_epi32(p1_even, _mm256_slli_epi64(p1_odd, 32), 0xAA);
       const __m256i hi1 = _mm256_blend_epi32(_mm256_srli_epi64(p1_even, 32), p1_odd, 0xAA);
-      const __m256i y0 = _mm256_xor_si256(
-          _mm256_xor_si256(hi1, x1), _mm256_set1_epi32(static_cast<int>(key0)));
-      const __m256i y2 = _mm256_xor_si256(
-          _mm256_xor_si256(hi0, x3), _mm256_set1_epi32(static_cast<int>(key1)));
-      x0 = y0;
-      x1 = lo1;
-      x2 = y2;
-      x3 = lo0;
-      key0 += kPhiloxW0;
-      key1 += kPhiloxW1;
+      x0[g] = _mm256_xor_si256(_mm256_xor_si256(hi1, x1[g]), vkey0);
+      x2[g] = _mm256_xor_si256(_mm256_xor_si256(hi0, x3[g]), vkey1);
+      x1[g] = lo1;
+      x3[g] = lo0;
     }
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out.w0 + g), x0);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out.w1 + g), x1);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out.w2 + g), x2);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out.w3 + g), x3);
+    key0 += kPhiloxW0;
+    key1 += kPhiloxW1;
+  }
+  for (std::size_t g = 0; g < kGroups; ++g) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out.w0 + g * kWidth), x0[g]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out.w1 + g * kWidth), x1[g]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out.w2 + g * kWidth), x2[g]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out.w3 + g * kWidth), x3[g]);
   }
 }
 #pragma GCC diagnostic pop
 #endif
 
-using PhiloxLanesFn = void (*)(std::uint64_t, std::uint32_t, std::uint32_t, std::uint32_t,
-                               std::uint32_t, PhiloxLanes&) noexcept;
-
-// The best implementation this CPU runs, chosen once.
-PhiloxLanesFn philox_lanes_impl() noexcept {
+std::vector<std::pair<std::string, PhiloxLanesFn>> philox_lanes_implementations() {
+  std::vector<std::pair<std::string, PhiloxLanesFn>> found;
 #ifdef EVOKIT_PHILOX_SIMD
-  static const PhiloxLanesFn best = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return &philox_lanes_avx512;
-    if (__builtin_cpu_supports("avx2")) return &philox_lanes_avx2;
-    return &philox_lanes_portable;
-  }();
-  return best;
-#else
-  return &philox_lanes_portable;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) found.emplace_back("avx512f", &philox_lanes_avx512);
+  if (__builtin_cpu_supports("avx2")) found.emplace_back("avx2", &philox_lanes_avx2);
 #endif
+  found.emplace_back("portable", &philox_lanes_portable);
+  return found;
 }
 
-// The float transform over the lanes: z[i][l] = normal i of lane l.
+namespace {
+// The best implementation this CPU runs, chosen once.
+PhiloxLanesFn philox_lanes_impl() {
+  static const PhiloxLanesFn best = philox_lanes_implementations().front().second;
+  return best;
+}
+}  // namespace
+
+// The float transform over the first `lanes` lanes: out[4 l + i] = normal i
+// of lane l, written in place (a full batch interleaves in registers).
 EVOKIT_KERNEL_TARGETS
-void box_muller_lanes(const PhiloxLanes& w, float (*z)[kLanes]) noexcept {
+void box_muller_lanes(const PhiloxLanes& w, std::size_t lanes, float* out) noexcept {
+  if (lanes == kLanes) {
 #pragma omp simd
-  for (std::size_t l = 0; l < kLanes; ++l) {
-    box_muller(w.w0[l], w.w1[l], z[0][l], z[1][l]);
-    box_muller(w.w2[l], w.w3[l], z[2][l], z[3][l]);
+    for (std::size_t l = 0; l < kLanes; ++l) {
+      float z0, z1, z2, z3;
+      box_muller(w.w0[l], w.w1[l], z0, z1);
+      box_muller(w.w2[l], w.w3[l], z2, z3);
+      out[4 * l + 0] = z0;
+      out[4 * l + 1] = z1;
+      out[4 * l + 2] = z2;
+      out[4 * l + 3] = z3;
+    }
+    return;
+  }
+  for (std::size_t l = 0; l < lanes; ++l) {
+    box_muller(w.w0[l], w.w1[l], out[4 * l + 0], out[4 * l + 1]);
+    box_muller(w.w2[l], w.w3[l], out[4 * l + 2], out[4 * l + 3]);
   }
 }
 
@@ -314,18 +328,9 @@ void gaussian_blocks(std::uint64_t seed, std::uint64_t stream, std::uint64_t fir
                      std::size_t count, float* out) noexcept {
   const PhiloxLanesFn philox_lanes = philox_lanes_impl();
   PhiloxLanes words;
-  alignas(64) float z[4][kLanes];
   for (std::size_t done = 0; done < count; done += kLanes) {
     philox_lanes(first + done, lo32(stream), hi32(stream), lo32(seed), hi32(seed), words);
-    box_muller_lanes(words, z);
-    const std::size_t lanes = std::min(kLanes, count - done);
-    float* dst = out + 4 * done;
-    for (std::size_t l = 0; l < lanes; ++l) {
-      dst[4 * l + 0] = z[0][l];
-      dst[4 * l + 1] = z[1][l];
-      dst[4 * l + 2] = z[2][l];
-      dst[4 * l + 3] = z[3][l];
-    }
+    box_muller_lanes(words, std::min(kLanes, count - done), out + 4 * done);
   }
 }
 

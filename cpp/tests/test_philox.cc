@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "evokit/gaussian_sampler.h"
+#include "../src/philox_lanes.h"
 #include "test_util.h"
 
 namespace evokit {
@@ -208,6 +209,32 @@ TEST(FillGaussian, EqualsGaussianAtElementwise) {
       // Nothing outside [out, out + n) is written.
       EXPECT_EQ(out.front(), 123.0f);
       EXPECT_EQ(out.back(), 123.0f);
+    }
+  }
+}
+
+// Every Philox implementation this CPU runs (AVX-512, AVX2, portable) gives
+// the bits of philox4x32 on each counter, including the carry of the low
+// counter word into the high one inside a batch.
+TEST(PhiloxLanes, EveryImplementationMatchesTheScalarPhilox) {
+  const auto impls = detail::philox_lanes_implementations();
+  ASSERT_FALSE(impls.empty());
+  EXPECT_EQ(impls.back().first, "portable");
+  const std::uint64_t bases[] = {0, 12345, 0xFFFFFFFFull - 20, (std::uint64_t{7} << 32) - 1,
+                                 0xFFFFFFFFFFFFFFC0ull};
+  for (const auto& [name, fn] : impls) {
+    for (std::uint64_t base : bases) {
+      detail::PhiloxLanes got;
+      fn(base, 0x01234567u, 0x89ABCDEFu, 0xDEADBEEFu, 0x0BADF00Du, got);
+      for (std::size_t l = 0; l < detail::kLanes; ++l) {
+        const std::uint64_t b = base + l;
+        const PhiloxCounter want =
+            philox4x32({static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b >> 32),
+                        0x01234567u, 0x89ABCDEFu},
+                       {0xDEADBEEFu, 0x0BADF00Du});
+        ASSERT_EQ((PhiloxCounter{got.w0[l], got.w1[l], got.w2[l], got.w3[l]}), want)
+            << name << " base " << base << " lane " << l;
+      }
     }
   }
 }
