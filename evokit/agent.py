@@ -361,8 +361,12 @@ class ESAgent:
 
     def _current_params(self) -> np.ndarray:
         if self._parent is not None and self._core.has_noise:
-            if self._noisy_view is None:
-                self._noisy_view = self._core.params
+            # The core materialises a clone's parameters into a pooled buffer
+            # (refilled or reassigned between calls): ask it every time, and
+            # keep the same view object while the buffer stays the same.
+            view = self._core.params
+            if self._noisy_view is None or self._noisy_view.ctypes.data != view.ctypes.data:
+                self._noisy_view = view
             return self._noisy_view
         return self.center
 
