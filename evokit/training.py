@@ -124,6 +124,13 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig], *, env_id: Optional[
     antithetic = cfg.solver.antithetic
     clones = [agent.clone() for _ in range(population)]
     own_evaluator = evaluator is None
+    if not agent.is_gaussian and evaluator is None:
+        # CMA / GA samples are rebuilt from the strategy's state, held here only.
+        if evaluator_kind not in ("auto", "serial"):
+            raise ValueError(f"evaluator_kind {evaluator_kind!r} rebuilds Gaussian noise only; "
+                             f"{agent.sampling_type} samples are evaluated in this process: "
+                             f"use 'auto' or 'serial'")
+        evaluator_kind = "serial"
     evaluator = evaluator or make_evaluator(t.env_id, t.num_workers, kind=evaluator_kind,
                                             policy=agent.policy)
     log(f"evokit train: {t.env_id}, {agent.num_params} parameters, population {population}"
