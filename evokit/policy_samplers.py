@@ -125,9 +125,24 @@ class _PolicySampler:
         if not np.all(np.isfinite(rewards)):
             bad = int(np.flatnonzero(~np.isfinite(rewards))[0])
             raise ValueError(f"reward {bad} is {rewards[bad]}, expected a finite value")
-        keys = self.member_keys()
-        index = {k: i for i, k in enumerate(keys)}
-        per_member: List[List[float]] = [[] for _ in keys]
+        per_member = self._group(infos, rewards)
+        message = self.shortfall(per_member)
+        if message:
+            raise SampleError(message)
+        self._tell(per_member)
+        self.model_iter_id += 1
+        self.draws = 0
+        self._refresh_center()
+        return {"num_samples": len(infos), "num_corrected": 0, "model_iter_id": self.model_iter_id}
+
+    def is_member(self, info) -> bool:
+        """Whether ``info`` names a member of the current generation."""
+        return int(info.model_iter_id) == self.model_iter_id and tuple(info.key) in set(self.member_keys())
+
+    def _group(self, infos: Sequence, rewards: Sequence[float]) -> List[List[float]]:
+        """The rewards of each member, in member order (checking every info)."""
+        index = {k: i for i, k in enumerate(self.member_keys())}
+        per_member: List[List[float]] = [[] for _ in index]
         for i, (info, r) in enumerate(zip(infos, rewards)):
             self.check_current(info, i)
             m = index.get(tuple(info.key))
@@ -135,24 +150,29 @@ class _PolicySampler:
                 raise SampleError(f"sampling info {i}: key {list(info.key)} is not a member of "
                                   f"iteration {self.model_iter_id}")
             per_member[m].append(float(r))
-        self._tell(per_member)
-        self.model_iter_id += 1
-        self.draws = 0
-        self._refresh_center()
-        return {"num_samples": len(infos), "num_corrected": 0, "model_iter_id": self.model_iter_id}
+        return per_member
 
-    def _missing(self, per_member: List[List[float]], need: int, what: str) -> None:
+    def shortfall(self, per_member: List[List[float]]) -> Optional[str]:
+        """Why these rewards are not yet enough for an update (None if they are)."""
+        need, what = self._requirement()
         short = [i for i, r in enumerate(per_member) if len(r) < need]
-        if short:
-            raise SampleError(
-                f"{self.kind} update needs {need} reward(s) for each of the {len(per_member)} "
+        if not short:
+            return None
+        return (f"{self.kind} update needs {need} reward(s) for each of the {len(per_member)} "
                 f"{what} of iteration {self.model_iter_id}; {len(short)} have fewer "
                 f"(first: member {short[0]} with {len(per_member[short[0]])})")
+
+    def rewards_shortfall(self, infos: Sequence, rewards: Sequence[float]) -> Optional[str]:
+        return self.shortfall(self._group(infos, rewards))
 
     # ---- hooks
 
     def _members(self) -> List[Sequence[int]]:
         raise NotImplementedError
+
+    def _requirement(self) -> Tuple[int, str]:
+        """(rewards needed per member, what the members are)."""
+        return 1, "members"
 
     def _rebuild(self, info, out: np.ndarray) -> None:
         raise NotImplementedError
@@ -208,7 +228,6 @@ class CMAPolicySampler(_PolicySampler):
         out[:] = self.cma.regenerate(int(info.key[0]))
 
     def _tell(self, per_member):
-        self._missing(per_member, 1, "members")
         if self.cma.stopped:
             raise RuntimeError(f"CMA-ES has stopped ({self.cma.stop()}): no further updates")
         keys = np.array([k[0] for k in self._members()], dtype=np.int64)
@@ -281,13 +300,16 @@ class GAPolicySampler(_PolicySampler):
     def _rebuild(self, info, out):
         out[:] = self.ga.rebuild([int(s) for s in info.key])
 
+    def _requirement(self):
+        if self.ga.phase == "fitness":
+            return 1, "individuals"
+        return self.ga.elite_evaluations, "elite candidates"
+
     def _tell(self, per_member):
         if self.ga.phase == "fitness":
-            self._missing(per_member, 1, "individuals")
             self.ga.tell(np.array([np.mean(r) for r in per_member], dtype=np.float64))
         else:
             k = self.ga.elite_evaluations
-            self._missing(per_member, k, "elite candidates")
             self.ga.tell_elite_candidates(np.array([r[:k] for r in per_member], dtype=np.float64).ravel())
 
     def _refresh_center(self):
