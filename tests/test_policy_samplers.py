@@ -324,6 +324,10 @@ def test_cli_sample_update_with_cma_and_ga(warehouse):
     agent.update([r.record.info for r in records], [r.record.reward for r in records])
     np.testing.assert_array_equal(Warehouse(wh).load_agent().center, agent.center)
 
+    # the centre of the warehouse's newest iteration, with evaluation workers
+    proc = evokit_cli("evaluate", wh, "--env", "CartPole-v1", "--episodes", 4, "--workers", 2)
+    assert proc.stdout.startswith(f"{wh} iteration 1: mean return ")
+
     # samples of iteration 0 that arrive after the update are dropped by name
     w = Warehouse(wh)
     late = [pb.SampleRecord(info=r.record.info, reward=1.0, config_fingerprint=w.info.config_fingerprint,
