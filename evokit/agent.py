@@ -203,8 +203,9 @@ class ESAgent:
 
     @property
     def strategy(self):
-        """The CMA / GA policy sampler (:mod:`evokit.policy_samplers`); None
-        for Gaussian sampling."""
+        """The CMA / GA policy sampler (:class:`evokit.policy_samplers.PolicySampler`,
+        whose ``core`` is the C++ ``_core.CMASampler`` / ``_core.GASampler``);
+        None for Gaussian sampling."""
         self._require_solver("strategy")
         return None if self.is_gaussian else self._root()._core
 
@@ -369,8 +370,6 @@ class ESAgent:
                                   f"the config asks for {name(want)}")
         if not self.is_gaussian:
             self._core.load(state, path)
-            self._core.model_iter_id = int(state.steps)
-            self._core.draws = int(state.draws)
             return
         vectors = {}
         for v in state.vectors:

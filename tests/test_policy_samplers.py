@@ -146,7 +146,7 @@ def test_cma_agent_is_the_cpp_cma_step_for_step(model, separable):
         ref.tell(-np.asarray(rewards))  # CMA minimises
         assert stats["num_samples"] == 8 and agent.model_iter_id == it + 1
         np.testing.assert_array_equal(agent.center, ref.mean_solution.astype(np.float32))
-        assert agent.strategy.cma.get_state()["sigma"] == ref.get_state()["sigma"]
+        assert agent.strategy.core.cma.get_state()["sigma"] == ref.get_state()["sigma"]
 
 
 def test_cma_update_checks_every_sample(model):
@@ -230,7 +230,7 @@ def test_ga_elite_reevaluation_takes_two_updates(model):
     agent.update(infos, rewards)
     ref.tell_elite_candidates([1.0, 3.0, 5.0, -1.0])  # candidate-major
     assert agent.model_iter_id == 2
-    assert [list(i.key) for i in agent.strategy.ga.elites] == [list(i.key) for i in ref.elites]
+    assert [list(i.key) for i in agent.strategy.core.ga.elites] == [list(i.key) for i in ref.elites]
     np.testing.assert_array_equal(agent.center, ref.rebuild(list(ref.elites[0].key)))
 
 
