@@ -49,7 +49,8 @@ TEST(CMASampler, IsTheCMAOfItsOptionsStepForStep) {
     o.seed = 7;
     o.tolfun = o.tolfunhist = o.tolx = 0.0;
     o.noeffectaxis = o.noeffectcoord = false;
-    const std::vector<double> x0(X0().begin(), X0().end());
+    const std::vector<float> start = X0();
+    const std::vector<double> x0(start.begin(), start.end());
     std::unique_ptr<CMABase> ref;
     if (separable) {
       ref = std::make_unique<SepCMAES>(x0, 0.3, o);
