@@ -355,3 +355,22 @@ def test_evokit_train_solves_cartpole(tmp_path, name):
     with SerialEvaluator("CartPole-v1") as ev:
         result = ev.evaluate(agent, [None] * 20, [episode_seeds(123, 0, i, 1, 1) for i in range(20)])
     assert result.rewards.mean() >= 475
+
+
+def test_strategy_samplers_are_evaluated_in_the_training_process(tmp_path):
+    cfg = load_config(os.path.join(ROOT, "configs", "cartpole_cma.prototxt"))
+    with pytest.raises(ValueError, match=r"^evaluator_kind 'vector' rebuilds Gaussian noise only; "
+                                         r"CMA_SAMPLING samples are evaluated in this process: use "
+                                         r"'auto' or 'serial'$"):
+        evokit.train(cfg, out_dir=str(tmp_path), evaluator_kind="vector", log=lambda s: None)
+
+
+def test_update_refuses_a_config_that_changes_the_strategy(tmp_path, model):
+    cfg = tmp_path / "config.prototxt"
+    cfg.write_text(CMA % "false")
+    Warehouse.create(tmp_path / "wh", str(cfg), model)
+    other = tmp_path / "other.prototxt"
+    other.write_text((CMA % "false").replace("seed: 7", "seed: 8"))
+    with pytest.raises(ConfigError, match=r"solver.sampling.cma_sampling.seed changes from 7 to 8; the keys "
+                                          r"in existing logs \(and the solver state\) would no longer match"):
+        update(tmp_path / "wh", [], config=str(other))
