@@ -20,6 +20,12 @@ shaping and mirrored sampling)::
 where ``w_i`` are the shaped rewards (centered ranks by default) and the
 optimizer (SGD, momentum or Adam) minimises its argument.
 
+With ``sampling { type: CMA_SAMPLING }`` or ``GA_SAMPLING`` the same calls
+drive CMA-ES or the GA of Such et al. instead (the C++ core's
+``StrategySampler``, adapted by :mod:`evokit.policy_samplers`): a clone's
+noise is a member of the current generation, ``update`` is CMA's tell or the
+GA's selection, and the centre is the CMA mean or the best elite.
+
 The original agent owns the centre parameters and the solver. Clones share the
 ONNX session, the noise table and the centre parameters (a clone sees every
 update at once); each clone owns only its perturbed parameter vector.
