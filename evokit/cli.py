@@ -1,6 +1,10 @@
 """The ``evokit`` command line.
 
     evokit train CONFIG [--env ID] [--seed S] [--out DIR] [--model M] [--workers N] [--evaluator KIND]
+                        [-q | -v] [--metrics FILE] [--metrics-format csv|jsonl] [--tensorboard [DIR]]
+                        [--checkpoint-every K]
+    evokit train [CONFIG] --resume RUN_DIR
+    evokit plot RUN_DIR [-o FILE]
     evokit init-model --env ID [--hidden 16 16] [--activation tanh] [--seed S] -o MODEL
     evokit check-config CONFIG [CONFIG ...]
     evokit init-solver --config C --model M --warehouse W
@@ -22,13 +26,37 @@ __all__ = ["main"]
 
 
 def _cmd_train(args) -> int:
+    from .progress import NORMAL, QUIET, VERBOSE, Progress
     from .training import train
 
-    log = (lambda s: None) if args.quiet else None
-    result = train(args.config, env_id=args.env, seed=args.seed, out_dir=args.out,
-                   model=args.model, num_workers=args.workers,
-                   max_generations=args.max_generations, evaluator_kind=args.evaluator, log=log)
+    if args.resume is not None:
+        if args.out is not None and os.path.abspath(args.out) != os.path.abspath(args.resume):
+            raise ValueError(f"--out {args.out} and --resume {args.resume} name different run "
+                             f"directories: a resumed run writes to its own")
+    elif args.config is None:
+        raise ValueError("a config file is needed (it may be left out only with --resume RUN_DIR)")
+    verbosity = QUIET if args.quiet else VERBOSE if args.verbose else NORMAL
+    try:
+        result = train(args.config, env_id=args.env, seed=args.seed, out_dir=args.resume or args.out,
+                       model=args.model, num_workers=args.workers,
+                       max_generations=args.max_generations, evaluator_kind=args.evaluator,
+                       progress=Progress(verbosity), metrics_path=args.metrics,
+                       metrics_format=args.metrics_format,
+                       tensorboard=True if args.tensorboard == "" else args.tensorboard,
+                       checkpoint_every=args.checkpoint_every, resume=args.resume is not None)
+    except KeyboardInterrupt:
+        run_dir = args.resume or args.out or "RUN_DIR"
+        print(f"evokit: interrupted; continue with `evokit train --resume {run_dir}`", file=sys.stderr)
+        return 130
     return 0 if result.solved or not args.require_solved else 1
+
+
+def _cmd_plot(args) -> int:
+    from .plot import plot_run
+
+    path = plot_run(args.run_dir, args.output)
+    print(f"wrote {path}")
+    return 0
 
 
 def _cmd_init_model(args) -> int:
@@ -117,16 +145,31 @@ def _cmd_check_config(args) -> int:
     return 0
 
 
-def _workers(text: str) -> int:
-    if text == "auto":
-        return os.cpu_count() or 1
+def _whole(text: str, expected: str = "a whole number") -> int:
     try:
-        n = int(text)
+        return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+
+
+def _positive(text: str, expected: str = "a whole number") -> int:
+    n = _whole(text, expected)
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
     return n
+
+
+def _seed(text: str) -> int:
+    n = _whole(text)
+    if not 0 <= n < 2**64:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**64), got {n}")
+    return n
+
+
+def _workers(text: str) -> int:
+    if text == "auto":
+        return os.cpu_count() or 1
+    return _positive(text, "a number or 'auto'")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -140,10 +183,14 @@ def _parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a policy on a gymnasium environment",
                        description="Train a policy with ES (synchronous loop). Writes model.onnx, "
-                                   "solver.pb, config.prototxt and metrics.csv to --out.")
-    t.add_argument("config", help="config file (.prototxt), e.g. configs/cartpole.prototxt")
+                                   "solver.pb, config.prototxt, checkpoint.pb and metrics.csv to "
+                                   "--out; --resume continues a run that was stopped.")
+    t.add_argument("config", nargs="?",
+                   help="config file (.prototxt), e.g. configs/cartpole.prototxt (with --resume: "
+                        "optional, and it may differ from the run's only in train.num_workers and "
+                        "train.max_generations)")
     t.add_argument("--env", help="gymnasium environment id (default: the config's train.env_id)")
-    t.add_argument("--seed", type=int, help="seed of the run (default: the config's train.seed)")
+    t.add_argument("--seed", type=_seed, help="seed of the run (default: the config's train.seed)")
     t.add_argument("--out", help="output directory (default: runs/ENV-seedS)")
     t.add_argument("--model", help="initial ONNX policy (default: a fresh MLP of train.hidden_sizes)")
     t.add_argument("--workers", type=_workers,
@@ -154,7 +201,24 @@ def _parser() -> argparse.ArgumentParser:
                    help="how the population is evaluated: 'vector' runs it in lockstep on a vector "
                         "env with one batched native policy call per step; 'auto' (default) does "
                         "that when the policy runs natively, else uses worker processes")
-    t.add_argument("--quiet", action="store_true", help="no progress lines")
+    level = t.add_mutually_exclusive_group()
+    level.add_argument("-q", "--quiet", action="store_true", help="print nothing while training")
+    level.add_argument("-v", "--verbose", action="store_true",
+                       help="one line per generation with the time spent sampling, updating and "
+                            "evaluating the centre (default: on a terminal, one line refreshed in "
+                            "place and a line per centre evaluation; elsewhere a line per generation)")
+    t.add_argument("--metrics", metavar="FILE",
+                   help="per-generation metrics file (default: OUT/metrics.csv)")
+    t.add_argument("--metrics-format", choices=["csv", "jsonl"],
+                   help="format of --metrics (default: from its extension, .csv or .jsonl)")
+    t.add_argument("--tensorboard", nargs="?", const="", metavar="DIR",
+                   help="also write TensorBoard event files, to DIR (default: OUT/tensorboard); "
+                        "needs tensorboardX (pip install 'evokit[tensorboard]')")
+    t.add_argument("--checkpoint-every", type=_positive, default=1, metavar="K",
+                   help="write OUT/checkpoint.pb every K generations (default: 1)")
+    t.add_argument("--resume", metavar="RUN_DIR",
+                   help="continue the run in RUN_DIR from its checkpoint; the result is the one "
+                        "the run would have reached uninterrupted")
     t.add_argument("--require-solved", action="store_true",
                    help="exit 1 unless the target return was reached")
     t.set_defaults(func=_cmd_train)
@@ -220,11 +284,24 @@ def _parser() -> argparse.ArgumentParser:
                    help="exit 1 unless the mean return reaches this value")
     e.set_defaults(func=_cmd_evaluate)
 
+    pl = sub.add_parser("plot", help="draw the learning curve of a training run",
+                        description="Draw the learning curve of a run of `evokit train` (its "
+                                    "metrics.csv or metrics.jsonl): the population's mean reward "
+                                    "with its min-max band and the centre policy's evaluations, "
+                                    "against env steps and against wall time. Needs matplotlib "
+                                    "(pip install 'evokit[plot]').")
+    pl.add_argument("run_dir", metavar="RUN_DIR", help="run directory (or a metrics file)")
+    pl.add_argument("-o", "--output", help="PNG file to write (default: RUN_DIR/learning_curve.png)")
+    pl.set_defaults(func=_cmd_plot)
+
     c = sub.add_parser("check-config", help="validate config files",
                        description="Parse and validate config files; print the first problem.")
     c.add_argument("config", nargs="+", help="config files (.prototxt)")
     c.add_argument("--show", action="store_true", help="print each config with its defaults")
     c.set_defaults(func=_cmd_check_config)
+    for command in sub.choices.values():  # `evokit COMMAND ... --debug` works too
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="show tracebacks on errors")
     return p
 
 

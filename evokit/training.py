@@ -11,6 +11,20 @@ episode seeds of ``train.seed``, the generation and the sample. The same config
 and seed therefore give the same model, bit for bit, for any number of workers
 and threads.
 
+Keys: sample ``i`` of generation ``g`` perturbs the centre with the key
+``sampler.draw_key(model_iter_id, pair, g - 1, train.seed)`` (``pair = i // 2``
+with antithetic sampling, else ``i``; the odd member of a pair mirrored): what
+clone ``i`` drawing once per generation would get, computed here from the
+generation alone, so that a resumed run draws exactly the keys an
+uninterrupted one draws.
+
+Checkpoints: after every ``checkpoint_every`` generations (and at the start and
+the end) ``RUN_DIR/checkpoint.pb`` is written atomically
+(:mod:`evokit.checkpoint`): the centre model, the solver state, the metrics
+and the counters. ``train(..., resume=True)`` (``evokit train --resume
+RUN_DIR``) continues from it and reaches the model, bit for bit, that the
+uninterrupted run reaches.
+
 Evaluation: by default (``evaluator_kind="auto"``) a policy that runs on the
 native backend is evaluated in lockstep by :class:`~evokit.evaluation.VectorEvaluator`
 (CartPole: the whole population on one ``CartPoleVectorEnv`` in this process,
@@ -22,7 +36,7 @@ choice changes the speed, not the model.
 
 from __future__ import annotations
 
-import csv
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -31,19 +45,22 @@ from typing import Callable, List, Optional, Union
 
 from . import _core
 from . import evokit_pb2 as pb
-from .agent import ESAgent
-from .config import config_to_text, load_config, validate_config
-from .evaluation import Evaluator, check_policy_fits, make_env, make_evaluator
+from .agent import MODEL_FILE, SOLVER_FILE, ESAgent
+from .checkpoint import check_resumable, read_checkpoint, write_checkpoint
+from .config import config_to_text, load_config, parse_config, validate_config
+from .evaluation import EnvError, Evaluator, check_policy_fits, make_env, make_evaluator
+from .metrics import COLUMNS as METRICS_COLUMNS
+from .metrics import MetricsFile, TensorBoardWriter, row_from_proto, row_to_proto
 from .model import policy_for_spaces
+from .progress import NORMAL, Progress
 from .util import atomic_write_bytes
 
-__all__ = ["TrainResult", "train", "episode_seeds"]
+__all__ = ["TrainResult", "train", "episode_seeds", "generation_infos"]
 
 _SAMPLE_SEEDS = 0
 _EVAL_SEEDS = 1
 METRICS_FILE = "metrics.csv"
-METRICS_COLUMNS = ["generation", "model_iter_id", "env_steps", "wall_time", "reward_mean",
-                   "reward_max", "reward_min", "eval_mean"]
+TENSORBOARD_DIR = "tensorboard"
 
 
 @dataclass
@@ -53,9 +70,9 @@ class TrainResult:
     solved: bool
     generations: int
     env_steps: int           # all steps, training samples and centre evaluations
-    wall_time: float         # seconds, loop start to model written
+    wall_time: float         # seconds of training (all parts of a resumed run)
     eval_mean: float         # last centre evaluation
-    history: List[dict] = field(default_factory=list)
+    history: List[dict] = field(default_factory=list)  # metrics rows; eval_mean None if not evaluated
 
 
 def episode_seeds(seed: int, generation: int, index: int, count: int, tag: int) -> List[int]:
@@ -65,11 +82,30 @@ def episode_seeds(seed: int, generation: int, index: int, count: int, tag: int) 
             for j in range(count)]
 
 
+def generation_infos(agent: ESAgent, generation: int) -> List[pb.SamplingInfo]:
+    """The SamplingInfos of the population of ``generation`` (1-based): a
+    pure function of the config, the agent's iteration and the generation."""
+    cfg = agent.config.solver
+    antithetic = cfg.antithetic
+    it = agent.model_iter_id
+    if not agent.is_gaussian:  # CMA / GA: the strategy's members, in turn
+        keys = agent.strategy.core.member_keys
+        return [pb.SamplingInfo(key=keys[i % len(keys)], model_iter_id=it)
+                for i in range(cfg.population_size)]
+    draw = agent.sampler.draw_key
+    stream = agent.sampling_stream
+    return [pb.SamplingInfo(key=[draw(it, i // 2 if antithetic else i, generation - 1, stream)],
+                            model_iter_id=it, mirrored=antithetic and i % 2 == 1)
+            for i in range(cfg.population_size)]
+
+
 def _resolve_config(config, env_id, seed, num_workers, max_generations) -> pb.EvoKitConfig:
     cfg = load_config(config)
     if env_id is not None:
         cfg.train.env_id = env_id
     if seed is not None:
+        if not 0 <= seed < 2**64:
+            raise ValueError(f"seed must be in [0, 2**64), got {seed}")
         cfg.train.seed = seed
     if num_workers is not None:
         cfg.train.num_workers = num_workers
@@ -79,50 +115,83 @@ def _resolve_config(config, env_id, seed, num_workers, max_generations) -> pb.Ev
     return cfg
 
 
-def train(config: Union[str, os.PathLike, pb.EvoKitConfig], *, env_id: Optional[str] = None,
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class _Run:
+    """The state of a run between generations: what a checkpoint holds."""
+
+    def __init__(self, ckpt: Optional[pb.TrainCheckpoint] = None):
+        self.generation = ckpt.generation if ckpt else 0
+        self.env_steps = ckpt.env_steps if ckpt else 0
+        self.elapsed = ckpt.wall_time if ckpt else 0.0
+        self.elapsed_before = self.elapsed  # training time of the earlier parts of the run
+        self.eval_mean = ckpt.eval_mean if ckpt and ckpt.HasField("eval_mean") else float("nan")
+        self.solved = ckpt.solved if ckpt else False
+        self.history: List[dict] = [row_from_proto(m) for m in ckpt.metrics] if ckpt else []
+
+    def checkpoint(self, out_dir: str, agent: ESAgent, cfg: pb.EvoKitConfig) -> None:
+        """Write model.onnx and solver.pb, then checkpoint.pb holding both."""
+        agent.save_inference_model(out_dir)
+        agent.save_solver(out_dir)
+        ckpt = pb.TrainCheckpoint(generation=self.generation, env_steps=self.env_steps,
+                                  wall_time=self.elapsed, solved=self.solved,
+                                  config=config_to_text(cfg),
+                                  model=_read(os.path.join(out_dir, MODEL_FILE)))
+        if not math.isnan(self.eval_mean):
+            ckpt.eval_mean = self.eval_mean
+        ckpt.solver.ParseFromString(_read(os.path.join(out_dir, SOLVER_FILE)))
+        ckpt.metrics.extend(row_to_proto(r) for r in self.history)
+        write_checkpoint(out_dir, ckpt)
+
+
+def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Optional[str] = None,
           seed: Optional[int] = None, out_dir: Optional[str] = None, model=None,
           num_workers: Optional[int] = None, max_generations: Optional[int] = None,
           evaluator: Optional[Evaluator] = None, evaluator_kind: str = "auto",
-          log: Optional[Callable[[str], None]] = None) -> TrainResult:
+          log: Optional[Callable[[str], None]] = None, progress: Optional[Progress] = None,
+          metrics_path: Optional[str] = None, metrics_format: Optional[str] = None,
+          tensorboard: Union[bool, str, None] = None, checkpoint_every: int = 1,
+          resume: bool = False) -> TrainResult:
     """Train a policy with ES; write ``model.onnx``, ``solver.pb``,
-    ``config.prototxt`` and ``metrics.csv`` to ``out_dir``.
+    ``config.prototxt``, ``checkpoint.pb`` and the metrics to ``out_dir``.
 
     ``model`` is an ONNX path; without one, an MLP of ``train.hidden_sizes``
     is made for the environment. ``env_id``, ``seed``, ``num_workers`` and
     ``max_generations`` override the config's ``train`` section.
     ``evaluator_kind`` (``"auto"``, ``"vector"``, ``"process"``, ``"serial"``)
     picks the evaluator, see :func:`~evokit.evaluation.make_evaluator`, unless
-    an ``evaluator`` is given. ``log``
-    receives one progress line per generation (default: print to stdout;
-    pass ``lambda s: None`` for quiet).
+    an ``evaluator`` is given.
+
+    Output: ``progress`` (a :class:`~evokit.progress.Progress`) reports the
+    run; without one, ``log`` receives one plain line per generation (default:
+    a Progress on stdout, refreshing in place on a terminal; pass
+    ``lambda s: None`` for quiet). Metrics go to ``metrics_path`` (default
+    ``out_dir/metrics.csv``) as ``metrics_format`` (``"csv"`` or ``"jsonl"``;
+    default from the extension) and, with ``tensorboard`` (a directory, or True
+    for ``out_dir/tensorboard``), to TensorBoard event files.
+
+    ``resume=True`` continues the run in ``out_dir`` from its checkpoint
+    (written every ``checkpoint_every`` generations); ``config`` may then be
+    None (the run's own), and may differ from the run's only in
+    ``train.num_workers`` and ``train.max_generations``.
     """
     t0 = time.perf_counter()
-    cfg = _resolve_config(config, env_id, seed, num_workers, max_generations)
+    if checkpoint_every < 1:
+        raise ValueError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
+    if progress is None:
+        progress = Progress(NORMAL, log=log) if log is not None else Progress(NORMAL)
+    cfg, run, out_dir, model = _open_run(config, (env_id, seed, num_workers, max_generations),
+                                         out_dir, model, resume)
     t = cfg.train
-    log = log if log is not None else (lambda s: print(s, flush=True))
-    out_dir = out_dir if out_dir is not None else os.path.join("runs", f"{t.env_id}-seed{t.seed}")
-    os.makedirs(out_dir, exist_ok=True)
-
-    agent = ESAgent()
-    agent.load_config(cfg)
-    if model is None:
-        env = make_env(t.env_id)
-        model_proto = policy_for_spaces(env.observation_space, env.action_space,
-                                        hidden_sizes=tuple(t.hidden_sizes),
-                                        activation=t.activation, seed=t.seed)
-        env.close()
-        model = os.path.join(out_dir, "init_model.onnx")
-        atomic_write_bytes(model, model_proto.SerializeToString())
-    agent.load_inference_model(model)
-    agent.init_solver()
-    agent.sampling_stream = t.seed
-    env = make_env(t.env_id)
-    check_policy_fits(agent.policy, env)  # a clear error before any worker starts
-    env.close()
+    agent = _make_agent(cfg, model, out_dir, run, resume)
+    atomic_write_bytes(os.path.join(out_dir, "config.prototxt"), config_to_text(cfg).encode())
+    if not resume:
+        run.checkpoint(out_dir, agent, cfg)  # generation 0: a run killed at once can resume
 
     population = cfg.solver.population_size
-    antithetic = cfg.solver.antithetic
-    clones = [agent.clone() for _ in range(population)]
     own_evaluator = evaluator is None
     if not agent.is_gaussian and evaluator is None:
         # CMA / GA samples are rebuilt from the strategy's state, held here only.
@@ -133,73 +202,154 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig], *, env_id: Optional[
         evaluator_kind = "serial"
     evaluator = evaluator or make_evaluator(t.env_id, t.num_workers, kind=evaluator_kind,
                                             policy=agent.policy)
-    log(f"evokit train: {t.env_id}, {agent.num_params} parameters, population {population}"
-        f"{' (antithetic)' if antithetic else ''}, {t.num_workers} worker(s), seed {t.seed}, "
-        f"policy on {agent.policy.backend}, {type(evaluator).__name__}")
-
-    history: List[dict] = []
-    env_steps = 0
-    eval_mean = float("nan")
-    solved = False
-    generation = 0
+    metrics = tb = None
     try:
-        for generation in range(1, t.max_generations + 1):
-            infos = [c.add_noise() for c in clones]
-            seeds = [episode_seeds(t.seed, generation, i // 2 if antithetic else i,
-                                   t.episodes_per_sample, _SAMPLE_SEEDS) for i in range(population)]
-            result = evaluator.evaluate(agent, infos, seeds)
-            env_steps += result.steps
-            stats = agent.update(infos, result.rewards)
-            row = {"generation": generation, "model_iter_id": agent.model_iter_id,
-                   "env_steps": env_steps, "reward_mean": stats["reward_mean"],
-                   "reward_max": stats["reward_max"], "reward_min": stats["reward_min"],
-                   "eval_mean": ""}
-            if generation % t.eval_every == 0 or generation == t.max_generations:
-                centre = evaluator.evaluate(
-                    agent, [None] * t.eval_episodes,
-                    [episode_seeds(t.seed, generation, i, 1, _EVAL_SEEDS) for i in range(t.eval_episodes)])
-                env_steps += centre.steps
-                eval_mean = float(centre.rewards.mean())
-                row["eval_mean"] = eval_mean
-                row["env_steps"] = env_steps
-                solved = eval_mean >= t.target_return
-            row["wall_time"] = time.perf_counter() - t0
-            history.append(row)
-            log(_progress_line(row))
-            if solved:
+        metrics = MetricsFile(metrics_path or os.path.join(out_dir, METRICS_FILE), metrics_format,
+                              rows=run.history)
+        if tensorboard:
+            tb = TensorBoardWriter(os.path.join(out_dir, TENSORBOARD_DIR) if tensorboard is True
+                                   else tensorboard, first_generation=run.generation + 1)
+        progress.start(
+            f"evokit train: {t.env_id}, {agent.num_params} parameters, population {population}"
+            f"{' (antithetic)' if cfg.solver.antithetic else ''}, {t.num_workers} worker(s), "
+            f"seed {t.seed}, policy on {agent.policy.backend}, {type(evaluator).__name__}",
+            t.max_generations, run.generation, run.env_steps,
+            run.elapsed_before + (time.perf_counter() - t0),
+            None if math.isnan(run.eval_mean) else run.eval_mean)
+        if resume:
+            progress.line(f"resumed {out_dir} at generation {run.generation}")
+        progress.line(f"eta: time to generation {t.max_generations} at the recent rate (the run "
+                      f"stops earlier once the centre reaches {t.target_return:g}); "
+                      f"* marks a centre evaluation")
+        start = run.generation + 1 if not run.solved else t.max_generations + 1
+        for generation in range(start, t.max_generations + 1):
+            _generation(run, generation, agent, evaluator, cfg, t0, progress, metrics, tb)
+            if run.solved or generation % checkpoint_every == 0 or generation == t.max_generations:
+                run.checkpoint(out_dir, agent, cfg)
+            if run.solved:
                 break
     finally:
+        progress.end_line()
         if own_evaluator:
             evaluator.close()
+        if metrics is not None:
+            metrics.close()
+        if tb is not None:
+            tb.close()
 
     model_path = agent.save_inference_model(out_dir)
     agent.save_solver(out_dir)
-    atomic_write_bytes(os.path.join(out_dir, "config.prototxt"), config_to_text(cfg).encode())
-    _write_metrics(os.path.join(out_dir, METRICS_FILE), history)
-    wall = time.perf_counter() - t0
-    log(f"{'solved' if solved else 'not solved'}: centre return {eval_mean:.1f} "
-        f"(target {t.target_return:g}) after {generation} generations, {env_steps:,} env steps, "
-        f"{wall:.1f} s; model written to {model_path}")
-    return TrainResult(out_dir=out_dir, model_path=model_path, solved=solved,
-                       generations=generation, env_steps=env_steps, wall_time=wall,
-                       eval_mean=eval_mean, history=history)
+    progress.finish(
+        f"{'solved' if run.solved else 'not solved'}: centre return {run.eval_mean:.1f} "
+        f"(target {t.target_return:g}) after {run.generation} generations, {run.env_steps:,} "
+        f"env steps, {run.elapsed:.1f} s; model written to {model_path}")
+    return TrainResult(out_dir=out_dir, model_path=model_path, solved=run.solved,
+                       generations=run.generation, env_steps=run.env_steps, wall_time=run.elapsed,
+                       eval_mean=run.eval_mean, history=run.history)
 
 
-def _progress_line(row: dict) -> str:
-    line = (f"gen {row['generation']:4d}  steps {row['env_steps']:>9,}  "
-            f"reward mean {row['reward_mean']:8.2f} max {row['reward_max']:8.2f} "
-            f"min {row['reward_min']:8.2f}  {row['wall_time']:6.1f} s")
-    if row["eval_mean"] != "":
-        line += f"  centre {row['eval_mean']:8.2f}"
-    return line
+def _open_run(config, overrides, out_dir: Optional[str], model, resume: bool):
+    """The config, the run state, the output directory and the initial model
+    (None: make one) of a new run, or of the run in ``out_dir`` to resume."""
+    if resume:
+        if out_dir is None:
+            raise ValueError("resume needs the run directory (out_dir)")
+        if model is not None:
+            raise ValueError("a resumed run continues from its checkpoint's model: give no model "
+                             "(--model) with it")
+        ckpt = read_checkpoint(out_dir)
+        wanted = _resolve_config(config if config is not None else parse_config(ckpt.config),
+                                 *overrides)
+        cfg = check_resumable(out_dir, ckpt, wanted)
+        model = os.path.join(out_dir, MODEL_FILE)
+        atomic_write_bytes(model, ckpt.model)
+        atomic_write_bytes(os.path.join(out_dir, SOLVER_FILE), ckpt.solver.SerializeToString())
+        return cfg, _Run(ckpt), out_dir, model
+    if config is None:
+        raise ValueError("a config is needed (it may be left out only to resume a run)")
+    cfg = _resolve_config(config, *overrides)
+    t = cfg.train
+    out_dir = out_dir if out_dir is not None else os.path.join("runs", f"{t.env_id}-seed{t.seed}")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise OSError(f"{out_dir}: cannot create the output directory ({exc.strerror})") from None
+    return cfg, _Run(), out_dir, model
 
 
-def _write_metrics(path: str, history: List[dict]) -> None:
-    import io
+def _make_agent(cfg: pb.EvoKitConfig, model, out_dir: str, run: _Run, resume: bool) -> ESAgent:
+    """The agent of the run, checked against the environment: from ``model``
+    (a fresh MLP written to ``init_model.onnx`` if None), with the solver
+    state of the checkpoint when resuming."""
+    t = cfg.train
+    agent = ESAgent()
+    agent.load_config(cfg)
+    if model is None:
+        env = make_env(t.env_id)
+        try:
+            model_proto = policy_for_spaces(env.observation_space, env.action_space,
+                                            hidden_sizes=tuple(t.hidden_sizes),
+                                            activation=t.activation, seed=t.seed)
+        except ValueError as exc:
+            raise EnvError(f"cannot make a policy for {t.env_id}: "
+                           f"{str(exc).replace('policy_for_spaces: ', '')}") from None
+        finally:
+            env.close()
+        model = os.path.join(out_dir, "init_model.onnx")
+        atomic_write_bytes(model, model_proto.SerializeToString())
+    agent.load_inference_model(model)
+    agent.init_solver()
+    agent.sampling_stream = t.seed
+    if resume:
+        agent.load_solver(out_dir)
+        if run.history and agent.model_iter_id != run.history[-1]["model_iter_id"]:
+            raise ValueError(f"{out_dir}: the checkpoint's solver is at iteration "
+                             f"{agent.model_iter_id}, its metrics at {run.history[-1]['model_iter_id']}")
+    env = make_env(t.env_id)
+    try:
+        check_policy_fits(agent.policy, env)  # a clear error before any worker starts
+    except EnvError as exc:
+        raise EnvError(f"the policy {model} does not fit {t.env_id}: {exc}") from None
+    finally:
+        env.close()
+    return agent
 
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=METRICS_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in history:
-        writer.writerow(row)
-    atomic_write_bytes(path, buf.getvalue().encode())
+
+def _generation(run: _Run, generation: int, agent: ESAgent, evaluator: Evaluator,
+                cfg: pb.EvoKitConfig, t0: float, progress: Progress, metrics: MetricsFile,
+                tb: Optional[TensorBoardWriter]) -> None:
+    """Sample, evaluate and update once; evaluate the centre when due."""
+    t = cfg.train
+    antithetic = cfg.solver.antithetic
+    tick = time.perf_counter()
+    infos = generation_infos(agent, generation)
+    seeds = [episode_seeds(t.seed, generation, i // 2 if antithetic else i,
+                           t.episodes_per_sample, _SAMPLE_SEEDS) for i in range(len(infos))]
+    result = evaluator.evaluate(agent, infos, seeds)
+    run.env_steps += result.steps
+    timings = {"sample": time.perf_counter() - tick}
+    tick = time.perf_counter()
+    stats = agent.update(infos, result.rewards)
+    timings["update"] = time.perf_counter() - tick
+    row = {"generation": generation, "model_iter_id": agent.model_iter_id,
+           "reward_mean": stats["reward_mean"], "reward_max": stats["reward_max"],
+           "reward_min": stats["reward_min"], "eval_mean": None}
+    if generation % t.eval_every == 0 or generation == t.max_generations:
+        tick = time.perf_counter()
+        centre = evaluator.evaluate(
+            agent, [None] * t.eval_episodes,
+            [episode_seeds(t.seed, generation, i, 1, _EVAL_SEEDS) for i in range(t.eval_episodes)])
+        run.env_steps += centre.steps
+        run.eval_mean = row["eval_mean"] = float(centre.rewards.mean())
+        run.solved = run.eval_mean >= t.target_return
+        timings["centre"] = time.perf_counter() - tick
+    run.generation = generation
+    run.elapsed = run.elapsed_before + (time.perf_counter() - t0)
+    row["env_steps"] = run.env_steps
+    row["wall_time"] = run.elapsed
+    row = {k: row[k] for k in METRICS_COLUMNS}
+    run.history.append(row)
+    metrics.write(row)
+    progress.generation(row, timings)
+    if tb is not None:
+        tb.write(row, progress.steps_per_second())

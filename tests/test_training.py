@@ -87,7 +87,7 @@ def test_unknown_env_and_policy_that_does_not_fit(tmp_path, mlp_path):
         evokit.train(short_config(), env_id="Pendulum-v1", model=mlp_path, out_dir=str(tmp_path), log=quiet)
 
 
-@pytest.mark.parametrize("command", ["train", "init-model", "check-config", "init-solver", "sample",
+@pytest.mark.parametrize("command", ["train", "init-model", "check-config", "init-solver", "sample", "plot",
                                      "update", "evaluate"])
 def test_cli_help(command, capsys):
     with pytest.raises(SystemExit) as e:
