@@ -20,6 +20,12 @@ shaping and mirrored sampling)::
 where ``w_i`` are the shaped rewards (centered ranks by default) and the
 optimizer (SGD, momentum or Adam) minimises its argument.
 
+With ``sampling { type: CMA_SAMPLING }`` or ``GA_SAMPLING`` the same calls
+drive CMA-ES or the GA of Such et al. instead (the C++ core's
+``StrategySampler``, adapted by :mod:`evokit.policy_samplers`): a clone's
+noise is a member of the current generation, ``update`` is CMA's tell or the
+GA's selection, and the centre is the CMA mean or the best elite.
+
 The original agent owns the centre parameters and the solver. Clones share the
 ONNX session, the noise table and the centre parameters (a clone sees every
 update at once); each clone owns only its perturbed parameter vector.
@@ -37,6 +43,7 @@ from . import _core
 from . import evokit_pb2 as pb
 from .config import FITNESS_SHAPING_NAMES, ConfigError, config_to_text, load_config, validate_config
 from .model import OnnxPolicy, select_action
+from .policy_samplers import make_policy_sampler
 from .util import atomic_write_bytes
 
 __all__ = ["ESAgent", "SamplingInfo", "SolverFileError", "params_fingerprint"]
@@ -119,6 +126,11 @@ class ESAgent:
                  model_iter_id: int) -> "ESAgent":
         """An agent for an evaluation worker: same config, model and centre
         parameters at iteration ``model_iter_id``, used only to clone and set noise."""
+        if config.solver.sampling.type != pb.SamplingConfig.GAUSSIAN_SAMPLING:
+            name = pb.SamplingConfig.Type.Name(config.solver.sampling.type)
+            raise ConfigError("config", f"solver.sampling.type {name}: its samples are rebuilt from "
+                                        f"the strategy's state, which only the agent that owns it "
+                                        f"holds; evaluate them in this process (SerialEvaluator)")
         agent = cls()
         agent._config = config
         agent._policy = policy
@@ -182,7 +194,26 @@ class ESAgent:
     def sampler(self):
         """The Gaussian sampler (``evokit._core.GaussianSampler``): noise from keys."""
         self._require_solver("sampler")
+        if not self.is_gaussian:
+            raise RuntimeError(f"sampler: {self.sampling_type} has no Gaussian sampler")
         return self._core.sampler
+
+    @property
+    def sampling_type(self) -> str:
+        """``"GAUSSIAN_SAMPLING"``, ``"CMA_SAMPLING"`` or ``"GA_SAMPLING"``."""
+        return pb.SamplingConfig.Type.Name(self.config.solver.sampling.type)
+
+    @property
+    def is_gaussian(self) -> bool:
+        return self.config.solver.sampling.type == pb.SamplingConfig.GAUSSIAN_SAMPLING
+
+    @property
+    def strategy(self):
+        """The CMA / GA policy sampler (:class:`evokit.policy_samplers.PolicySampler`,
+        whose ``core`` is the C++ ``_core.CMASampler`` / ``_core.GASampler``);
+        None for Gaussian sampling."""
+        self._require_solver("strategy")
+        return None if self.is_gaussian else self._root()._core
 
     @property
     def sampling_stream(self) -> int:
@@ -297,14 +328,18 @@ class ESAgent:
         model fingerprint) to ``directory/solver.pb``, atomically."""
         self._require_original("save_solver")
         self._require_solver("save_solver")
-        opt = self._core.optimizer
         state = pb.SolverState(
             num_params=self.num_params, optimizer=self._config.solver.optimizer.type,
-            steps=int(opt.steps), model_fingerprint=self.policy.fingerprint(),
+            steps=self.model_iter_id, model_fingerprint=self.policy.fingerprint(),
             config=config_to_text(self._config),
             params_fingerprint=params_fingerprint(self.policy, self.center))
-        for name in opt.state_names:
-            state.vectors.add(name=name, data=opt.get_state(name).astype("<f4").tobytes())
+        if self.is_gaussian:
+            opt = self._core.optimizer
+            for name in opt.state_names:
+                state.vectors.add(name=name, data=opt.get_state(name).astype("<f4").tobytes())
+        else:
+            state.draws = self._core.draws
+            self._core.save(state)
         path = os.path.join(os.fspath(directory), SOLVER_FILE)
         atomic_write_bytes(path, state.SerializeToString())
         return path
@@ -339,6 +374,9 @@ class ESAgent:
             name = pb.OptimizerConfig.Type.Name
             raise SolverFileError(f"{path}: solver state is for optimizer {name(state.optimizer)}, "
                                   f"the config asks for {name(want)}")
+        if not self.is_gaussian:
+            self._core.load(state, path)
+            return
         vectors = {}
         for v in state.vectors:
             arr = np.frombuffer(v.data, dtype="<f4")
@@ -361,8 +399,12 @@ class ESAgent:
 
     def _current_params(self) -> np.ndarray:
         if self._parent is not None and self._core.has_noise:
-            if self._noisy_view is None:
-                self._noisy_view = self._core.params
+            # The core materialises a clone's parameters into a pooled buffer
+            # (refilled or reassigned between calls): ask it every time, and
+            # keep the same view object while the buffer stays the same.
+            view = self._core.params
+            if self._noisy_view is None or self._noisy_view.ctypes.data != view.ctypes.data:
+                self._noisy_view = view
             return self._noisy_view
         return self.center
 
@@ -399,6 +441,9 @@ _OPTIMIZER_NAMES = {pb.OptimizerConfig.SGD: "SGD", pb.OptimizerConfig.MOMENTUM: 
 
 def _make_core_agent(cfg: pb.EvoKitConfig, params: np.ndarray, num_threads: Optional[int] = None):
     s = cfg.solver
+    threads = s.num_threads if num_threads is None else num_threads
+    if s.sampling.type in (pb.SamplingConfig.CMA_SAMPLING, pb.SamplingConfig.GA_SAMPLING):
+        return make_policy_sampler(s, params, threads)
     if s.sampling.type != pb.SamplingConfig.GAUSSIAN_SAMPLING:
         raise ConfigError("config", f"solver.sampling.type {s.sampling.type} is not supported")
     g, o = s.sampling.gaussian_sampling, s.optimizer
@@ -409,4 +454,4 @@ def _make_core_agent(cfg: pb.EvoKitConfig, params: np.ndarray, num_threads: Opti
         optimizer=_OPTIMIZER_NAMES[o.type], learning_rate=o.base_lr, momentum=o.momentum.momentum,
         beta1=o.adam.beta1, beta2=o.adam.beta2, epsilon=o.adam.epsilon, antithetic=s.antithetic,
         fitness_shaping=FITNESS_SHAPING_NAMES[s.fitness_shaping], weight_decay=s.weight_decay,
-        num_threads=s.num_threads if num_threads is None else num_threads)
+        num_threads=threads)

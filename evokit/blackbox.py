@@ -12,204 +12,23 @@ core (cpp/include/evokit/cma_es.h), which documents the algorithm (Hansen's
 tutorial, arXiv:1604.00772), the keys samples are drawn from, the bound
 transformation and the termination criteria.
 
-AskTellStrategy holds the bookkeeping every strategy shares (the tell
-contract, NaN policy, optimize with parallel evaluation, result); a strategy
-supplies four small hooks: _ask, _tell, _stop and _result.
+The ask/tell bookkeeping (the tell contract, NaN policy, optimize with
+parallel evaluation, result) is evokit.asktell.AskTellStrategy's, shared with
+GA and OpenES; CMA supplies the hooks _ask, _tell, _stop, _result and
+iterations from the C++ core.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import warnings
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from . import _core
+from .asktell import NAN_POLICIES, AskTellStrategy, OptimizeResult  # noqa: F401 (NAN_POLICIES: re-export)
 
 __all__ = ["CMAES", "AskTellStrategy", "OptimizeResult", "SepCMAES"]
-
-NAN_POLICIES = ("error", "worst")
-
-
-@dataclasses.dataclass(frozen=True)
-class OptimizeResult:
-    """The state of a run: best solution so far, counts, and why it stopped."""
-
-    xbest: np.ndarray       # best solution evaluated (in the bounds); empty before the first tell
-    fbest: float            # its value (inf before the first tell)
-    evaluations: int        # f-values told, over all restarts
-    iterations: int         # generations, over all restarts
-    xmean: np.ndarray       # the mean of the search distribution (mapped into the bounds)
-    stds: np.ndarray        # sigma * sqrt(diag C): the coordinate-wise standard deviations
-    stop: dict[str, Any]    # name -> threshold of the criteria that ended the run ({} while it runs)
-    restarts: int = 0       # restarts done
-
-
-class AskTellStrategy:
-    """The ask/tell contract shared by the black-box strategies.
-
-    Subclasses implement four hooks:
-      _ask() -> float64 array [population_size, num_params]  (the core samples)
-      _tell(values)   the f-values, float64 [population_size], NaN-free, in the order of _ask()
-      _stop() -> dict the core's termination criteria that fired
-      _result() -> OptimizeResult without the stop field
-    and set self._num_params; population_size is read from the last ask.
-    """
-
-    def __init__(self, num_params: int, nan_policy: str):
-        if nan_policy not in NAN_POLICIES:
-            raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}")
-        self._num_params = int(num_params)
-        self._nan_policy = nan_policy
-        self._asked: np.ndarray | None = None  # the population of the pending ask
-        self._told = False                         # tell() already answered the last ask()
-        self._extra_stop: dict[str, Any] = {}      # stops decided in Python (maxiter, callback)
-
-    # ---- hooks ----------------------------------------------------------------
-    def _ask(self) -> np.ndarray:
-        raise NotImplementedError
-
-    def _tell(self, values: np.ndarray) -> None:
-        raise NotImplementedError
-
-    def _stop(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _result(self) -> OptimizeResult:
-        raise NotImplementedError
-
-    # ---- the public contract ----------------------------------------------------
-    @property
-    def num_params(self) -> int:
-        return self._num_params
-
-    @property
-    def nan_policy(self) -> str:
-        return self._nan_policy
-
-    def ask(self) -> np.ndarray:
-        """The population to evaluate, a read-only float64 array [population_size, num_params].
-
-        Asking again before tell() returns the same population."""
-        x = self._ask()
-        x.setflags(write=False)
-        self._asked = x
-        self._told = False
-        return x
-
-    def tell(self, solutions: np.ndarray | Sequence[Sequence[float]],
-             values: np.ndarray | Sequence[float]) -> None:
-        """Updates the strategy with the f-values (minimised) of the solutions of the last ask().
-
-        `solutions` must be those ask() returned, in the same order; `values`
-        holds one f-value per solution. NaN values follow nan_policy: 'error'
-        raises ValueError naming the members, 'worst' gives them the largest
-        non-NaN value of the population (+inf if there is none) with a
-        RuntimeWarning naming them."""
-        if self._asked is None:
-            if self._told:
-                raise RuntimeError("tell() was already called for the last ask(): call ask() for the next "
-                                   "generation before telling again")
-            raise RuntimeError("tell() called without a preceding ask(): call ask() first")
-        asked = self._asked
-        x = solutions if isinstance(solutions, np.ndarray) else np.asarray(solutions, dtype=np.float64)
-        v = np.asarray(values, dtype=np.float64)
-        if v.ndim != 1:
-            raise ValueError(f"values must be a 1-D sequence of f-values, got shape {v.shape}")
-        if x.ndim != 2:
-            raise ValueError(f"solutions must be a 2-D array [population_size, num_params], got shape {x.shape}")
-        if len(v) != len(x):
-            raise ValueError(f"#f-values = {len(v)} must equal #solutions = {len(x)}")  # pycma's message
-        if x.shape != asked.shape:
-            raise ValueError(f"#solutions = {x.shape[0]} (of {x.shape[1]} parameters) must equal "
-                             f"population_size = {asked.shape[0]} (of {asked.shape[1]} parameters), the shape "
-                             f"of the last ask()")
-        if x is not asked and not np.array_equal(x, asked):
-            row = int(np.flatnonzero(np.any(x != asked, axis=1))[0])
-            raise ValueError(f"solutions must be those of the last ask(), in the same order: row {row} differs")
-        v = self._apply_nan_policy(v)
-        self._tell(v)
-        self._asked = None
-        self._told = True
-
-    def _apply_nan_policy(self, v: np.ndarray) -> np.ndarray:
-        nan = np.isnan(v)
-        if not nan.any():
-            return v
-        members = np.flatnonzero(nan).tolist()
-        if self._nan_policy == "error":
-            raise ValueError(f"f-values of members {members} are NaN (nan_policy='error'; "
-                             f"nan_policy='worst' ranks them last instead)")
-        finite = v[~nan]
-        worst = float(finite.max()) if finite.size else math.inf
-        warnings.warn(f"f-values of members {members} are NaN: replaced by the worst value {worst} "
-                      f"(nan_policy='worst')", RuntimeWarning, stacklevel=3)
-        return np.where(nan, worst, v)
-
-    def stop(self) -> dict[str, Any]:
-        """name -> threshold of the termination criteria that fired; {} while the run goes on."""
-        out = dict(self._stop())
-        out.update(self._extra_stop)
-        return out
-
-    @property
-    def result(self) -> OptimizeResult:
-        return dataclasses.replace(self._result(), stop=self.stop())
-
-    def optimize(self, f: Callable[[np.ndarray], Any], *, vectorized: bool = False, num_workers: int = 1,
-                 max_iterations: int | None = None,
-                 callback: Callable[[AskTellStrategy], Any] | None = None) -> OptimizeResult:
-        """Minimises f until stop() is non-empty and returns the result.
-
-        vectorized: f takes the population [population_size, num_params] and
-            returns its population_size values.
-        num_workers > 1: f(x) is called for the members on a pool of that
-            many threads, so f must be thread-safe (NumPy and most native code
-            release the GIL). Results do not depend on num_workers.
-        max_iterations: stop after that many generations of this call
-            (stop()['maxiter']).
-        callback(strategy) after each tell(); returning True stops
-            (stop()['callback']).
-        """
-        if vectorized and num_workers != 1:
-            raise ValueError("vectorized=True evaluates the population in one call: num_workers must be 1, "
-                             f"got {num_workers}")
-        if int(num_workers) != num_workers or num_workers < 1:
-            raise ValueError(f"num_workers must be an integer >= 1, got {num_workers!r}")
-        if max_iterations is not None and (int(max_iterations) != max_iterations or max_iterations < 1):
-            raise ValueError(f"max_iterations must be an integer >= 1 or None, got {max_iterations!r}")
-        self._extra_stop = {}
-        pool = ThreadPoolExecutor(max_workers=int(num_workers)) if num_workers > 1 else None
-        try:
-            done = 0
-            while not self.stop():
-                x = self.ask()
-                self.tell(x, self._evaluate(f, x, vectorized, pool))
-                done += 1
-                if callback is not None and callback(self) is True:
-                    self._extra_stop["callback"] = True
-                if max_iterations is not None and done >= max_iterations:
-                    self._extra_stop["maxiter"] = int(max_iterations)
-        finally:
-            if pool is not None:
-                pool.shutdown()
-        return self.result
-
-    @staticmethod
-    def _evaluate(f, x: np.ndarray, vectorized: bool, pool: ThreadPoolExecutor | None) -> np.ndarray:
-        if vectorized:
-            v = np.asarray(f(x), dtype=np.float64)
-            if v.shape != (len(x),):
-                raise ValueError(f"a vectorized f must return {len(x)} values (one per row of its "
-                                 f"[{len(x)}, {x.shape[1]}] argument), got shape {v.shape}")
-            return v
-        if pool is not None:
-            return np.fromiter(pool.map(lambda row: float(f(row)), x), dtype=np.float64, count=len(x))
-        return np.fromiter((float(f(row)) for row in x), dtype=np.float64, count=len(x))
 
 
 def _bounds(bounds, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -259,9 +78,14 @@ class _CMABlackBox(AskTellStrategy):
 
     def _result(self) -> OptimizeResult:
         es = self._es
+        mean = es.mean_solution
         return OptimizeResult(xbest=es.best_solution, fbest=es.best_value, evaluations=es.evaluations,
-                              iterations=es.iterations, xmean=es.mean_solution, stds=es.stds, stop={},
+                              iterations=es.iterations, xmean=mean, xfavorite=mean, stds=es.stds,
                               restarts=es.restarts_done)
+
+    @property
+    def iterations(self) -> int:
+        return self._es.iterations
 
     # CMA specifics
     @property

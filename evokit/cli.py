@@ -110,15 +110,20 @@ def _cmd_evaluate(args) -> int:
     from .evaluation import make_evaluator
     from .warehouse import INFO_FILE, Warehouse
 
-    if os.path.isdir(args.model) and os.path.exists(os.path.join(args.model, INFO_FILE)):
-        agent = Warehouse(args.model).load_agent()
-        what = f"{args.model} iteration {agent.model_iter_id}"
-    else:
+    model = args.model
+    what = model
+    if os.path.isdir(model) and os.path.exists(os.path.join(model, INFO_FILE)):
+        wh = Warehouse(model)
+        agent = wh.load_agent()
+        what = f"{model} iteration {agent.model_iter_id}"
+        # A CMA / GA agent's samples need its strategy state, which evaluation
+        # workers do not have; its centre is the iteration's model.onnx.
+        model = None if agent.is_gaussian else wh.iteration_dir(agent.model_iter_id)
+    if model is not None:
         agent = ESAgent()
         agent.load_config(parse_config(""))
-        agent.load_inference_model(args.model)
+        agent.load_inference_model(model)
         agent.init_solver()
-        what = args.model
     seeds = [[args.seed + i] for i in range(args.episodes)]
     with make_evaluator(args.env, args.workers) as ev:
         result = ev.evaluate(agent, [None] * args.episodes, seeds)

@@ -238,6 +238,8 @@ def validate_config(config: pb.EvoKitConfig, source: str = "<config>",
                    f"raise {gs}.cache_size to at least {num_params} "
                    f"(a table many times larger gives more distinct noise)")
 
+    _validate_sampler(c, solver)
+
     t = config.train
     c.at_least("train.max_generations", t.max_generations, 1)
     c.at_least("train.eval_every", t.eval_every, 1)
@@ -253,3 +255,40 @@ def validate_config(config: pb.EvoKitConfig, source: str = "<config>",
         c.fail("train.observation_clip", f"must be finite and > 0, got {t.observation_clip:g}")
     if not math.isfinite(t.target_return):
         c.fail("train.target_return", f"must be finite, got {t.target_return}")
+
+
+def _validate_sampler(c: _Checker, solver: pb.SolverConfig) -> None:
+    """The CMA and GA sections (only the one solver.sampling.type selects)."""
+    kind = solver.sampling.type
+    if kind == pb.SamplingConfig.GAUSSIAN_SAMPLING:
+        return
+    name = pb.SamplingConfig.Type.Name(kind)
+    n = solver.population_size
+    if solver.antithetic:
+        c.fail("solver.antithetic", f"must be false with {name} (mirrored pairs are a "
+                                    f"Gaussian-sampling scheme), got true")
+    c.at_least("solver.population_size", n, 2)
+    if kind == pb.SamplingConfig.CMA_SAMPLING:
+        cma, f = solver.sampling.cma_sampling, "solver.sampling.cma_sampling"
+        c.positive(f"{f}.sigma0", cma.sigma0)
+        return
+    ga, f = solver.sampling.ga_sampling, "solver.sampling.ga_sampling"
+    if not 1 <= ga.truncation_size <= n:
+        c.fail(f"{f}.truncation_size", f"must be in [1, {n}] (solver.population_size), "
+                                       f"got {ga.truncation_size}")
+    if not 1 <= ga.num_elites <= n - 1:
+        c.fail(f"{f}.num_elites", f"must be in [1, {n - 1}] (solver.population_size - 1), "
+                                  f"got {ga.num_elites}")
+    c.positive(f"{f}.mutation_power", ga.mutation_power)
+    c.non_negative(f"{f}.init_sigma", ga.init_sigma)
+    c.at_least(f"{f}.elite_evaluations", ga.elite_evaluations, 0)
+    if ga.elite_evaluations > 0:
+        if not ga.num_elites <= ga.elite_candidates <= n:
+            c.fail(f"{f}.elite_candidates", f"must be in [{ga.num_elites}, {n}] (num_elites to "
+                                            f"solver.population_size), got {ga.elite_candidates}")
+        need = (ga.elite_candidates + ga.num_elites) * ga.elite_evaluations
+        if need > n:
+            c.fail(f"{f}.elite_evaluations",
+                   f"({ga.elite_evaluations}) times the at most {ga.elite_candidates + ga.num_elites} "
+                   f"candidates (elite_candidates + num_elites) is {need}, more than the "
+                   f"{n} samples of a generation (solver.population_size)")

@@ -15,12 +15,13 @@ Both minimise ``f`` (the C++ GA maximises fitness; values are negated here)::
         es.tell(X, [f(x) for x in X])
     es.result.xbest
 
-or ``es.optimize(f)``. ``_Strategy`` does the ask / tell bookkeeping once (the
-ask-before-tell contract, value checks and NaN policy, evaluation counts, the
-best solution, stop criteria, ``optimize``); a strategy supplies three hooks:
-``_ask_strategy`` (the solutions to evaluate), ``_tell_strategy`` (update from
-the checked f-values; says whether an iteration is complete) and
-``_favorite`` (its current best guess).
+or ``es.optimize(f)``. The ask / tell contract (value checks and NaN policy,
+stop, result, ``optimize``) is :class:`evokit.asktell.AskTellStrategy`'s, the
+one base shared with CMAES; ``_Strategy`` adds what the C++ CMA core does for
+itself (evaluation counts, the best solution, the stop criteria) and asks a
+strategy for three hooks: ``_ask`` (the solutions to evaluate),
+``_tell_strategy`` (update from the checked f-values; says whether an
+iteration is complete) and ``_favorite`` (its current best guess).
 
 Parameters live in float32 in the core: x0 is rounded to float32, and the
 solutions handed out are float32 values stored in float64 arrays.
@@ -29,33 +30,14 @@ solutions handed out are float32 values stored in float64 arrays.
 from __future__ import annotations
 
 import math
-import warnings
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from . import _core
+from .asktell import GA_WORDING, NAN_POLICIES, AskTellStrategy, Result
 
 __all__ = ["GA", "OpenES", "Result", "NAN_POLICIES"]
-
-NAN_POLICIES = ("error", "worst")
-
-
-@dataclass
-class Result:
-    """What a run found. ``xbest``/``fbest``: the best solution told so far
-    and its f-value (None / inf before the first tell); ``xfavorite``: the
-    strategy's current best guess (GA: the elite, rebuilt from its seeds;
-    OpenES: the centre of the search distribution)."""
-
-    xbest: Optional[np.ndarray]
-    fbest: float
-    evaluations: int
-    iterations: int
-    stop: Dict[str, Any] = field(default_factory=dict)
-    xfavorite: Optional[np.ndarray] = None
 
 
 def _check_x0(x0) -> np.ndarray:
@@ -85,8 +67,9 @@ def _check_int(name: str, value, lowest: int, allow_none: bool = False):
     return int(value)
 
 
-class _Strategy:
-    """The ask / tell bookkeeping shared by the strategies (minimisation).
+class _Strategy(AskTellStrategy):
+    """The bookkeeping GA and OpenES add to the shared ask / tell contract
+    (minimisation): evaluation counts, the best solution and the stop criteria.
 
     Stop criteria (``stop()`` returns the met ones, name -> threshold):
     ``max_evaluations`` and ``max_iterations`` (None: no limit), ``ftarget``
@@ -97,9 +80,8 @@ class _Strategy:
     tolstagnation, int(100 + 100 n^1.5 / population)).
     """
 
-    #: Whether +-inf f-values can be handled; NaNs under nan_policy="worst"
-    #: become +inf when they can, else the largest finite value of the batch.
-    _accepts_infinite = True
+    _wording = GA_WORDING
+    _ask_returns_copy = True
 
     def __init__(self, x0, sigma, *, population_size: int, nan_policy: str,
                  max_evaluations: Optional[int], max_iterations: Optional[int],
@@ -107,10 +89,7 @@ class _Strategy:
                  num_threads: int):
         self._x0 = _check_x0(x0)
         self._sigma = float(_check_positive("sigma", sigma))
-        if nan_policy not in NAN_POLICIES:
-            raise ValueError(f"nan_policy must be one of {', '.join(map(repr, NAN_POLICIES))}, "
-                             f"got {nan_policy!r}")
-        self._nan_policy = nan_policy
+        super().__init__(self._x0.size, nan_policy)
         self._num_threads = _check_int("num_threads", num_threads, 1)
         n = self._x0.size
         self._max_evaluations = _check_int("max_evaluations", max_evaluations, 1, allow_none=True)
@@ -126,8 +105,6 @@ class _Strategy:
         self._stagnation_iterations = _check_int("stagnation_iterations", stagnation_iterations, 1)
         self._tolfun_window = 10 + math.ceil(30 * n / population_size)
 
-        self._asked: Optional[np.ndarray] = None
-        self._told = False  # the last call was tell (so a second tell is "twice")
         self._evaluations = 0
         self._iterations = 0
         self._xbest: Optional[np.ndarray] = None
@@ -138,12 +115,8 @@ class _Strategy:
         self._best_history: List[float] = []  # best f-value of each iteration, newest last
 
     # ---- the hooks --------------------------------------------------------
-    def _ask_strategy(self) -> np.ndarray:
-        """The solutions to evaluate next, [k, n] float64."""
-        raise NotImplementedError
-
     def _tell_strategy(self, values: np.ndarray) -> bool:
-        """Update from the f-values of _ask_strategy's solutions (checked, NaN
+        """Update from the f-values of _ask's solutions (checked, NaN
         handled). Validate before changing state. True when an iteration ended."""
         raise NotImplementedError
 
@@ -154,11 +127,7 @@ class _Strategy:
         """The worst value, given the batch's non-NaN values."""
         return math.inf
 
-    # ---- ask / tell ---------------------------------------------------------
-    @property
-    def num_params(self) -> int:
-        return self._x0.size
-
+    # ---- bookkeeping --------------------------------------------------------
     @property
     def sigma(self) -> float:
         return self._sigma
@@ -171,59 +140,9 @@ class _Strategy:
     def iterations(self) -> int:
         return self._iterations
 
-    def ask(self) -> np.ndarray:
-        """The solutions to evaluate, [k, n] float64 (a new array each call;
-        asking again before tell returns the same solutions)."""
-        if self._asked is None:
-            self._asked = self._ask_strategy()
-            self._asked.setflags(write=False)
-            self._told = False
-        return self._asked.copy()
-
-    def tell(self, solutions, values) -> None:
-        """The f-values of the solutions ask() returned, in the same order
-        (smaller is better)."""
-        name = type(self).__name__
-        if self._asked is None:
-            if self._told:
-                raise RuntimeError(f"{name}.tell() was called twice: call ask() for new solutions "
-                                   f"before telling their f-values")
-            raise RuntimeError(f"{name}.tell() was called without a preceding ask()")
-        values = np.array(values, dtype=np.float64)
-        solutions = np.asarray(solutions, dtype=np.float64)
-        if values.ndim != 1:
-            raise ValueError(f"f-values must be a 1-D sequence of numbers, got shape {values.shape}")
-        if solutions.ndim != 2:
-            raise ValueError(f"solutions must be a 2-D array [#solutions, n], got shape "
-                             f"{solutions.shape}")
-        if len(values) != len(solutions):
-            raise ValueError("#f-values = %d must equal #solutions = %d" % (len(values), len(solutions)))
+    def _tell(self, values: np.ndarray) -> None:
         asked = self._asked
-        if solutions.shape != asked.shape:
-            raise ValueError(f"solutions have shape {solutions.shape} but ask() returned "
-                             f"{asked.shape}")
-        differ = np.flatnonzero(np.any(solutions != asked, axis=1))
-        if differ.size:
-            raise ValueError(f"solutions {differ.tolist()} differ from the ones ask() returned; "
-                             f"{name} only learns from the solutions it asked for")
-        if not self._accepts_infinite:
-            inf = np.flatnonzero(np.isinf(values))
-            if inf.size:
-                raise ValueError(f"f-values of solutions {inf.tolist()} are infinite; {name} "
-                                 f"needs finite f-values")
-        nan = np.flatnonzero(np.isnan(values))
-        if nan.size:
-            if self._nan_policy == "error":
-                raise ValueError(f"f-values of solutions {nan.tolist()} are NaN (nan_policy='error'; "
-                                 f"nan_policy='worst' ranks them last instead)")
-            worst = self._nan_replacement(values[~np.isnan(values)])
-            values[nan] = worst
-            warnings.warn(f"f-values of solutions {nan.tolist()} are NaN: replaced by the worst "
-                          f"value {worst} (nan_policy='worst')", RuntimeWarning, stacklevel=2)
-
         ended = self._tell_strategy(values)  # raises before changing anything
-        self._asked = None
-        self._told = True
         self._evaluations += len(values)
         best = int(np.argmin(values))
         if values[best] < self._fbest:
@@ -238,8 +157,7 @@ class _Strategy:
             self._best_history.append(float(self._last_values.min()))
             del self._best_history[:-self._tolfun_window]
 
-    def stop(self) -> Dict[str, Any]:
-        """The stop criteria met, name -> threshold (empty: go on)."""
+    def _stop(self) -> Dict[str, Any]:
         met: Dict[str, Any] = {}
         if self._max_evaluations is not None and self._evaluations >= self._max_evaluations:
             met["max_evaluations"] = self._max_evaluations
@@ -255,53 +173,10 @@ class _Strategy:
                 met["stagnation"] = self._stagnation_iterations
         return met
 
-    @property
-    def result(self) -> Result:
+    def _result(self) -> Result:
         return Result(xbest=None if self._xbest is None else self._xbest.copy(), fbest=self._fbest,
                       evaluations=self._evaluations, iterations=self._iterations,
-                      stop=self.stop(), xfavorite=self._favorite())
-
-    def optimize(self, f: Callable, *, vectorized: bool = False, num_workers: int = 1,
-                 max_iterations: Optional[int] = None,
-                 callback: Optional[Callable[["_Strategy"], Any]] = None) -> Result:
-        """ask / evaluate / tell until stop() (or ``max_iterations`` more
-        iterations, or ``callback(self)``, called after every tell, returns
-        True); returns ``result`` with the reason in ``result.stop``.
-
-        vectorized: ``f(X)`` takes the [k, n] solutions and returns k values.
-        num_workers > 1: a thread pool calls a thread-safe ``f(x)`` on rows in
-        parallel; the values are told in order, so the run equals the serial one.
-        """
-        workers = _check_int("num_workers", num_workers, 1)
-        if vectorized and workers > 1:
-            raise ValueError(f"vectorized=True evaluates each batch with one call of f; "
-                             f"num_workers must be 1, got {workers}")
-        limit = _check_int("max_iterations", max_iterations, 1, allow_none=True)
-        start = self._iterations
-        extra: Dict[str, Any] = {}
-        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
-        try:
-            while not self.stop():
-                if limit is not None and self._iterations - start >= limit:
-                    extra["max_iterations"] = limit
-                    break
-                X = self.ask()
-                if vectorized:
-                    values = f(X)
-                elif pool is not None:
-                    values = list(pool.map(f, X))
-                else:
-                    values = [f(x) for x in X]
-                self.tell(X, values)
-                if callback is not None and callback(self) is True:
-                    extra["callback"] = True
-                    break
-        finally:
-            if pool is not None:
-                pool.shutdown()
-        result = self.result
-        result.stop.update(extra)
-        return result
+                      xfavorite=self._favorite())
 
 
 class GA(_Strategy):
@@ -365,7 +240,7 @@ class GA(_Strategy):
         """The parameters (float64) of the individual with these seeds."""
         return self._core.rebuild(list(seeds), self._num_threads).astype(np.float64)
 
-    def _ask_strategy(self) -> np.ndarray:
+    def _ask(self) -> np.ndarray:
         if self._core.phase == "fitness":
             self._asked_infos = self._core.ask()
             return self._core.rebuild_population(self._asked_infos).astype(np.float64)
@@ -466,7 +341,7 @@ class OpenES(_Strategy):
         """The core optimizer (its state and step count)."""
         return self._optimizer
 
-    def _ask_strategy(self) -> np.ndarray:
+    def _ask(self) -> np.ndarray:
         t, count = self._iterations, self._population_size
         draw = self._sampler.draw_key
         if self._antithetic:

@@ -22,6 +22,21 @@ Which records an update uses, and why it drops the others:
   of that iteration), from a future or unknown iteration, from an iteration no
   longer kept, already applied by an earlier update (``consumed.pb``), a
   duplicate within the logs, an invalid key or a non-finite reward.
+
+CMA and GA sampling (``CMA_SAMPLING`` / ``GA_SAMPLING``): a sample is a
+member of one generation of the strategy and is rebuilt from the strategy's
+state of that iteration, so only samples of the newest iteration are used; a
+sample from an older kept iteration is dropped with the reason "drawn at an
+older iteration". (A CMA sample cannot be rebuilt exactly against the new
+distribution: its key names z, and x = m + sigma B D z changes with m, sigma
+and C. A GA individual does carry its full seed list, but it is not a member
+of the new generation, and truncation selection ranks one generation.) The
+update runs once every member of the generation has a reward (several rewards
+of one member, e.g. from several samplers, are averaged; GA elite
+re-evaluation needs ``elite_evaluations`` per candidate); until then the
+warehouse is left as it is, the report says what is missing, and the records
+stay unconsumed for a later update. Samples are evaluated in the sampling
+process (the strategy's state is there), whatever ``num_workers`` says.
 """
 
 from __future__ import annotations
@@ -70,10 +85,15 @@ class UpdateReport:
     skipped: List[Skipped] = field(default_factory=list)
     log_errors: List[str] = field(default_factory=list)
     reward_mean: float = float("nan")
+    # CMA / GA: why the usable samples are not yet enough for an update.
+    incomplete: Optional[str] = None
 
     def lines(self) -> List[str]:
         out = [str(s) for s in self.skipped] + list(self.log_errors)
-        if self.to_iteration is None:
+        if self.incomplete is not None:
+            out.append(f"not enough samples yet ({self.incomplete}): warehouse left at iteration "
+                       f"{self.from_iteration}, the samples stay for a later update")
+        elif self.to_iteration is None:
             out.append(f"no usable samples: warehouse left at iteration {self.from_iteration}")
         else:
             out.append(f"update {self.from_iteration} -> {self.to_iteration}: used {self.used} samples "
@@ -115,6 +135,8 @@ def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
     seeds = [episode_seeds(seed, k, i // 2 if antithetic else i, episodes_per_sample, _SAMPLER_SEEDS)
              for i in range(num_samples)]
     own = evaluator is None
+    if own and not agent.is_gaussian:
+        num_workers = 1  # CMA / GA samples are rebuilt from the strategy state held here
     evaluator = evaluator or make_evaluator(env_id, num_workers)
     try:
         result = evaluator.evaluate(agent, infos, seeds)
@@ -170,6 +192,9 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
                 dropped["from another config or model (config fingerprint differs)"] += 1
             elif it > k or it < 0:
                 dropped[f"from a future or unknown iteration (the warehouse is at {k})"] += 1
+            elif it != k and not agent.is_gaussian:
+                dropped[f"{agent.sampling_type} sample drawn at an older iteration (a sample is "
+                        f"rebuilt only from the distribution/population it was drawn from)"] += 1
             elif it not in window:
                 dropped[f"from an iteration no longer kept (max_to_keep = {max_to_keep})"] += 1
             elif r.model_fingerprint != fingerprints[it]:
@@ -181,7 +206,8 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
             elif not np.isfinite(r.reward):
                 dropped["reward is not finite"] += 1
             elif not _valid_key(agent, r.info):
-                dropped["invalid key"] += 1
+                dropped["invalid key" if agent.is_gaussian
+                        else "key is not a member of the current generation"] += 1
             else:
                 seen.add(rec.record_id)
                 infos.append(r.info)
@@ -190,6 +216,10 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
     report.dropped = dict(dropped)
     if not infos:
         return report
+    if not agent.is_gaussian:
+        report.incomplete = agent.strategy.rewards_shortfall(infos, rewards)
+        if report.incomplete is not None:
+            return report
     history = {u: wh.params(u) for u in {i.model_iter_id for i in infos} if u != k}
     stats = agent.update(infos, rewards, history=history)
     wh.commit(agent, consumed=ids)
@@ -201,6 +231,8 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
 
 
 def _valid_key(agent, info: pb.SamplingInfo) -> bool:
+    if not agent.is_gaussian:
+        return agent.strategy.is_member(info)
     if len(info.key) != 1:
         return False
     try:

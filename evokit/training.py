@@ -92,6 +92,10 @@ def generation_infos(agent: ESAgent, generation: int) -> List[pb.SamplingInfo]:
     cfg = agent.config.solver
     antithetic = cfg.antithetic
     it = agent.model_iter_id
+    if not agent.is_gaussian:  # CMA / GA: the strategy's members, in turn
+        keys = agent.strategy.core.member_keys
+        return [pb.SamplingInfo(key=keys[i % len(keys)], model_iter_id=it)
+                for i in range(cfg.population_size)]
     draw = agent.sampler.draw_key
     stream = agent.sampling_stream
     return [pb.SamplingInfo(key=[draw(it, i // 2 if antithetic else i, generation - 1, stream)],
@@ -213,7 +217,18 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
 
     population = cfg.solver.population_size
     own_evaluator = evaluator is None
+    if not agent.is_gaussian and evaluator is None:
+        # CMA / GA samples are rebuilt from the strategy's state, held here only.
+        if evaluator_kind not in ("auto", "serial"):
+            raise ValueError(f"evaluator_kind {evaluator_kind!r} rebuilds Gaussian noise only; "
+                             f"{agent.sampling_type} samples are evaluated in this process: "
+                             f"use 'auto' or 'serial'")
+        evaluator_kind = "serial"
     if evaluator is None and backend == "ray":
+        if not agent.is_gaussian:
+            raise ValueError(f"backend 'ray' rebuilds Gaussian noise on the workers; "
+                             f"{agent.sampling_type} samples are evaluated in this process: use "
+                             f"backend='local'")
         from .ray_backend import RayEvaluator
 
         evaluator = RayEvaluator(t.env_id, t.num_workers, address=address, kind=evaluator_kind)

@@ -61,6 +61,24 @@ _KEY_FIELDS = [
 ]
 
 
+# The same for CMA_SAMPLING / GA_SAMPLING (fingerprinted only with those, so
+# that the fingerprints of Gaussian warehouses stay as they were): what the
+# keys of CMA samples and the seed lists of GA individuals mean, and what the
+# saved strategy state is shaped by.
+_STRATEGY_KEY_FIELDS = [
+    ("solver.population_size", lambda c: c.solver.population_size),
+    ("solver.sampling.cma_sampling.seed", lambda c: c.solver.sampling.cma_sampling.seed),
+    ("solver.sampling.cma_sampling.separable", lambda c: c.solver.sampling.cma_sampling.separable),
+    ("solver.sampling.ga_sampling.seed", lambda c: c.solver.sampling.ga_sampling.seed),
+    ("solver.sampling.ga_sampling.mutation_power",
+     lambda c: c.solver.sampling.ga_sampling.mutation_power),
+    ("solver.sampling.ga_sampling.init_sigma", lambda c: c.solver.sampling.ga_sampling.init_sigma),
+    ("solver.sampling.ga_sampling.num_elites", lambda c: c.solver.sampling.ga_sampling.num_elites),
+    ("solver.sampling.ga_sampling.elite_evaluations",
+     lambda c: c.solver.sampling.ga_sampling.elite_evaluations),
+]
+
+
 class WarehouseError(ValueError):
     """A warehouse that is missing, empty, half-written or inconsistent."""
 
@@ -71,6 +89,9 @@ def config_fingerprint(config: pb.EvoKitConfig, policy: OnnxPolicy) -> str:
     h = hashlib.sha256()
     for name, get in _KEY_FIELDS[:-1]:
         h.update(f"{name}={get(config)!r};".encode())
+    if config.solver.sampling.type != pb.SamplingConfig.GAUSSIAN_SAMPLING:
+        for name, get in _STRATEGY_KEY_FIELDS:
+            h.update(f"{name}={get(config)!r};".encode())
     h.update(policy.fingerprint().encode())
     return h.hexdigest()
 
@@ -78,7 +99,10 @@ def config_fingerprint(config: pb.EvoKitConfig, policy: OnnxPolicy) -> str:
 def check_config_compatible(old: pb.EvoKitConfig, new: pb.EvoKitConfig, source: str) -> None:
     """Refuse a config change that would make old keys (or the solver state)
     meaningless."""
-    for name, get in _KEY_FIELDS:
+    fields = list(_KEY_FIELDS)
+    if old.solver.sampling.type != pb.SamplingConfig.GAUSSIAN_SAMPLING:
+        fields += _STRATEGY_KEY_FIELDS
+    for name, get in fields:
         if get(old) != get(new):
             raise ConfigError(source, f"{name} changes from {get(old)!r} to {get(new)!r}; the keys "
                                       f"in existing logs (and the solver state) would no longer match: "

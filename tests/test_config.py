@@ -91,8 +91,10 @@ def test_unknown_optimizer_type(tmp_path):
 
 
 def test_unknown_sampling_type(tmp_path):
-    err, _ = _error(tmp_path, SEED_EXAMPLE.replace("GAUSSIAN_SAMPLING", "CMA_SAMPLING"))
-    assert "solver.sampling.type: unknown value CMA_SAMPLING" in str(err)
+    # CMA_SAMPLING and GA_SAMPLING exist now (tests/test_policy_samplers.py)
+    err, _ = _error(tmp_path, SEED_EXAMPLE.replace("GAUSSIAN_SAMPLING", "PSO_SAMPLING"))
+    assert ("solver.sampling.type: unknown value PSO_SAMPLING, expected one of GAUSSIAN_SAMPLING, "
+            "CMA_SAMPLING, GA_SAMPLING") in str(err)
 
 
 def test_cache_size_too_small_for_the_model():

@@ -23,10 +23,37 @@ def test_numpy_reference_philox_matches():
 
 @pytest.mark.parametrize("seed, stream", [(0, 0), (1024, 5), (2**40 + 3, 2**61), (7, _core.TABLE_STREAM)])
 def test_gaussian_matches_numpy_reference(seed, stream):
-    got = _core.fill_gaussian(seed, stream, 1000, 37)
-    want = np.array([es_oracle.gaussian(seed, stream, 1000 + i) for i in range(37)], dtype=np.float32)
-    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6)
-    assert got[5] == _core.gaussian_at(seed, stream, 1005)
+    # 1000 + 301 normals: a leading partial block, whole blocks through the
+    # vectorised generator (several batches of 64 blocks) and a trailing one.
+    got = _core.fill_gaussian(seed, stream, 1001, 301)
+    want = np.array([es_oracle.gaussian(seed, stream, 1001 + i) for i in range(301)], dtype=np.float32)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))  # bit for bit
+    assert got[5] == _core.gaussian_at(seed, stream, 1006)
+
+
+def test_float_transform_is_close_to_the_exact_box_muller():
+    words = np.random.default_rng(4).integers(0, 2**32, size=(2, 200_000), dtype=np.uint64)
+    w0, w1 = words.astype(np.uint32)
+    z0, z1 = es_oracle.box_muller_f32(w0, w1)
+    e0, e1 = es_oracle.box_muller_exact(w0, w1)
+    assert max(np.abs(z0 - e0).max(), np.abs(z1 - e1).max()) < 1e-6
+    # the extremes of the 24-bit uniforms: u1 = 1 gives 0, u1 = 2^-24 the largest radius
+    z0, z1 = es_oracle.box_muller_f32([0xFFFFFFFF, 0x000000FF], [0, 0])
+    assert z0[0] == 0 and z1[0] == 0
+    assert abs(z0[1] - np.sqrt(48 * np.log(2))) < 1e-6
+
+
+def test_sum_floats_reads_the_whole_array():
+    x = np.random.default_rng(2).normal(size=200_003).astype(np.float32)
+    want = x.astype(np.float64).sum()
+    for threads in (1, 2, 3):
+        assert abs(_core.sum_floats(x, num_threads=threads) - want) < 1e-3
+    assert _core.sum_floats(x, 1) == _core.sum_floats(x, 3)  # fixed blocks: same bits
+    assert _core.sum_floats(np.zeros(0, np.float32)) == 0.0
+    with pytest.raises(ValueError, match=r"num_threads must be >= 1, got 0"):
+        _core.sum_floats(x, num_threads=0)
+    with pytest.raises(ValueError, match=r"x must be a 1-D float32 array"):
+        _core.sum_floats(np.zeros((2, 2), np.float32))
 
 
 def test_noise_moments():

@@ -113,6 +113,47 @@ def test_keys_are_reproducible_and_salted_by_the_stream():
     assert other[0] == salted.sampler.draw_key(0, 0, 0, 5)
 
 
+def test_clones_materialise_their_parameters_in_a_bounded_shared_pool():
+    agent = make_agent(params_pool_bytes=3 * 4 * P)  # room for 3 clones' parameters
+    assert agent.param_buffer_capacity == 3
+    clones = [agent.clone() for _ in range(8)]
+    infos = [c.add_noise() for c in clones]
+    assert agent.num_param_buffers == 0  # add_noise only draws the key
+    sampler = agent.sampler
+
+    def expected(info, center):
+        return sampler.perturb(center, info.key[0], -1.0 if info.mirrored else 1.0)
+
+    for _ in range(2):  # the second round finds every buffer taken by others
+        for c, info in zip(clones, infos):
+            np.testing.assert_array_equal(c.params, expected(info, agent.center))
+            assert agent.num_param_buffers <= 3
+    assert agent.num_param_buffers == 3
+    # noise from the oracle, not from _core: the pool serves the right clone
+    eps = oracle_eps(infos[5], cached=True)
+    sign = -1.0 if infos[5].mirrored else 1.0
+    np.testing.assert_allclose(clones[5].params, agent.center + sign * SIGMA * eps, atol=1e-6)
+    # a clone asked twice in a row keeps its buffer (no copy, no refill)
+    first = clones[7].params
+    assert clones[7].params.__array_interface__["data"][0] == first.__array_interface__["data"][0]
+    # parameters follow the centre: set_center makes every clone's buffer stale
+    agent.set_center(np.full(P, 0.25, np.float32))
+    for c, info in zip(clones, infos):
+        np.testing.assert_array_equal(c.params, expected(info, np.full(P, 0.25, np.float32)))
+    # set_noise, too, is materialised lazily and correctly
+    clones[0].set_noise(infos[3])
+    np.testing.assert_array_equal(clones[0].params, expected(infos[3], agent.center))
+    # after an update no clone holds current noise: they predict with the centre
+    agent.update(infos[:4], [1.0, 0.5, -0.5, 2.0])
+    for c in clones:
+        np.testing.assert_array_equal(c.params, agent.center)
+    # a pool smaller than one buffer still holds one
+    assert make_agent(params_pool_bytes=0).param_buffer_capacity == 1
+    assert make_agent().param_buffer_capacity == (256 << 20) // (4 * P)
+    with pytest.raises(ValueError, match=r"params_pool_bytes must be >= 0, got -1"):
+        make_agent(params_pool_bytes=-1)
+
+
 def test_params_are_zero_copy_views_that_follow_updates():
     source = np.linspace(-1, 1, P).astype(np.float32)
     agent = make_agent(params=source)
@@ -135,10 +176,11 @@ def test_params_are_zero_copy_views_that_follow_updates():
     np.testing.assert_array_equal(center, agent.center)
     assert not clones[0].has_noise
     np.testing.assert_array_equal(clones[0].params, agent.center)
-    # a clone's noise buffer is reused in place
+    # a clone's buffer is refilled in place, when its parameters are asked for
     clones[0].add_noise()
+    np.testing.assert_array_equal(noisy, noisy_before)  # lazily: nothing computed yet
+    np.testing.assert_array_equal(clones[0].params, noisy)
     assert not np.array_equal(noisy, noisy_before)
-    np.testing.assert_array_equal(noisy, clones[0].params)
     # views (and the sampler) keep the agent alive
     view = make_agent(params=np.full(P, 3, np.float32)).center
     sampler = make_agent().sampler

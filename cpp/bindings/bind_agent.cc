@@ -73,7 +73,8 @@ void bind_agent(py::module_& m) {
       .def(py::init([](const FloatIn& params, std::uint64_t seed, float sigma, bool cached,
                        std::int64_t cache_size, const std::string& optimizer, float learning_rate,
                        float momentum, float beta1, float beta2, float epsilon, bool antithetic,
-                       const std::string& fitness_shaping, float weight_decay, int num_threads) {
+                       const std::string& fitness_shaping, float weight_decay, int num_threads,
+                       std::int64_t params_pool_bytes) {
              if (cache_size < 0) {
                throw std::invalid_argument("gaussian_sampling.cache_size must be >= 0, got " +
                                            std::to_string(cache_size));
@@ -94,6 +95,11 @@ void bind_agent(py::module_& m) {
              options.fitness_shaping = parse_fitness_shaping(fitness_shaping);
              options.weight_decay = weight_decay;
              options.num_threads = num_threads;
+             if (params_pool_bytes < 0) {
+               throw std::invalid_argument("params_pool_bytes must be >= 0, got " +
+                                           std::to_string(params_pool_bytes));
+             }
+             options.params_pool_bytes = static_cast<std::size_t>(params_pool_bytes);
              std::vector<float> theta = to_vector(params, "params");
              py::gil_scoped_release release;  // building the table takes a while
              return std::make_unique<ESAgent>(options, std::move(theta));
@@ -104,8 +110,10 @@ void bind_agent(py::module_& m) {
            py::arg("epsilon") = 1e-8, py::arg("antithetic") = true,
            py::arg("fitness_shaping") = "centered_rank", py::arg("weight_decay") = 0.0,
            py::arg("num_threads") = 1,
+           py::arg("params_pool_bytes") = static_cast<std::int64_t>(SolverOptions{}.params_pool_bytes),
            "The original agent over a copy of `params`; optimizer is 'SGD', 'MOMENTUM' or "
-           "'ADAM'.")
+           "'ADAM'. Clones materialise their parameters into a shared pool of at most "
+           "max(1, params_pool_bytes // (4 * num_params)) buffers.")
       .def("clone", &ESAgent::clone,
            "A sampling agent sharing this agent's parameters, sampler and optimizer.")
       .def_property_readonly("is_clone", &ESAgent::is_clone)
@@ -123,9 +131,23 @@ void bind_agent(py::module_& m) {
                              "Whether this clone holds noise drawn at the current iteration.")
       .def_property_readonly(
           "params",
-          [](py::object self) { return view_of(self.cast<const ESAgent&>().params(), self); },
+          [](py::object self) {
+            const ESAgent& agent = self.cast<const ESAgent&>();
+            const std::vector<float>* params;
+            {
+              py::gil_scoped_release release;  // may materialise a clone's parameters
+              params = &agent.params();
+            }
+            return view_of(*params, self);
+          },
           "Read-only view (no copy) of the parameters to predict with: a clone's perturbed "
-          "ones while it has current noise, else the centre.")
+          "ones while it has current noise, else the centre. A clone's view is valid until "
+          "the pool gives its buffer to another clone (only when more clones than "
+          "param_buffer_capacity ask for their parameters).")
+      .def_property_readonly("num_param_buffers", &ESAgent::num_param_buffers,
+                             "How many buffers the clones' parameter pool holds now.")
+      .def_property_readonly("param_buffer_capacity", &ESAgent::param_buffer_capacity,
+                             "The most buffers the clones' parameter pool will hold.")
       .def_property_readonly(
           "center",
           [](py::object self) { return view_of(self.cast<const ESAgent&>().center(), self); },

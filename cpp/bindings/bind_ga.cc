@@ -122,6 +122,12 @@ void bind_ga(py::module_& m) {
           "phase", [](const GeneticAlgorithm& self) { return phase_name(self.phase()); },
           "'fitness' (tell() is next) or 'elite_scores' (tell_elite_candidates() is next).")
       .def_property_readonly("reevaluates", &GeneticAlgorithm::reevaluates)
+      .def_property_readonly("pending_order", &GeneticAlgorithm::pending_order,
+                             "Population indices by told fitness, best first, while the "
+                             "elite scores are awaited; else empty.")
+      .def("set_state", &GeneticAlgorithm::set_state, py::arg("generation"), py::arg("population"),
+           py::arg("elites"), py::arg("elite_scores"), py::arg("order"),
+           "Restore a checkpoint (generation, ask(), elites, elite_scores, pending_order).")
       .def_property_readonly("elites", &GeneticAlgorithm::elites,
                              "The elites chosen when the last generation ended, best first.")
       .def_property_readonly(

@@ -45,6 +45,18 @@ void bind_sampler(py::module_& m) {
       },
       py::arg("seed"), py::arg("stream"), py::arg("start"), py::arg("n"),
       "gaussian_at(seed, stream, start + i) for i in range(n).");
+  m.def(
+      "sum_floats",
+      [](const FloatIn& x, int num_threads) {
+        if (x.ndim() != 1) throw std::invalid_argument("x must be a 1-D float32 array");
+        const float* data = x.data();
+        const auto n = static_cast<std::size_t>(x.shape(0));
+        py::gil_scoped_release release;
+        return sum_floats(data, n, num_threads);
+      },
+      py::arg("x"), py::arg("num_threads") = 1,
+      "The sum of x (float32, 1-D) in double: a plain threaded read of x, the yardstick "
+      "bench/kernels.py compares the noise kernels with.");
   m.def("hash_draw", &hash_draw, py::arg("seed"), py::arg("a"), py::arg("b"), py::arg("c"));
 
   py::class_<GaussianSampler>(m, "GaussianSampler")

@@ -4,14 +4,20 @@
 // Ownership. The original and every clone hold a std::shared_ptr to one
 // Shared: options, sampler (and its noise table), centre parameters and
 // optimizer live as long as the last agent that uses them. A clone owns only
-// its perturbed parameters (noisy_), allocated once when it is made so that
-// params().data() never moves.
+// its SamplingInfo. Its perturbed parameters are materialised on demand into
+// a buffer of Shared's pool, which holds at most `pool_capacity` buffers of
+// num_params floats: N clones cost N infos plus the pool, not N parameter
+// copies. A buffer is tagged with the clone, noise version and centre version
+// it holds; a clone finds its parameters still there, refills its own buffer,
+// takes a new one while the pool has room, or else takes the least recently
+// used buffer from another clone (which will refill one when asked again).
 //
 // Threading. clone() is thread-safe (the clone counter and the per-clone
-// sampling streams are guarded by a mutex); add_noise/set_noise on distinct
-// clones may run concurrently with each other (they read the centre and write
-// only their own buffer), but not with update() or set_center(), which write
-// the centre. A moved-from agent may only be destroyed or assigned to.
+// sampling streams are guarded by a mutex); add_noise/set_noise/params() on
+// distinct clones may run concurrently with each other (the pool's tags are
+// guarded by a mutex, perturbation runs outside it into a buffer tagged for
+// the caller), but not with update() or set_center(), which write the centre.
+// A moved-from agent may only be destroyed or assigned to.
 //
 // Determinism. Every parallel loop here (perturbation, gradient, correction,
 // optimizer) works on fixed parameter blocks and sums over samples and
@@ -116,6 +122,24 @@ struct ESAgent::Shared {
   std::mutex mutex;                                // guards the members below
   int num_clones = 0;
   std::vector<std::uint64_t> clone_streams;  // clone_streams[c]: the stream of clone c
+
+  // Bumped by every change of the centre (update, set_center): a buffer
+  // materialised from an older centre is stale.
+  std::atomic<std::uint64_t> center_version{0};
+  std::mutex pool_mutex;  // guards pool, use_clock and every buffer's tags
+  std::size_t pool_capacity = 1;
+  std::vector<std::shared_ptr<ParamsBuffer>> pool;
+  std::uint64_t use_clock = 0;
+};
+
+struct ESAgent::ParamsBuffer {
+  explicit ParamsBuffer(std::size_t n) : data(n) {}
+  std::vector<float> data;
+  int owner = -1;  // clone id, -1 for none
+  std::uint64_t noise_version = 0;
+  std::uint64_t center_version = 0;
+  bool ready = false;     // data holds the tagged parameters
+  std::uint64_t last_use = 0;
 };
 
 ESAgent::ESAgent(const SolverOptions& options, std::vector<float> params) {
@@ -136,10 +160,12 @@ ESAgent::ESAgent(const SolverOptions& options, std::vector<float> params) {
   std::unique_ptr<Optimizer> optimizer = make_optimizer(resolved.optimizer, params.size());
   // The sampler validates its options before it builds the table.
   shared_ = std::make_shared<Shared>(resolved, std::move(optimizer), std::move(params));
+  const std::size_t buffer_bytes = shared_->center.size() * sizeof(float);
+  shared_->pool_capacity = std::max<std::size_t>(1, options.params_pool_bytes / buffer_bytes);
 }
 
 ESAgent::ESAgent(std::shared_ptr<Shared> shared, int clone_id)
-    : shared_(std::move(shared)), clone_id_(clone_id), noisy_(shared_->center.size(), 0.0f) {}
+    : shared_(std::move(shared)), clone_id_(clone_id) {}
 
 ESAgent::ESAgent(ESAgent&&) noexcept = default;
 ESAgent& ESAgent::operator=(ESAgent&&) noexcept = default;
@@ -187,13 +213,11 @@ SamplingInfo ESAgent::add_noise() {
   info.model_iter_id = iteration;
   info.mirrored = antithetic && clone % 2 == 1;
 
-  // If perturb throws, noisy_ is half written: drop the old noise first.
-  has_info_ = false;
-  shared_->sampler.perturb(shared_->center.data(), info.key[0], info.mirrored ? -1.0f : 1.0f,
-                           noisy_.data(), shared_->options.num_threads);
-  ++draws_;  // only for a draw that was made, so that a retry gives the same key
+  // The key is in range by construction; params() materialises the noise.
   info_ = info;
   has_info_ = true;
+  ++noise_version_;
+  ++draws_;
   return info;
 }
 
@@ -208,20 +232,63 @@ void ESAgent::set_noise(const SamplingInfo& info) {
   SamplingInfo recorded = info;
   recorded.model_iter_id = model_iter_id();
 
-  has_info_ = false;
-  shared_->sampler.perturb(shared_->center.data(), key, info.mirrored ? -1.0f : 1.0f,
-                           noisy_.data(), shared_->options.num_threads);
   info_ = std::move(recorded);
   has_info_ = true;
+  ++noise_version_;
 }
 
 bool ESAgent::has_noise() const noexcept {
   return has_info_ && info_.model_iter_id == model_iter_id();
 }
 
-const std::vector<float>& ESAgent::params() const noexcept {
-  return has_noise() ? noisy_ : shared_->center;
+const std::vector<float>& ESAgent::params() const {
+  if (!has_noise()) return shared_->center;
+  Shared& s = *shared_;
+  const std::uint64_t center_version = s.center_version.load();
+  std::shared_ptr<ParamsBuffer> buffer;
+  {
+    std::lock_guard<std::mutex> lock(s.pool_mutex);
+    const bool mine = buffer_ != nullptr && buffer_->owner == clone_id_;
+    if (mine && buffer_->ready && buffer_->noise_version == noise_version_ &&
+        buffer_->center_version == center_version) {
+      buffer_->last_use = ++s.use_clock;
+      return buffer_->data;
+    }
+    if (mine) {
+      buffer = buffer_;  // refill this clone's own buffer in place
+    } else if (s.pool.size() < s.pool_capacity) {
+      s.pool.push_back(std::make_shared<ParamsBuffer>(s.center.size()));  // may throw: no change
+      buffer = s.pool.back();
+    } else {
+      buffer = *std::min_element(s.pool.begin(), s.pool.end(),
+                                 [](const auto& a, const auto& b) {
+                                   return a->last_use < b->last_use;
+                                 });
+    }
+    buffer->owner = clone_id_;
+    buffer->noise_version = noise_version_;
+    buffer->center_version = center_version;
+    buffer->ready = false;
+    buffer->last_use = ++s.use_clock;
+  }
+  // Outside the lock: the buffer is tagged for this clone and most recently
+  // used, so no other clone takes it meanwhile (see the header).
+  s.sampler.perturb(s.center.data(), info_.key[0], info_.mirrored ? -1.0f : 1.0f,
+                    buffer->data.data(), s.options.num_threads);
+  {
+    std::lock_guard<std::mutex> lock(s.pool_mutex);
+    if (buffer->owner == clone_id_ && buffer->noise_version == noise_version_) buffer->ready = true;
+  }
+  buffer_ = std::move(buffer);
+  return buffer_->data;
 }
+
+std::size_t ESAgent::num_param_buffers() const {
+  std::lock_guard<std::mutex> lock(shared_->pool_mutex);
+  return shared_->pool.size();
+}
+
+std::size_t ESAgent::param_buffer_capacity() const noexcept { return shared_->pool_capacity; }
 
 const std::vector<float>& ESAgent::center() const noexcept { return shared_->center; }
 
@@ -344,6 +411,7 @@ UpdateStats ESAgent::update(const std::vector<SamplingInfo>& infos,
 
   // Validates the direction (finite) before it changes anything.
   s.optimizer->step(s.center.data(), direction.data(), p, s.options.num_threads);
+  s.center_version.fetch_add(1);
 
   UpdateStats stats;
   stats.num_samples = n;
@@ -382,6 +450,7 @@ void ESAgent::set_center(const std::vector<float>& params) {
   }
   detail::require_finite_params(params, "params");
   std::copy(params.begin(), params.end(), shared_->center.begin());  // no reallocation
+  shared_->center_version.fetch_add(1);
 }
 
 }  // namespace evokit

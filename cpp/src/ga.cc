@@ -187,6 +187,10 @@ void GeneticAlgorithm::tell(const std::vector<double>& fitness) {
     return;
   }
 
+  choose_candidates();
+}
+
+void GeneticAlgorithm::choose_candidates() {
   // Elite candidates: the top C of this generation, then the previous elites
   // (population indices [0, E) after generation 0) that are not among them.
   candidates_.assign(order_.begin(), order_.begin() + options_.elite_candidates);
@@ -339,6 +343,66 @@ void GeneticAlgorithm::rebuild_population(const std::vector<SamplingInfo>& indiv
     float* eps = scratch.data() + static_cast<std::size_t>(omp_get_thread_num()) * detail::kGaBlock;
     detail::rebuild_block(options_, x0_, individuals[i].key, begin, len, out + i * n + begin, eps);
   });
+}
+
+std::vector<std::size_t> GeneticAlgorithm::pending_order() const {
+  return phase_ == Phase::kEliteScores ? order_ : std::vector<std::size_t>{};
+}
+
+void GeneticAlgorithm::set_state(std::int64_t generation, std::vector<SamplingInfo> population,
+                                 std::vector<SamplingInfo> elites, std::vector<double> elite_scores,
+                                 std::vector<std::size_t> order) {
+  const auto& o = options_;
+  auto fail = [](const std::string& what) { throw std::invalid_argument("GA state: " + what); };
+  if (generation < 0) fail("generation must be >= 0, got " + std::to_string(generation));
+  if (population.size() != o.population_size) {
+    fail("population holds " + std::to_string(population.size()) + " individuals, expected " +
+         std::to_string(o.population_size));
+  }
+  const std::size_t want_elites = generation == 0 ? 0 : o.num_elites;
+  if (elites.size() != want_elites) {
+    fail("elites holds " + std::to_string(elites.size()) + " individuals, expected " +
+         std::to_string(want_elites) + " at generation " + std::to_string(generation));
+  }
+  if (elite_scores.size() != elites.size()) {
+    fail("elite_scores holds " + std::to_string(elite_scores.size()) + " values, expected " +
+         std::to_string(elites.size()));
+  }
+  auto check_seeds = [&](const std::vector<SamplingInfo>& infos, const char* field) {
+    for (std::size_t i = 0; i < infos.size(); ++i) {
+      if (infos[i].key.empty()) fail(std::string(field) + " " + std::to_string(i) + " has no seeds");
+      for (std::int64_t s : infos[i].key) {
+        if (s < 0 || static_cast<std::uint64_t>(s) > kMaxStreamKey) {
+          fail(std::string(field) + " " + std::to_string(i) + " has seed " + std::to_string(s) +
+               " outside [0, " + std::to_string(kMaxStreamKey) + "]");
+        }
+      }
+    }
+  };
+  check_seeds(population, "individual");
+  check_seeds(elites, "elite");
+  if (!order.empty()) {
+    if (!reevaluates()) fail("order given, but elite re-evaluation is off");
+    std::vector<bool> seen(population.size(), false);
+    bool permutation = order.size() == population.size();
+    for (std::size_t i = 0; permutation && i < order.size(); ++i) {
+      permutation = order[i] < seen.size() && !seen[order[i]];
+      if (permutation) seen[order[i]] = true;
+    }
+    if (!permutation) {
+      fail("order must be a permutation of the " + std::to_string(population.size()) +
+           " population indices");
+    }
+  }
+  generation_ = generation;
+  population_ = std::move(population);
+  elites_ = std::move(elites);
+  elite_scores_ = std::move(elite_scores);
+  order_ = std::move(order);
+  candidates_.clear();
+  candidate_infos_.clear();
+  phase_ = Phase::kFitness;
+  if (!order_.empty()) choose_candidates();
 }
 
 }  // namespace evokit

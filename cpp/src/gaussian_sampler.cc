@@ -12,11 +12,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <stdexcept>
 #include <string>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "evokit/philox.h"
 #include "messages.h"
+#include "kernel_targets.h"
 #include "parallel.h"
 
 namespace evokit {
@@ -63,18 +70,85 @@ float* thread_slot(std::vector<float>& scratch, std::size_t stride) {
 bool is_unit_sign(float sign) { return sign == 1.0f || sign == -1.0f; }
 
 // out[j] = x[j] + scale * eps[j]; out may be x itself.
+EVOKIT_KERNEL_TARGETS
 void axpy_block(const float* x, const float* eps, float scale, float* out, std::size_t len) {
 #pragma omp simd
   for (std::size_t j = 0; j < len; ++j) out[j] = x[j] + scale * eps[j];
 }
 
+// Samples per pass of the gradient kernel: the accumulator is loaded and
+// stored once per kSampleGroup samples instead of once per sample.
+constexpr std::size_t kSampleGroup = 8;
+
+// acc[j] += c[0] * e[0][j]; acc[j] += c[1] * e[1][j]; ... for the
+// kSampleGroup samples in order: the same float operations in the same order
+// as kSampleGroup calls of accumulate_one, with the sum kept in a register.
+EVOKIT_KERNEL_TARGETS
+void accumulate_group(float* __restrict acc, const float* const* e, const float* c,
+                      std::size_t len) {
+  const float *e0 = e[0], *e1 = e[1], *e2 = e[2], *e3 = e[3];
+  const float *e4 = e[4], *e5 = e[5], *e6 = e[6], *e7 = e[7];
+  const float c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3];
+  const float c4 = c[4], c5 = c[5], c6 = c[6], c7 = c[7];
+#pragma omp simd
+  for (std::size_t j = 0; j < len; ++j) {
+    float a = acc[j];
+    a += c0 * e0[j];
+    a += c1 * e1[j];
+    a += c2 * e2[j];
+    a += c3 * e3[j];
+    a += c4 * e4[j];
+    a += c5 * e5[j];
+    a += c6 * e6[j];
+    a += c7 * e7[j];
+    acc[j] = a;
+  }
+}
+static_assert(kSampleGroup == 8, "accumulate_group is written out for 8 samples");
+
 // acc[j] += c * eps[j].
-void accumulate_block(float* acc, const float* eps, float c, std::size_t len) {
+EVOKIT_KERNEL_TARGETS
+void accumulate_one(float* __restrict acc, const float* eps, float c, std::size_t len) {
 #pragma omp simd
   for (std::size_t j = 0; j < len; ++j) acc[j] += c * eps[j];
 }
 
+// Sum of x[0, len) with 16 interleaved float lanes (a plain read: the loop
+// is bound by memory, not by the adds).
+EVOKIT_KERNEL_TARGETS
+double sum_block(const float* x, std::size_t len) {
+  float lanes[16] = {};
+  std::size_t j = 0;
+  for (; j + 16 <= len; j += 16) {
+#pragma omp simd
+    for (std::size_t l = 0; l < 16; ++l) lanes[l] += x[j + l];
+  }
+  double total = 0.0;
+  for (float lane : lanes) total += lane;
+  for (; j < len; ++j) total += x[j];
+  return total;
+}
+
 }  // namespace
+
+void* allocate_large(std::size_t bytes) {
+  constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  if (bytes < kHugePage) {
+    void* pointer = std::malloc(bytes == 0 ? 1 : bytes);
+    if (pointer == nullptr) throw std::bad_alloc();
+    return pointer;
+  }
+  const std::size_t rounded = ceil_div(bytes, kHugePage) * kHugePage;
+  void* pointer = std::aligned_alloc(kHugePage, rounded);
+  if (pointer == nullptr) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  madvise(pointer, rounded, MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+  return pointer;
+}
+
+void free_large(void* pointer) noexcept { std::free(pointer); }
+
 }  // namespace detail
 
 NoiseTable::NoiseTable(std::uint64_t seed, std::size_t size, int num_threads) : seed_(seed) {
@@ -254,7 +328,18 @@ void GaussianSampler::descent_direction(const std::int64_t* keys, const float* s
     float* acc = detail::thread_slot(scratch, stride);
     float* buffer = cached ? nullptr : acc + detail::kParamBlock;
     std::fill(acc, acc + len, 0.0f);
-    for (std::size_t i = 0; i < n; ++i) {
+    std::size_t i = 0;
+    if (cached) {
+      // Groups of kSampleGroup samples, each window read in place.
+      const float* group[detail::kSampleGroup];
+      for (; i + detail::kSampleGroup <= n; i += detail::kSampleGroup) {
+        for (std::size_t k = 0; k < detail::kSampleGroup; ++k) {
+          group[k] = table + keys[i + k] + begin;
+        }
+        detail::accumulate_group(acc, group, coef.data() + i, len);
+      }
+    }
+    for (; i < n; ++i) {
       const float* eps;
       if (cached) {
         eps = table + keys[i] + begin;  // read the table in place
@@ -262,7 +347,7 @@ void GaussianSampler::descent_direction(const std::int64_t* keys, const float* s
         fill_gaussian(options_.seed, static_cast<std::uint64_t>(keys[i]), begin, buffer, len);
         eps = buffer;
       }
-      detail::accumulate_block(acc, eps, coef[i], len);
+      detail::accumulate_one(acc, eps, coef[i], len);
     }
     float* dst = out + begin;
     if (weight_decay != 0.0f) {
@@ -277,6 +362,22 @@ void GaussianSampler::descent_direction(const std::int64_t* keys, const float* s
       }
     }
   });
+}
+
+double sum_floats(const float* x, std::size_t n, int num_threads) {
+  detail::require_num_threads(num_threads);
+  if (n == 0) return 0.0;
+  detail::require_non_null(x, "x");
+  constexpr std::size_t kSumBlock = std::size_t{1} << 16;
+  const std::size_t blocks = detail::ceil_div(n, kSumBlock);
+  std::vector<double> partial(blocks);
+  detail::parallel_items(blocks, detail::team_size(blocks, num_threads), [&](std::size_t b) {
+    const std::size_t begin = b * kSumBlock;
+    partial[b] = detail::sum_block(x + begin, std::min(kSumBlock, n - begin));
+  });
+  double total = 0.0;
+  for (double value : partial) total += value;
+  return total;
 }
 
 }  // namespace evokit

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "messages.h"
+#include "kernel_targets.h"
 #include "parallel.h"
 
 namespace evokit {
@@ -27,6 +29,16 @@ void parallel_ranges(std::size_t n, int num_threads, const Body& body) {
   });
 }
 
+// Whether x[0, len) holds a NaN or an infinity (branch-free, vectorised).
+EVOKIT_KERNEL_TARGETS
+bool has_non_finite(const float* x, std::size_t len) {
+  constexpr float kMax = std::numeric_limits<float>::max();
+  int bad = 0;
+#pragma omp simd reduction(| : bad)
+  for (std::size_t i = 0; i < len; ++i) bad |= !(std::fabs(x[i]) <= kMax);
+  return bad != 0;
+}
+
 // Index of the first non-finite value of x[0, n), or n if there is none.
 std::size_t first_non_finite(const float* x, std::size_t n, int num_threads) {
   const std::size_t blocks = ceil_div(n, kElementBlock);
@@ -34,6 +46,7 @@ std::size_t first_non_finite(const float* x, std::size_t n, int num_threads) {
   parallel_items(blocks, team_size(blocks, num_threads), [&](std::size_t b) {
     const std::size_t begin = b * kElementBlock;
     const std::size_t end = std::min(n, begin + kElementBlock);
+    if (!has_non_finite(x + begin, end - begin)) return;
     for (std::size_t i = begin; i < end; ++i) {
       if (!std::isfinite(x[i])) {
         first[b] = i;
@@ -42,6 +55,23 @@ std::size_t first_non_finite(const float* x, std::size_t n, int num_threads) {
     }
   });
   return *std::min_element(first.begin(), first.end());
+}
+
+// One fused Adam pass over [0, len): the moments and the parameter in one
+// read and one write of each vector (see Adam::do_step for the constants).
+EVOKIT_KERNEL_TARGETS
+void adam_block(float* __restrict params, const float* __restrict grad, float* __restrict m,
+                float* __restrict v, std::size_t len, float b1, float one_minus_b1, float b2,
+                float one_minus_b2, float step_size, float eps_hat) {
+#pragma omp simd
+  for (std::size_t i = 0; i < len; ++i) {
+    const float g = grad[i];
+    const float mi = b1 * m[i] + one_minus_b1 * g;
+    const float vi = b2 * v[i] + one_minus_b2 * (g * g);
+    m[i] = mi;
+    v[i] = vi;
+    params[i] -= step_size * mi / (std::sqrt(vi) + eps_hat);
+  }
 }
 
 void require_positive_finite(float value, const char* what) {
@@ -145,13 +175,18 @@ Adam::Adam(float lr, float beta1, float beta2, float epsilon, std::size_t num_pa
 }
 
 void Adam::do_step(float* params, const float* grad, int num_threads) {
-  // The bias corrections use the step count t = steps_ (already incremented
-  // by step()), shared by every parameter, and are computed in double.
+  // Kingma & Ba's efficient form of Algorithm 1 (end of their Sec. 2): with
+  // c1 = 1 - b1^t and c2 = 1 - b2^t,
+  //   lr * (m / c1) / (sqrt(v / c2) + eps) = step_size * m / (sqrt(v) + eps_hat),
+  //   step_size = lr * sqrt(c2) / c1,  eps_hat = eps * sqrt(c2),
+  // so the per-element work is float only. t = steps_ (already incremented by
+  // step()) is shared by every parameter; the constants are computed in double.
   const double t = static_cast<double>(steps_);
   const double correction1 = 1.0 - std::pow(static_cast<double>(beta1_), t);
-  const double correction2 = 1.0 - std::pow(static_cast<double>(beta2_), t);
-  const double lr = lr_;
-  const double eps = epsilon_;
+  const double sqrt_correction2 = std::sqrt(1.0 - std::pow(static_cast<double>(beta2_), t));
+  const auto step_size =
+      static_cast<float>(static_cast<double>(lr_) * sqrt_correction2 / correction1);
+  const auto eps_hat = static_cast<float>(static_cast<double>(epsilon_) * sqrt_correction2);
   const float b1 = beta1_;
   const float b2 = beta2_;
   const float one_minus_b1 = 1.0f - beta1_;
@@ -159,15 +194,8 @@ void Adam::do_step(float* params, const float* grad, int num_threads) {
   float* m = states_[0].data();
   float* v = states_[1].data();
   detail::parallel_ranges(num_params_, num_threads, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) {
-      const float g = grad[i];
-      m[i] = b1 * m[i] + one_minus_b1 * g;
-      v[i] = b2 * v[i] + one_minus_b2 * (g * g);
-      const double m_hat = static_cast<double>(m[i]) / correction1;
-      const double v_hat = static_cast<double>(v[i]) / correction2;
-      params[i] = static_cast<float>(static_cast<double>(params[i]) -
-                                     lr * m_hat / (std::sqrt(v_hat) + eps));
-    }
+    detail::adam_block(params + begin, grad + begin, m + begin, v + begin, end - begin, b1,
+                       one_minus_b1, b2, one_minus_b2, step_size, eps_hat);
   });
 }
 

@@ -244,6 +244,42 @@ TEST(ESAgentNoise, CloneParamsAreTheCentrePlusSignSigmaEps) {
   }
 }
 
+// Clones materialise their parameters into a pool of at most
+// params_pool_bytes / (4 num_params) buffers, shared by all clones.
+TEST(ESAgentPool, ManyClonesShareABoundedPoolAndEachSeesItsOwnParameters) {
+  for (bool cached : {true, false}) {
+    SolverOptions options = Options(cached);
+    options.params_pool_bytes = 2 * kParams * sizeof(float) + 3;  // 2 buffers
+    const std::vector<float> theta = RandomVector(kParams, 9);
+    ESAgent agent(options, theta);
+    EXPECT_EQ(agent.param_buffer_capacity(), 2u);
+    auto clones = Clones(agent, 6);
+    const auto infos = AddNoise(clones);
+    EXPECT_EQ(agent.num_param_buffers(), 0u);  // add_noise materialises nothing
+    for (int round = 0; round < 3; ++round) {
+      for (int c = 0; c < 6; ++c) {
+        std::vector<float> want(kParams);
+        agent.sampler().perturb(agent.center().data(), infos[c].key[0],
+                                infos[c].mirrored ? -1.0f : 1.0f, want.data(), 1);
+        EXPECT_TRUE(SameBits(clones[c]->params(), want)) << "round " << round << " clone " << c;
+        EXPECT_LE(agent.num_param_buffers(), 2u);
+      }
+    }
+    EXPECT_EQ(agent.num_param_buffers(), 2u);
+    // The least recently used buffer is the one taken: clones 4 and 5 hold
+    // the two buffers now, so asking clone 5 again neither moves nor refills.
+    const float* five = clones[5]->params().data();
+    EXPECT_EQ(clones[5]->params().data(), five);
+    // A new centre makes every buffer stale.
+    std::vector<float> centre(kParams, 0.5f);
+    agent.set_center(centre);
+    std::vector<float> want(kParams);
+    agent.sampler().perturb(centre.data(), infos[5].key[0], infos[5].mirrored ? -1.0f : 1.0f,
+                            want.data(), 1);
+    EXPECT_TRUE(SameBits(clones[5]->params(), want));
+  }
+}
+
 TEST(ESAgentNoise, SetNoiseRebuildsTheSamePerturbation) {
   ESAgent agent(Options(), RandomVector(kParams, 7));
   auto clones = Clones(agent, 3);

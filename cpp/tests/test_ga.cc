@@ -370,5 +370,57 @@ TEST(GeneticAlgorithm, ValidatesEveryOption) {
   EXPECT_NO_THROW(GeneticAlgorithm(off, Ramp(3)));
 }
 
+// A run restored from (generation, ask(), elites, elite_scores, pending_order)
+// at any point continues bit-identically, in either phase.
+TEST(GeneticAlgorithm, SetStateContinuesBitIdentically) {
+  GeneticAlgorithmOptions o = Options();
+  o.elite_evaluations = 2;
+  o.elite_candidates = 2;
+  GeneticAlgorithm a(o, Ramp(6));
+  auto step = [](GeneticAlgorithm& ga, int g) {
+    if (ga.phase() == GeneticAlgorithm::Phase::kFitness) {
+      ga.tell(Evaluate(ga));
+    } else {
+      std::vector<double> s;
+      for (std::size_t i = 0; i < ga.ask_elite_candidates().size(); ++i) {
+        s.push_back(g * 0.1 + static_cast<double>(i % 3));
+        s.push_back(-static_cast<double>(i));
+      }
+      ga.tell_elite_candidates(s);
+    }
+  };
+  for (int g = 0; g < 5; ++g) step(a, g);  // ends waiting for elite scores
+  ASSERT_EQ(a.phase(), GeneticAlgorithm::Phase::kEliteScores);
+  GeneticAlgorithm b(o, Ramp(6));
+  b.set_state(a.generation(), a.ask(), a.elites(), a.elite_scores(), a.pending_order());
+  EXPECT_EQ(b.phase(), GeneticAlgorithm::Phase::kEliteScores);
+  EXPECT_EQ(Keys(b.ask_elite_candidates()), Keys(a.ask_elite_candidates()));
+  for (int g = 5; g < 12; ++g) {
+    step(a, g);
+    step(b, g);
+    ASSERT_EQ(Keys(a.ask()), Keys(b.ask())) << g;
+    ASSERT_EQ(Keys(a.elites()), Keys(b.elites())) << g;
+    EXPECT_EQ(a.generation(), b.generation());
+  }
+  EXPECT_TRUE(b.pending_order().empty() == (b.phase() == GeneticAlgorithm::Phase::kFitness));
+}
+
+TEST(GeneticAlgorithm, SetStateRefusesABadCheckpoint) {
+  GeneticAlgorithm ga(Options(), Ramp(4));
+  const std::vector<SamplingInfo> pop = ga.ask();
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { ga.set_state(1, {pop[0]}, {}, {}, {}); }),
+            "GA state: population holds 1 individuals, expected 12");
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { ga.set_state(1, pop, {}, {}, {}); }),
+            "GA state: elites holds 0 individuals, expected 1 at generation 1");
+  std::vector<SamplingInfo> bad = pop;
+  bad[3].key = {1, -2};
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { ga.set_state(0, bad, {}, {}, {}); }),
+            "GA state: individual 3 has seed -2 outside [0, " + std::to_string(kMaxStreamKey) + "]");
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { ga.set_state(0, pop, {}, {}, {0, 1}); }),
+            "GA state: order given, but elite re-evaluation is off");
+  EXPECT_EQ(ga.generation(), 0) << "unchanged on error";
+  EXPECT_EQ(Keys(ga.ask()), Keys(pop));
+}
+
 }  // namespace
 }  // namespace evokit

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "evokit/gaussian_sampler.h"
+#include "../src/philox_lanes.h"
 #include "test_util.h"
 
 namespace evokit {
@@ -83,12 +84,62 @@ float ReferenceGaussian(std::uint64_t seed, std::uint64_t stream, std::uint64_t 
   const PhiloxKey key = {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
   const PhiloxCounter w = philox4x32(ctr, key);
   const std::size_t pair = (index % 4) / 2;
-  const double u1 = (static_cast<double>(w[2 * pair]) + 1.0) / 4294967296.0;
-  const double u2 = static_cast<double>(w[2 * pair + 1]) / 4294967296.0;
+  const std::uint32_t w0 = w[2 * pair], w1 = w[2 * pair + 1];
+  // Radius, as philox.h specifies it, in float (frexp instead of bit fields).
+  int exponent = 0;
+  const float k = static_cast<float>((w0 >> 8) + 1u);
+  float m = 2.0f * std::frexp(k, &exponent);  // k = m 2^(exponent - 1), m in [1, 2)
+  int e = exponent - 1;
+  if (m > 1.41421356f) {
+    m = m / 2.0f;
+    e = e + 1;
+  }
+  const float s = (m - 1.0f) / ((m - 1.0f) + 2.0f);
+  const float s2 = s * s;
+  float series = 1.0f / 9.0f;
+  for (float c : {1.0f / 7.0f, 1.0f / 5.0f, 1.0f / 3.0f}) series = c + s2 * series;
+  const float half_log = s + s * (s2 * series);
+  const float log_u1 = static_cast<float>(e - 24) * 0.693147181f + (half_log + half_log);
+  const float radius = std::sqrt(-2.0f * log_u1);
+  // Angle: quadrant and Taylor polynomials in x = f pi/2.
+  const float x =
+      static_cast<float>((w1 >> 6) & 0xFFFFFFu) * (1.0f / 16777216.0f) * 1.57079633f;
+  const float x2 = x * x;
+  float sin_p = -1.0f / 39916800.0f;
+  for (float c : {1.0f / 362880.0f, -1.0f / 5040.0f, 1.0f / 120.0f, -1.0f / 6.0f}) {
+    sin_p = c + x2 * sin_p;
+  }
+  const float sin_x = x + x * (x2 * sin_p);
+  float cos_p = 1.0f / 479001600.0f;
+  for (float c : {-1.0f / 3628800.0f, 1.0f / 40320.0f, -1.0f / 720.0f, 1.0f / 24.0f, -0.5f}) {
+    cos_p = c + x2 * cos_p;
+  }
+  const float cos_x = 1.0f + x2 * cos_p;
+  float cos_t = 0.0f, sin_t = 0.0f;
+  switch (w1 >> 30) {
+    case 0: cos_t = cos_x; sin_t = sin_x; break;
+    case 1: cos_t = -sin_x; sin_t = cos_x; break;
+    case 2: cos_t = -cos_x; sin_t = -sin_x; break;
+    default: cos_t = sin_x; sin_t = -cos_x; break;
+  }
+  return (index % 2 == 0) ? radius * cos_t : radius * sin_t;
+}
+
+// The textbook Box-Muller transform (double) of the same 24-bit uniforms.
+double ExactGaussian(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
+  const std::uint64_t block = index / 4;
+  const PhiloxCounter ctr = {static_cast<std::uint32_t>(block),
+                             static_cast<std::uint32_t>(block >> 32),
+                             static_cast<std::uint32_t>(stream),
+                             static_cast<std::uint32_t>(stream >> 32)};
+  const PhiloxKey key = {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)};
+  const PhiloxCounter w = philox4x32(ctr, key);
+  const std::size_t pair = (index % 4) / 2;
+  const double u1 = static_cast<double>((w[2 * pair] >> 8) + 1u) / 16777216.0;
+  const double angle = 2.0 * std::acos(-1.0) * static_cast<double>(w[2 * pair + 1] >> 6) /
+                       67108864.0;
   const double radius = std::sqrt(-2.0 * std::log(u1));
-  const double angle = 2.0 * std::acos(-1.0) * u2;
-  const double z = (index % 2 == 0) ? radius * std::cos(angle) : radius * std::sin(angle);
-  return static_cast<float>(z);
+  return (index % 2 == 0) ? radius * std::cos(angle) : radius * std::sin(angle);
 }
 
 bool SameFloatBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
@@ -122,6 +173,17 @@ TEST(GaussianAt, MatchesTheDocumentedConstruction) {
   }
 }
 
+TEST(GaussianAt, IsWithinAMillionthOfTheExactTransform) {
+  std::vector<float> out(100003);
+  fill_gaussian(11, 17, 5, out.data(), out.size());
+  double worst = 0.0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(out[i]) - ExactGaussian(11, 17, 5 + i)));
+  }
+  EXPECT_LT(worst, 1e-6);
+  EXPECT_GT(worst, 0.0);  // it is an approximation: this test would notice a switch back
+}
+
 TEST(GaussianAt, IsAPureFunction) {
   for (std::uint64_t i = 0; i < 64; ++i) {
     EXPECT_TRUE(SameFloatBits(gaussian_at(7, 3, i), gaussian_at(7, 3, i)));
@@ -129,8 +191,13 @@ TEST(GaussianAt, IsAPureFunction) {
 }
 
 TEST(FillGaussian, EqualsGaussianAtElementwise) {
-  const std::uint64_t starts[] = {0, 1, 2, 3, 5, 4096, 0xFFFFFFFEull, (std::uint64_t{1} << 34) - 3};
-  const std::size_t lengths[] = {1, 2, 3, 4, 5, 7, 8, 17, 1000};
+  // (1 << 34) - 161: the low counter word wraps 40 blocks into a batch of the
+  // vectorised generator (64 blocks), so the carry into the high word is tested.
+  const std::uint64_t starts[] = {0,    1,           2,
+                                  3,    5,           4096,
+                                  0xFFFFFFFEull, (std::uint64_t{1} << 34) - 3,
+                                  (std::uint64_t{1} << 34) - 161};
+  const std::size_t lengths[] = {1, 2, 3, 4, 5, 7, 8, 17, 255, 256, 257, 1000, 5003};
   for (std::uint64_t start : starts) {
     for (std::size_t n : lengths) {
       std::vector<float> out(n + 2, 123.0f);
@@ -142,6 +209,32 @@ TEST(FillGaussian, EqualsGaussianAtElementwise) {
       // Nothing outside [out, out + n) is written.
       EXPECT_EQ(out.front(), 123.0f);
       EXPECT_EQ(out.back(), 123.0f);
+    }
+  }
+}
+
+// Every Philox implementation this CPU runs (AVX-512, AVX2, portable) gives
+// the bits of philox4x32 on each counter, including the carry of the low
+// counter word into the high one inside a batch.
+TEST(PhiloxLanes, EveryImplementationMatchesTheScalarPhilox) {
+  const auto impls = detail::philox_lanes_implementations();
+  ASSERT_FALSE(impls.empty());
+  EXPECT_EQ(impls.back().first, "portable");
+  const std::uint64_t bases[] = {0, 12345, 0xFFFFFFFFull - 20, (std::uint64_t{7} << 32) - 1,
+                                 0xFFFFFFFFFFFFFFC0ull};
+  for (const auto& [name, fn] : impls) {
+    for (std::uint64_t base : bases) {
+      detail::PhiloxLanes got;
+      fn(base, 0x01234567u, 0x89ABCDEFu, 0xDEADBEEFu, 0x0BADF00Du, got);
+      for (std::size_t l = 0; l < detail::kLanes; ++l) {
+        const std::uint64_t b = base + l;
+        const PhiloxCounter want =
+            philox4x32({static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b >> 32),
+                        0x01234567u, 0x89ABCDEFu},
+                       {0xDEADBEEFu, 0x0BADF00Du});
+        ASSERT_EQ((PhiloxCounter{got.w0[l], got.w1[l], got.w2[l], got.w3[l]}), want)
+            << name << " base " << base << " lane " << l;
+      }
     }
   }
 }

@@ -2,7 +2,10 @@
 //
 // The original agent owns the centre parameters theta, the sampler (and its
 // shared noise table) and the optimizer. clone() makes sampling agents that
-// share all of that and own only their perturbed parameters. The model
+// share all of that and own only their SamplingInfo. A clone's perturbed
+// parameters are materialised lazily, when params() asks for them, into a
+// buffer from a pool shared by all clones and bounded by
+// SolverOptions::params_pool_bytes (see params()). The model
 // (ONNX), the config file and the logs are the business of the layers above
 // (Python, or the evokit::io component); this class sees numbers only.
 //
@@ -55,6 +58,9 @@ struct SolverOptions {
   FitnessShaping fitness_shaping = FitnessShaping::kCenteredRank;
   float weight_decay = 0.0f;  // >= 0, finite
   int num_threads = 1;        // >= 1
+  // Memory for the clones' materialised parameters: the pool holds at most
+  // max(1, params_pool_bytes / (4 * num_params)) buffers.
+  std::size_t params_pool_bytes = std::size_t{256} << 20;
 };
 
 // The core's view of the SamplingInfo message in proto/evokit.proto.
@@ -92,19 +98,34 @@ class ESAgent {
   bool is_clone() const noexcept;
   int clone_id() const noexcept;  // -1 for the original
 
-  // Clones only (std::logic_error on the original): perturb this clone's
-  // parameters with the next key and return its info.
+  // Clones only (std::logic_error on the original): draw the next key and
+  // return its info; the clone's parameters become centre + sign * sigma *
+  // eps(key) (materialised by params() when asked for).
   SamplingInfo add_noise();
-  // Clones only: perturb with the noise `info` names (validated first).
+  // Clones only: take the noise `info` names (validated first).
   void set_noise(const SamplingInfo& info);
   // Whether this clone holds noise drawn at the current iteration (an update
   // drops every clone's noise: clones then predict with the new centre).
   bool has_noise() const noexcept;
 
-  // The parameters to predict with: the perturbed ones for a clone with
-  // current noise, else the centre. The storage never moves: a pointer to
-  // data() stays valid (and sees updates) for the agent's lifetime.
-  const std::vector<float>& params() const noexcept;
+  // The parameters to predict with: for a clone with current noise, centre +
+  // sign * sigma * eps(key) of the current centre, else the centre itself.
+  //
+  // The centre's storage never moves: a reference to it stays valid and sees
+  // updates for the agent's lifetime. A clone's perturbed parameters live in
+  // a buffer of the shared pool: params() materialises them there (perturb,
+  // once per noise and centre) unless the clone's last buffer still holds
+  // them. A clone keeps its buffer, and refills it in place, until the pool
+  // is full and another clone takes it (least recently used first); the
+  // reference is valid until then. With params_pool_bytes below N clones'
+  // worth, callers must use the reference before asking another clone for
+  // its parameters, and concurrent params() calls must number at most the
+  // pool's capacity. Not noexcept: the first call may allocate a buffer.
+  const std::vector<float>& params() const;
+  // How many parameter buffers the clones' pool holds now (<= capacity).
+  std::size_t num_param_buffers() const;
+  // The most buffers the pool will hold (from params_pool_bytes).
+  std::size_t param_buffer_capacity() const noexcept;
   const std::vector<float>& center() const noexcept;
   std::size_t num_params() const noexcept;
   std::int64_t model_iter_id() const noexcept;  // number of updates so far
@@ -132,13 +153,17 @@ class ESAgent {
 
  private:
   struct Shared;
+  struct ParamsBuffer;
   ESAgent(std::shared_ptr<Shared> shared, int clone_id);
   std::shared_ptr<Shared> shared_;
   int clone_id_ = -1;
   std::uint64_t draws_ = 0;
-  std::vector<float> noisy_;
   SamplingInfo info_;
   bool has_info_ = false;
+  std::uint64_t noise_version_ = 0;  // bumped whenever info_ changes
+  // The pool buffer this clone used last; it holds this clone's parameters
+  // while its owner tag says so (another clone may have taken it since).
+  mutable std::shared_ptr<ParamsBuffer> buffer_;
 };
 
 }  // namespace evokit

@@ -120,11 +120,26 @@ class GeneticAlgorithm {
   const std::vector<SamplingInfo>& elites() const noexcept { return elites_; }
   const std::vector<double>& elite_scores() const noexcept { return elite_scores_; }
 
+  // The population indices by told fitness, best first, while the
+  // generation waits for its elite scores (kEliteScores); empty otherwise.
+  std::vector<std::size_t> pending_order() const;
+
+  // Restores a checkpoint made of generation(), ask(), elites(),
+  // elite_scores() and pending_order(): the algorithm then continues
+  // bit-identically. A non-empty `order` (a permutation of the population)
+  // restores the kEliteScores phase. Validates sizes and seeds
+  // (std::invalid_argument naming the field, expected and actual); the state
+  // is unchanged on error.
+  void set_state(std::int64_t generation, std::vector<SamplingInfo> population,
+                 std::vector<SamplingInfo> elites, std::vector<double> elite_scores,
+                 std::vector<std::size_t> order);
+
   const GeneticAlgorithmOptions& options() const noexcept { return options_; }
   const std::vector<float>& x0() const noexcept { return x0_; }
   std::size_t num_params() const noexcept { return x0_.size(); }
 
  private:
+  void choose_candidates();
   void select_and_breed(const std::vector<std::size_t>& elite_indices,
                         const std::vector<double>& elite_scores);
 

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace evokit {
@@ -33,6 +34,38 @@ struct GaussianSamplerOptions {
   int num_threads = 1;              // >= 1; used to build the table
 };
 
+namespace detail {
+// Storage for large read-mostly float arrays: blocks of 2 MiB and more are
+// 2 MiB aligned and (on Linux) advised to use transparent huge pages, so a
+// gradient that reads hundreds of windows at random offsets does not miss in
+// the TLB on every 4 KiB page. Elements are default-initialised (not zeroed):
+// the table is written once, in parallel, by the threads that build it.
+void* allocate_large(std::size_t bytes);
+void free_large(void* pointer) noexcept;
+
+template <class T>
+struct LargeArrayAllocator {
+  using value_type = T;
+  LargeArrayAllocator() noexcept = default;
+  template <class U>
+  LargeArrayAllocator(const LargeArrayAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) { return static_cast<T*>(allocate_large(n * sizeof(T))); }
+  void deallocate(T* pointer, std::size_t) noexcept { free_large(pointer); }
+  template <class U>
+  void construct(U* pointer) noexcept {
+    ::new (static_cast<void*>(pointer)) U;  // default-initialise: no zero pass
+  }
+  template <class U, class... Args>
+  void construct(U* pointer, Args&&... args) {
+    ::new (static_cast<void*>(pointer)) U(std::forward<Args>(args)...);
+  }
+  template <class U>
+  bool operator==(const LargeArrayAllocator<U>&) const noexcept { return true; }
+  template <class U>
+  bool operator!=(const LargeArrayAllocator<U>&) const noexcept { return false; }
+};
+}  // namespace detail
+
 // The shared, immutable noise table (cached mode). Built once, in parallel.
 class NoiseTable {
  public:
@@ -43,7 +76,7 @@ class NoiseTable {
 
  private:
   std::uint64_t seed_;
-  std::vector<float> data_;
+  std::vector<float, detail::LargeArrayAllocator<float>> data_;
 };
 
 class GaussianSampler {
@@ -92,5 +125,11 @@ class GaussianSampler {
   GaussianSamplerOptions options_;
   std::shared_ptr<const NoiseTable> table_;
 };
+
+// The sum of x[0, n), in double: a plain read of n floats, threaded over fixed
+// blocks and summed in block order (bit-identical for any num_threads).
+// bench/kernels.py times it as the memory-read yardstick for the kernels above.
+// Throws std::invalid_argument for a null x (n > 0) or num_threads < 1.
+double sum_floats(const float* x, std::size_t n, int num_threads);
 
 }  // namespace evokit

@@ -6,6 +6,10 @@
 //            m <- b1 m + (1 - b1) g;   v <- b2 v + (1 - b2) g^2
 //            m_hat = m / (1 - b1^t);   v_hat = v / (1 - b2^t)
 //            theta <- theta - lr * m_hat / (sqrt(v_hat) + eps)
+//            (computed in the equivalent form of Kingma & Ba, Sec. 2:
+//            theta <- theta - lr_t * m / (sqrt(v) + eps_t) with
+//            lr_t = lr sqrt(1 - b2^t) / (1 - b1^t), eps_t = eps sqrt(1 - b2^t);
+//            one fused, vectorised float pass)
 // Elementwise and threaded with OpenMP; results do not depend on threads.
 #pragma once
 

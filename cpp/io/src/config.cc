@@ -107,6 +107,14 @@ std::string config_to_text(const proto::EvoKitConfig& config) {
 
 SolverOptions solver_options(const proto::EvoKitConfig& config, std::size_t num_params) {
   const proto::SolverConfig& solver = config.solver();
+  if (solver.sampling().type() != proto::SamplingConfig::GAUSSIAN_SAMPLING) {
+    // CMA / GA samples are rebuilt from the strategy's state, which the
+    // Python ESAgent keeps (solver.pb); io::ESAgent implements Gaussian only.
+    throw std::invalid_argument(
+        "solver.sampling.type " + proto::SamplingConfig::Type_Name(solver.sampling().type()) +
+        " is not supported by the C++ io component (GAUSSIAN_SAMPLING only); "
+        "use the Python evokit.ESAgent for CMA and GA sampling");
+  }
   const proto::GaussianSamplingConfig& g = solver.sampling().gaussian_sampling();
   if (g.cache_size() < 0) {
     throw std::invalid_argument("solver.sampling.gaussian_sampling.cache_size must be >= 0, got " +

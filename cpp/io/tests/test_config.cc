@@ -82,6 +82,18 @@ TEST(Config, NegativeCacheSizeIsNamed) {
                     "solver.sampling.gaussian_sampling.cache_size must be >= 0, got -5");
 }
 
+TEST(Config, CmaAndGaSamplingAreRefused) {
+  // The shipped CMA / GA configs parse, but io::ESAgent samples Gaussian noise only.
+  for (const char* name : {"cartpole_cma.prototxt", "cartpole_ga.prototxt"}) {
+    const proto::EvoKitConfig c = load_config(repo_config(name));
+    const std::string type = proto::SamplingConfig::Type_Name(c.solver().sampling().type());
+    EXPECT_THROW_WITH(solver_options(c, 10), std::invalid_argument,
+                      "solver.sampling.type " + type +
+                          " is not supported by the C++ io component (GAUSSIAN_SAMPLING only); "
+                          "use the Python evokit.ESAgent for CMA and GA sampling");
+  }
+}
+
 TEST(Config, ParseErrorsNameFileLineAndColumn) {
   TempDir dir;
   const std::string path = dir.file("bad.prototxt");

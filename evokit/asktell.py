@@ -1,0 +1,260 @@
+"""The one ask/tell base of EvoKit's black-box strategies (CMAES, SepCMAES, GA, OpenES).
+
+pycma's contract, evosax's layout: :class:`AskTellStrategy` does the public
+bookkeeping once (ask caching, the tell checks and the NaN policy, stop,
+result, ``optimize`` with vectorised or thread-pool evaluation) and a strategy
+supplies small hooks:
+
+- ``_ask()``: the solutions to evaluate, float64 [k, num_params];
+- ``_tell(values)``: update from their f-values (checked, NaN handled, in
+  the order of ``_ask``); validate before changing anything;
+- ``_stop()``: the strategy's own termination criteria that fired;
+- ``_result()``: an :class:`OptimizeResult` (its ``stop`` is filled in here);
+- ``iterations``: generations so far (``optimize(max_iterations=...)``).
+
+Two families of messages exist, each kept word for word from the class that
+introduced it (tests pin them): pycma's wording for the CMA-ES classes
+(:data:`PYCMA_WORDING`) and the GA/OpenES wording (:data:`GA_WORDING`). Only
+those strings differ; the checks and their order are the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Dict, Optional, Sequence, Union
+
+import numpy as np
+
+__all__ = ["AskTellStrategy", "OptimizeResult", "Result", "NAN_POLICIES", "Wording"]
+
+NAN_POLICIES = ("error", "worst")
+
+
+@dataclasses.dataclass(kw_only=True)
+class OptimizeResult:
+    """The state of a run: the best solution so far, counts, and why it stopped.
+
+    xbest / fbest: the best solution told so far and its f-value (CMA: an
+    empty array and inf before the first tell; GA/OpenES: None and inf).
+    xfavorite: the strategy's current best guess (CMA: the mean; GA: the
+    elite, rebuilt from its seeds; OpenES: the centre). xmean, stds (CMA
+    only): the mean of the search distribution mapped into the bounds, and
+    sigma * sqrt(diag C). stop: name -> threshold of the criteria that ended
+    the run ({} while it runs). restarts: CMA restarts done.
+    """
+
+    xbest: Optional[np.ndarray]
+    fbest: float
+    evaluations: int
+    iterations: int
+    stop: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    xfavorite: Optional[np.ndarray] = None
+    xmean: Optional[np.ndarray] = None
+    stds: Optional[np.ndarray] = None
+    restarts: int = 0
+
+
+#: The GA / OpenES name of the result type (the same class).
+Result = OptimizeResult
+
+
+@dataclasses.dataclass(frozen=True)
+class Wording:
+    """The messages that differ between the strategy families; str.format
+    fields: name (the class), value, got / want (shapes), rows, first."""
+
+    nan_policy: str
+    no_ask: str
+    twice: str
+    shape: str
+    differ: str
+    noun: str     # what the rows of ask() are called in the NaN messages
+    maxiter: str  # stop() key of optimize(max_iterations=...)
+
+
+PYCMA_WORDING = Wording(
+    nan_policy="nan_policy must be one of " + str(NAN_POLICIES) + ", got {value!r}",
+    no_ask="tell() called without a preceding ask(): call ask() first",
+    twice="tell() was already called for the last ask(): call ask() for the next generation before "
+          "telling again",
+    shape="#solutions = {got[0]} (of {got[1]} parameters) must equal population_size = {want[0]} "
+          "(of {want[1]} parameters), the shape of the last ask()",
+    differ="solutions must be those of the last ask(), in the same order: row {first} differs",
+    noun="members", maxiter="maxiter")
+
+GA_WORDING = Wording(
+    nan_policy="nan_policy must be one of " + ", ".join(map(repr, NAN_POLICIES)) + ", got {value!r}",
+    no_ask="{name}.tell() was called without a preceding ask()",
+    twice="{name}.tell() was called twice: call ask() for new solutions before telling their f-values",
+    shape="solutions have shape {got} but ask() returned {want}",
+    differ="solutions {rows} differ from the ones ask() returned; {name} only learns from the "
+           "solutions it asked for",
+    noun="solutions", maxiter="max_iterations")
+
+
+class AskTellStrategy:
+    """The ask/tell contract shared by the black-box strategies (minimisation)."""
+
+    _wording: Wording = PYCMA_WORDING
+    #: ask() hands out a writable copy (True) or the read-only population itself.
+    _ask_returns_copy = False
+    #: Whether +-inf f-values can be handled (else ValueError naming them).
+    _accepts_infinite = True
+
+    def __init__(self, num_params: int, nan_policy: str):
+        if nan_policy not in NAN_POLICIES:
+            raise ValueError(self._wording.nan_policy.format(value=nan_policy))
+        self._num_params = int(num_params)
+        self._nan_policy = nan_policy
+        self._asked: Optional[np.ndarray] = None  # the population of the pending ask
+        self._told = False                         # tell() already answered the last ask()
+        self._extra_stop: Dict[str, Any] = {}      # stops decided by optimize (max_iterations, callback)
+
+    # ---- hooks ----------------------------------------------------------------
+    def _ask(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _tell(self, values: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _stop(self) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    def _result(self) -> OptimizeResult:
+        raise NotImplementedError
+
+    @property
+    def iterations(self) -> int:
+        raise NotImplementedError
+
+    def _nan_replacement(self, values: np.ndarray) -> float:
+        """The worst value, given the batch's non-NaN values: their largest (+inf if none)."""
+        return float(values.max()) if values.size else math.inf
+
+    # ---- the public contract ----------------------------------------------------
+    @property
+    def num_params(self) -> int:
+        return self._num_params
+
+    @property
+    def nan_policy(self) -> str:
+        return self._nan_policy
+
+    def ask(self) -> np.ndarray:
+        """The solutions to evaluate, float64 [k, num_params]; asking again
+        before tell() returns the same solutions."""
+        if self._asked is None:
+            x = self._ask()
+            x.setflags(write=False)
+            self._asked = x
+            self._told = False
+        return self._asked.copy() if self._ask_returns_copy else self._asked
+
+    def tell(self, solutions: Union[np.ndarray, Sequence[Sequence[float]]],
+             values: Union[np.ndarray, Sequence[float]]) -> None:
+        """Updates the strategy with the f-values (minimised) of the solutions of the last ask().
+
+        `solutions` must be those ask() returned, in the same order; `values`
+        holds one f-value per solution. NaN values follow nan_policy: 'error'
+        raises ValueError naming them, 'worst' gives them the worst value of
+        the batch with a RuntimeWarning naming them."""
+        w, name = self._wording, type(self).__name__
+        if self._asked is None:
+            raise RuntimeError((w.twice if self._told else w.no_ask).format(name=name))
+        asked = self._asked
+        x = np.asarray(solutions, dtype=np.float64)
+        v = np.array(values, dtype=np.float64)
+        if v.ndim != 1:
+            raise ValueError(f"f-values must be a 1-D sequence of numbers, got shape {v.shape}")
+        if x.ndim != 2:
+            raise ValueError(f"solutions must be a 2-D array [#solutions, num_params], got shape {x.shape}")
+        if len(v) != len(x):
+            raise ValueError("#f-values = %d must equal #solutions = %d" % (len(v), len(x)))  # pycma's
+        if x.shape != asked.shape:
+            raise ValueError(w.shape.format(got=x.shape, want=asked.shape))
+        differ = np.flatnonzero(np.any(x != asked, axis=1))
+        if differ.size:
+            raise ValueError(w.differ.format(rows=differ.tolist(), first=int(differ[0]), name=name))
+        if not self._accepts_infinite:
+            inf = np.flatnonzero(np.isinf(v))
+            if inf.size:
+                raise ValueError(f"f-values of {w.noun} {inf.tolist()} are infinite; {name} "
+                                 f"needs finite f-values")
+        nan = np.flatnonzero(np.isnan(v))
+        if nan.size:
+            if self._nan_policy == "error":
+                raise ValueError(f"f-values of {w.noun} {nan.tolist()} are NaN (nan_policy='error'; "
+                                 f"nan_policy='worst' ranks them last instead)")
+            worst = self._nan_replacement(v[~np.isnan(v)])
+            v[nan] = worst
+            warnings.warn(f"f-values of {w.noun} {nan.tolist()} are NaN: replaced by the worst "
+                          f"value {worst} (nan_policy='worst')", RuntimeWarning, stacklevel=2)
+        self._tell(v)  # raises before changing anything
+        self._asked = None
+        self._told = True
+
+    def stop(self) -> Dict[str, Any]:
+        """name -> threshold of the termination criteria that fired; {} while the run goes on."""
+        out = dict(self._stop())
+        out.update(self._extra_stop)
+        return out
+
+    @property
+    def result(self) -> OptimizeResult:
+        r = self._result()
+        r.stop = self.stop()
+        return r
+
+    def optimize(self, f: Callable[[np.ndarray], Any], *, vectorized: bool = False, num_workers: int = 1,
+                 max_iterations: Optional[int] = None,
+                 callback: Optional[Callable[["AskTellStrategy"], Any]] = None) -> OptimizeResult:
+        """Minimises f until stop() is non-empty and returns the result.
+
+        vectorized: f takes the solutions [k, num_params] and returns k values.
+        num_workers > 1: f(x) is called for the rows on a pool of that many
+            threads, so f must be thread-safe (NumPy and most native code
+            release the GIL). Values are told in order: results do not depend
+            on num_workers.
+        max_iterations: stop after that many more generations (stop() names
+            it: 'maxiter' for CMA, 'max_iterations' for GA/OpenES).
+        callback(strategy) after each tell(); returning True stops
+            (stop()['callback']).
+        """
+        if int(num_workers) != num_workers or num_workers < 1:
+            raise ValueError(f"num_workers must be an integer >= 1, got {num_workers!r}")
+        if vectorized and num_workers != 1:
+            raise ValueError(f"vectorized=True evaluates each batch with one call of f; "
+                             f"num_workers must be 1, got {num_workers}")
+        if max_iterations is not None and (isinstance(max_iterations, bool)
+                                           or int(max_iterations) != max_iterations or max_iterations < 1):
+            raise ValueError(f"max_iterations must be an integer >= 1 or None, got {max_iterations!r}")
+        self._extra_stop = {}
+        start = self.iterations
+        pool = ThreadPoolExecutor(max_workers=int(num_workers)) if num_workers > 1 else None
+        try:
+            while not self.stop():
+                x = self.ask()
+                self.tell(x, self._evaluate(f, x, vectorized, pool))
+                if callback is not None and callback(self) is True:
+                    self._extra_stop["callback"] = True
+                if max_iterations is not None and self.iterations - start >= max_iterations:
+                    self._extra_stop[self._wording.maxiter] = int(max_iterations)
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        return self.result
+
+    @staticmethod
+    def _evaluate(f, x: np.ndarray, vectorized: bool, pool: Optional[ThreadPoolExecutor]) -> np.ndarray:
+        if vectorized:
+            v = np.asarray(f(x), dtype=np.float64)
+            if v.ndim != 1:  # a wrong length is tell()'s '#f-values = ...' error
+                raise ValueError(f"a vectorized f must return {len(x)} values (one per row of its "
+                                 f"[{len(x)}, {x.shape[1]}] argument), got shape {v.shape}")
+            return v
+        if pool is not None:
+            return np.fromiter(pool.map(lambda row: float(f(row)), x), dtype=np.float64, count=len(x))
+        return np.fromiter((float(f(row)) for row in x), dtype=np.float64, count=len(x))
