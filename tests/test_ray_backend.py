@@ -139,3 +139,13 @@ def test_bad_backend_and_address_are_errors(tmp_path, capsys):
     assert cli(["train", CARTPOLE, "--address", "10.0.0.1:6379", "--out", str(tmp_path)]) == 1
     assert capsys.readouterr().err.strip() == (
         "evokit: error: address='10.0.0.1:6379' is for backend='ray', got backend='local'")
+
+
+def test_ray_backend_refuses_non_gaussian_sampling(tmp_path):
+    cfg = evokit.load_config(os.path.join(ROOT, "configs", "cartpole_cma.prototxt"))
+    cfg.train.max_generations = 1
+    with pytest.raises(ValueError, match=r"^backend 'ray' rebuilds Gaussian noise on the workers; "
+                                         r"\w+ samples are evaluated in this process: use "
+                                         r"backend='local'$"):
+        evokit.train(cfg, backend="ray", out_dir=str(tmp_path), log=quiet)
+
