@@ -543,6 +543,22 @@ def _keys_and_signs(infos) -> Tuple[np.ndarray, np.ndarray]:
     return keys, signs
 
 
+def _strategy_members(agent, strategy, infos) -> np.ndarray:
+    """The parameters of CMA / GA members (None = the centre), one row each."""
+    rows = np.empty((len(infos), agent.num_params), dtype=np.float32)
+    for i, info in enumerate(infos):
+        if info is None:
+            rows[i] = agent.center
+        else:
+            try:
+                strategy.core.rebuild(_core.SamplingInfo(key=list(info.key),
+                                                         model_iter_id=int(info.model_iter_id)),
+                                      rows[i])
+            except (ValueError, IndexError) as exc:
+                raise ValueError(f"sampling info {i}: {exc}") from None
+    return rows
+
+
 def _native_policy(policy):
     if policy.native is None:
         raise ValueError(
@@ -683,19 +699,28 @@ class VectorEvaluator(_PooledEvaluator):
         if self._fitted_policy is not policy:
             self._runner.fit(policy, self._env)
             self._fitted_policy = policy
-        keys, signs = _keys_and_signs(infos)
         seeds = [list(map(int, s)) for s in seeds]
-        if len(seeds) != len(keys):
-            raise ValueError(f"got {len(keys)} sampling infos and {len(seeds)} seed lists")
+        if len(seeds) != len(infos):
+            raise ValueError(f"got {len(infos)} sampling infos and {len(seeds)} seed lists")
+        strategy = getattr(agent, "strategy", None)
+        if strategy is not None:
+            # CMA / GA: members are rebuilt from the strategy's state, which
+            # lives in this process only; they run here as explicit rows.
+            population = _core.Population.from_params(_strategy_members(agent, strategy, infos))
+        else:
+            keys, signs = _keys_and_signs(infos)
         if self.vectorization_mode == "native" and self.obs_norm is None:
-            population = native.population(agent.center, keys, signs, agent.sampler,
-                                           self.num_threads)
+            if strategy is None:
+                population = native.population(agent.center, keys, signs, agent.sampler,
+                                               self.num_threads)
             return self._native_rollouts(native, population, seeds)
         # The core's CartPole does not normalise observations: with obs_norm,
         # native mode runs the lockstep runner (CartPoleVectorEnv) here.
-        if self.num_workers == 1 or len(keys) == 1 or self.vectorization_mode == "native":
-            population = native.population(agent.center, keys, signs, agent.sampler,
-                                           self.num_threads)
+        if (strategy is not None or self.num_workers == 1 or len(infos) == 1
+                or self.vectorization_mode == "native"):
+            if strategy is None:
+                population = native.population(agent.center, keys, signs, agent.sampler,
+                                               self.num_threads)
             rewards, steps, stats = self._runner.run(native.graph, population, seeds,
                                                      self.num_threads, self.obs_norm)
             return EvalResult(np.asarray(rewards, dtype=np.float64), steps, stats)

@@ -218,12 +218,14 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
     population = cfg.solver.population_size
     own_evaluator = evaluator is None
     if not agent.is_gaussian and evaluator is None:
-        # CMA / GA samples are rebuilt from the strategy's state, held here only.
-        if evaluator_kind not in ("auto", "serial"):
+        # CMA / GA samples are rebuilt from the strategy's state, held in this
+        # process only: the vector evaluator (one process, threads) or serial.
+        if evaluator_kind not in ("auto", "serial", "vector"):
             raise ValueError(f"evaluator_kind {evaluator_kind!r} rebuilds Gaussian noise only; "
                              f"{agent.sampling_type} samples are evaluated in this process: "
-                             f"use 'auto' or 'serial'")
-        evaluator_kind = "serial"
+                             f"use 'auto', 'vector' or 'serial'")
+        if evaluator_kind == "auto":
+            evaluator_kind = "vector" if agent.policy.native is not None else "serial"
     if evaluator is None and backend == "ray":
         if not agent.is_gaussian:
             raise ValueError(f"backend 'ray' rebuilds Gaussian noise on the workers; "

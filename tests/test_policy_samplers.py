@@ -359,10 +359,30 @@ def test_evokit_train_solves_cartpole(tmp_path, name):
 
 def test_strategy_samplers_are_evaluated_in_the_training_process(tmp_path):
     cfg = load_config(os.path.join(ROOT, "configs", "cartpole_cma.prototxt"))
-    with pytest.raises(ValueError, match=r"^evaluator_kind 'vector' rebuilds Gaussian noise only; "
+    with pytest.raises(ValueError, match=r"^evaluator_kind 'process' rebuilds Gaussian noise only; "
                                          r"CMA_SAMPLING samples are evaluated in this process: use "
-                                         r"'auto' or 'serial'$"):
-        evokit.train(cfg, out_dir=str(tmp_path), evaluator_kind="vector", log=lambda s: None)
+                                         r"'auto', 'vector' or 'serial'$"):
+        evokit.train(cfg, out_dir=str(tmp_path), evaluator_kind="process", log=lambda s: None)
+
+
+@pytest.mark.parametrize("name", ["cartpole_cma.prototxt", "cartpole_ga.prototxt"])
+@pytest.mark.parametrize("mode", ["native", "vector_entry_point", "sync"])
+def test_vector_evaluator_runs_strategy_members_as_the_serial_one_does(tmp_path, name, mode):
+    from evokit.evaluation import SerialEvaluator, VectorEvaluator
+    from evokit.training import episode_seeds, generation_infos
+
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=3).SerializeToString())
+    agent = ESAgent(os.path.join(ROOT, "configs", name), str(path))
+    infos = generation_infos(agent, 1)[:6] + [None]
+    seeds = [episode_seeds(5, 1, i, 2, 0) for i in range(len(infos))]
+    with SerialEvaluator("CartPole-v1") as serial, \
+            VectorEvaluator("CartPole-v1", num_threads=2, vectorization_mode=mode) as vector:
+        want = serial.evaluate(agent, infos, seeds)
+        got = vector.evaluate(agent, infos, seeds)
+    np.testing.assert_array_equal(got.rewards, want.rewards)
+    assert got.steps == want.steps
+    assert len(set(want.rewards.tolist())) > 1  # the members differ
 
 
 def test_update_refuses_a_config_that_changes_the_strategy(tmp_path, model):

@@ -251,6 +251,21 @@ void bind_policy(py::module_& m) {
            py::arg("sampler"), py::arg("centre"), py::arg("keys"), py::arg("signs"),
            py::arg("num_threads") = 1,
            "Member i is centre + signs[i] * sigma * eps(keys[i]); sign 0 is the centre itself.")
+      .def_static(
+          "from_params",
+          [](const FloatIn& params) {
+            if (params.ndim() != 2 || params.shape(0) < 1 || params.shape(1) < 1) {
+              throw std::invalid_argument(
+                  "params must be a 2-D array (num_members, num_params) with both > 0, got shape " +
+                  shape_of(params));
+            }
+            std::vector<float> p(params.data(), params.data() + params.size());
+            return std::make_unique<Population>(std::move(p),
+                                                static_cast<std::size_t>(params.shape(0)),
+                                                static_cast<std::size_t>(params.shape(1)));
+          },
+          py::arg("params"),
+          "Explicit members: member i is row i of params (num_members, num_params), copied once.")
       .def("__len__", &Population::size)
       .def_property_readonly("num_params", &Population::num_params);
 
