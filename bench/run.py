@@ -527,13 +527,16 @@ def _solve_process(runner: str, seed: int, timeout: float) -> dict:
             cmd = [sys.executable, "-m", "evokit.cli", "train", CONFIG, "--seed", str(seed), "--out", out_dir,
                    "--quiet", "--require-solved"]
             t0 = time.perf_counter()
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            # cwd: `-m` puts the working directory first on sys.path, where a
+            # source checkout's evokit/ (no compiled parts) would hide the install.
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=out_dir)
             wall = time.perf_counter() - t0
-            if out.returncode not in (0, 1):
-                return {"error": out.stderr.strip()[-500:], "wall_time": wall}
+            metrics = os.path.join(out_dir, "metrics.csv")
+            if out.returncode not in (0, 1) or not os.path.exists(metrics):
+                return {"error": f"exit {out.returncode}: {out.stderr.strip()[-500:]}", "wall_time": wall}
             import csv
 
-            with open(os.path.join(out_dir, "metrics.csv")) as f:
+            with open(metrics) as f:
                 rows = list(csv.DictReader(f))
         return {"solved": out.returncode == 0, "generations": len(rows), "env_steps": int(rows[-1]["env_steps"]),
                 "centre": float(rows[-1]["eval_mean"] or "nan"), "wall_time": wall}
