@@ -73,7 +73,7 @@ def plot_run(run: str, output: Optional[str] = None) -> str:
     axes[0].legend(loc="lower right")
     last = rows[-1]
     fig.suptitle(f"{os.path.basename(os.path.abspath(run))}: {last['generation']} generations, "
-                 f"{last['env_steps']:,} env steps, {last['wall_time']:.0f} s")
+                 f"{last['env_steps']:,} env steps, {_seconds(last['wall_time'])}")
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
@@ -83,3 +83,12 @@ def plot_run(run: str, output: Optional[str] = None) -> str:
 
 def _column(rows: List[dict], key: str) -> List[float]:
     return [r[key] for r in rows]
+
+
+def _seconds(s: float) -> str:
+    """Wall time for a title: 0.134 s, 12.3 s, 95 s, 1 h 02 min."""
+    if s < 10:
+        return f"{s:.2g} s" if s < 1 else f"{s:.1f} s"
+    if s < 3600:
+        return f"{s:.0f} s"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"

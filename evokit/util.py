@@ -18,6 +18,8 @@ def atomic_write_bytes(path: Union[str, "os.PathLike[str]"], data: bytes) -> Non
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
+        # mkstemp makes the file 0600; give it the mode open() would (0666 & ~umask).
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -30,6 +32,21 @@ def atomic_write_bytes(path: Union[str, "os.PathLike[str]"], data: bytes) -> Non
             pass
         raise
     fsync_dir(directory)
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux allows (setting
+    and restoring it would race with other threads creating files)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def fsync_dir(directory: Union[str, "os.PathLike[str]"]) -> None:

@@ -632,3 +632,18 @@ def test_select_action():
     np.testing.assert_array_equal(acts, [1, 0, 2])
     cont = np.array([[0.5, -0.25]], np.float32)
     assert select_action(cont, discrete=False) is cont
+
+
+def test_saved_files_get_the_mode_open_would_give(tmp_path):
+    from evokit.util import atomic_write_bytes
+
+    old = os.umask(0o027)
+    try:
+        atomic_write_bytes(tmp_path / "a.bin", b"x")
+        os.umask(0o002)
+        atomic_write_bytes(tmp_path / "b.bin", b"y")
+    finally:
+        os.umask(old)
+    assert oct(os.stat(tmp_path / "a.bin").st_mode & 0o777) == oct(0o640)
+    assert oct(os.stat(tmp_path / "b.bin").st_mode & 0o777) == oct(0o664)
+    assert (tmp_path / "b.bin").read_bytes() == b"y"
