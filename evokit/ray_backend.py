@@ -158,6 +158,9 @@ class RayEvaluator(Evaluator):
         # Test hook: called once per evaluate() with the in-flight tasks'
         # actors, right after the first chunks are submitted.
         self._after_submit = None
+        self._centre_ref = None
+        self._centre_key = None
+        self.centre_puts = 0  # ray.put calls of a centre so far
 
     @property
     def actors(self) -> list:
@@ -185,9 +188,16 @@ class RayEvaluator(Evaluator):
             raise ValueError(f"got {len(infos)} sampling infos and {len(seeds)} seed lists")
         t0 = time.perf_counter()
         self._ensure_actors(agent)
-        centre = ray.put(np.ascontiguousarray(agent.center, dtype=np.float32))
-        t_put = time.perf_counter() - t0
         it = agent.model_iter_id
+        centre_bytes = np.ascontiguousarray(agent.center, dtype=np.float32).tobytes()
+        if self._centre_key != (it, centre_bytes):
+            # One put per centre: the centre evaluation after an update and the
+            # next generation's samples share it.
+            self._centre_ref = ray.put(np.frombuffer(centre_bytes, dtype=np.float32))
+            self._centre_key = (it, centre_bytes)
+            self.centre_puts += 1
+        centre = self._centre_ref
+        t_put = time.perf_counter() - t0
         items_infos = [None if i is None else i.SerializeToString() for i in infos]
         items_seeds = [list(map(int, s)) for s in seeds]
         n_chunks = max(1, min(len(infos), self.num_workers * self.chunks_per_worker))
@@ -257,6 +267,7 @@ class RayEvaluator(Evaluator):
     def close(self) -> None:
         ray = import_ray()
         self._kill_actors()
+        self._centre_ref = self._centre_key = None
         self._env.close()
         if self._started_ray and ray.is_initialized():
             ray.shutdown()

@@ -70,8 +70,16 @@ def test_rewards_equal_serial_evaluator(tmp_path):
         got = ev.evaluate(agent, infos, seeds)
         assert ev.last_timing["chunks"] == 4 and ev.last_timing["failures"] == 0
         assert 0 < ev.last_timing["put"] < ev.last_timing["wall"]
+        again = ev.evaluate(agent, [None, None], [[7], [8]])  # the same centre: no new put
+        assert ev.centre_puts == 1
+        agent.update(infos[:7], np.arange(7.0))
+        ev.evaluate(agent, [None], [[7]])
+        assert ev.centre_puts == 2
     np.testing.assert_array_equal(got.rewards, want.rewards)
     assert got.steps == want.steps
+    with SerialEvaluator("CartPole-v1") as serial:
+        np.testing.assert_array_equal(again.rewards, serial.evaluate(agent_for(tmp_path, cfg), [None, None],
+                                                                      [[7], [8]]).rewards)
     assert ray.is_initialized()  # the module's instance: not the evaluator's to shut down
 
 
