@@ -207,3 +207,52 @@ def test_newer_version_is_refused(tmp_path):
                                               r"this EvoKit reads versions 1 and 2 \(a newer EvoKit "
                                               r"wrote it\)"):
         agent.load_solver(tmp_path)
+
+
+def test_previous_version_warehouse_and_logs_still_update(tmp_path):
+    """A warehouse and log of the previous version (version 1 fingerprints in
+    warehouse.pb, solver.pb and the records) are still used by an update; the
+    new iteration is written with version 2."""
+    from evokit.pipeline import sample, update
+    from evokit.samplelog import append_records, read_log
+    from evokit.warehouse import INFO_FILE, Warehouse, config_fingerprint
+
+    cfg = tmp_path / "config.prototxt"
+    cfg.write_text('solver { optimizer { type: ADAM base_lr: 0.05 } sampling { gaussian_sampling '
+                   '{ std: 0.1 cached: true seed: 1024 cache_size: 100000 } } population_size: 8 }\n')
+    model = tmp_path / "init.onnx"
+    model.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=0).SerializeToString())
+    wh = tmp_path / "warehouse"
+    w = Warehouse.create(wh, str(cfg), str(model))
+    new_log, old_log = tmp_path / "new.log", tmp_path / "old.log"
+    sample(str(wh), "CartPole-v1", 8, new_log, seed=0)
+
+    # Rewrite the warehouse and the records as the previous EvoKit wrote them.
+    policy, params = w.policy(0), w.params(0)
+    info = pb.WarehouseInfo()
+    info.ParseFromString((wh / INFO_FILE).read_bytes())
+    info.config_fingerprint = config_fingerprint(w.config(0), policy, 1)
+    info.ClearField("fingerprint_version")
+    (wh / INFO_FILE).write_bytes(info.SerializeToString())
+    solver = wh / "model_iter_id-0" / "solver.pb"
+    state = pb.SolverState()
+    state.ParseFromString(solver.read_bytes())
+    state.model_fingerprint = policy.fingerprint(1)
+    state.params_fingerprint = params_fingerprint(policy, params, 1)
+    state.ClearField("fingerprint_version")
+    solver.write_bytes(state.SerializeToString())
+    records = [r.record for r in read_log(new_log).records]
+    for r in records:
+        r.config_fingerprint = info.config_fingerprint
+        r.model_fingerprint = state.params_fingerprint
+    append_records(old_log, records)
+
+    rep = update(str(wh), [old_log])
+    assert (rep.from_iteration, rep.to_iteration, rep.used, dict(rep.dropped)) == (0, 1, 8, {})
+    after = pb.SolverState()
+    after.ParseFromString((wh / "model_iter_id-1" / "solver.pb").read_bytes())
+    assert after.fingerprint_version == 2
+    # Records with version 2 fingerprints do not match a version 1 warehouse.
+    rep = update(str(wh), [new_log])
+    assert (rep.to_iteration, rep.used) == (None, 0)
+    assert dict(rep.dropped) == {"from another config or model (config fingerprint differs)": 8}
