@@ -17,6 +17,8 @@ Writes, next to this script:
   fingerprint_attributes.onnx  a model with attributes of most types, a
                          subgraph (If), typed (not raw) tensor data and a doc
                          string, for the fingerprint
+  (solver_v1.pb, not written here: iter1/solver.pb as the EvoKit before
+                         fingerprint version 2 wrote it, kept to test old files)
   fingerprints.txt       `name hex` per line: Python's model fingerprint
                          (NAME.model) and params fingerprint (NAME.params) of
                          the models above and of iteration 2 (iter2.params)
