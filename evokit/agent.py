@@ -33,7 +33,6 @@ update at once); each clone owns only its perturbed parameter vector.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Optional, Sequence, Union
 
@@ -42,6 +41,7 @@ import numpy as np
 from . import _core
 from . import evokit_pb2 as pb
 from .config import FITNESS_SHAPING_NAMES, ConfigError, config_to_text, load_config, validate_config
+from .fingerprint import FINGERPRINT_VERSION, params_digest
 from .model import OnnxPolicy, select_action
 from .policy_samplers import make_policy_sampler
 from .util import atomic_write_bytes
@@ -332,7 +332,8 @@ class ESAgent:
             num_params=self.num_params, optimizer=self._config.solver.optimizer.type,
             steps=self.model_iter_id, model_fingerprint=self.policy.fingerprint(),
             config=config_to_text(self._config),
-            params_fingerprint=params_fingerprint(self.policy, self.center))
+            params_fingerprint=params_fingerprint(self.policy, self.center),
+            fingerprint_version=FINGERPRINT_VERSION)
         if self.is_gaussian:
             opt = self._core.optimizer
             for name in opt.state_names:
@@ -365,10 +366,17 @@ class ESAgent:
         if state.num_params != self.num_params:
             raise SolverFileError(f"{path}: solver state is for a model with {state.num_params} "
                                   f"parameters, the loaded model has {self.num_params}")
-        if state.model_fingerprint != self.policy.fingerprint():
+        version = state.fingerprint_version
+        if version not in (1, FINGERPRINT_VERSION):
+            raise SolverFileError(f"{path}: solver state has fingerprint version {version}, this "
+                                  f"EvoKit reads versions 1 and {FINGERPRINT_VERSION} (a newer "
+                                  f"EvoKit wrote it)")
+        # Version 1 (EvoKit before the C++ fingerprint) is still verified here.
+        expect = self.policy.fingerprint(version)
+        if state.model_fingerprint != expect:
             raise SolverFileError(f"{path}: solver state belongs to another model "
                                   f"(graph fingerprint {state.model_fingerprint[:12]}, "
-                                  f"loaded model {self.policy.fingerprint()[:12]})")
+                                  f"loaded model {expect[:12]}, fingerprint version {version})")
         want = self._config.solver.optimizer.type
         if state.optimizer != want:
             name = pb.OptimizerConfig.Type.Name
@@ -417,12 +425,12 @@ class ESAgent:
             raise RuntimeError(f"{what}() needs the solver: call init_solver() first")
 
 
-def params_fingerprint(policy: OnnxPolicy, params: np.ndarray) -> str:
-    """sha256 of one exact model: its graph and its parameter values (what
+def params_fingerprint(policy: OnnxPolicy, params: np.ndarray,
+                       version: int = FINGERPRINT_VERSION) -> str:
+    """sha256 of one exact model: its graph fingerprint (hex, ASCII) followed
+    by its parameter values as little-endian float32 (what
     SampleRecord.model_fingerprint holds for samples drawn from it)."""
-    h = hashlib.sha256(policy.fingerprint().encode())
-    h.update(np.ascontiguousarray(params, dtype="<f4").tobytes())
-    return h.hexdigest()
+    return params_digest(policy.fingerprint(version), params)
 
 
 def _to_core(info: pb.SamplingInfo):

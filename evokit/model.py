@@ -47,6 +47,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from .fingerprint import FINGERPRINT_VERSION, FingerprintError, model_fingerprint
 from .util import atomic_write_bytes
 
 __all__ = [
@@ -526,17 +527,35 @@ class OnnxPolicy:
 
     # ---- identity -----------------------------------------------------
 
-    def fingerprint(self) -> str:
+    def fingerprint(self, version: int = FINGERPRINT_VERSION) -> str:
         """sha256 hex digest of the architecture, without parameter values.
 
-        Covers the opset imports, the node list (op types, inputs, outputs,
-        attributes; doc strings dropped), the graph input/output signatures
-        with the parameters as inputs (names, dtypes, shapes), and the
-        remaining fixed initializers (they are part of the function computed).
-        Graph/model names, doc strings, metadata, value_info and the IR
-        version are ignored.  Two models that differ only in their parameter
-        values have the same fingerprint.
+        Version 2 (the default; what EvoKit writes) hashes a canonical
+        encoding of the opset imports, the nodes (op types, domains, input
+        and output names, attributes with their types and values), the
+        observation inputs and outputs (names, element types, shapes), the
+        parameters (names, dims) and the fixed initializers (names, types,
+        dims, little-endian data), as specified in ``proto/evokit.proto``
+        (``SolverState.fingerprint_version``); the C++ io component computes
+        the same digest.  Graph/model/node names, doc strings, metadata,
+        value_info and the IR version are ignored.  Two models that differ
+        only in their parameter values have the same fingerprint.
+
+        Version 1 (EvoKit before the C++ fingerprint; computed only to verify
+        files written then) hashes a protobuf serialization of the rewritten
+        graph, which only the Python package reproduces.
         """
+        if version == FINGERPRINT_VERSION:
+            try:
+                return model_fingerprint(self._model, self.param_names, self.source)
+            except FingerprintError as e:
+                raise ModelError(str(e)) from None
+        if version == 1:
+            return self._fingerprint_v1()
+        raise ModelError(f"{self.source}: fingerprint version {version} is not known to this "
+                         f"EvoKit (it computes versions 1 and {FINGERPRINT_VERSION})")
+
+    def _fingerprint_v1(self) -> str:
         g = onnx.GraphProto()
         for node in self._run_graph.node:
             n = g.node.add()

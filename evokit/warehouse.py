@@ -35,6 +35,7 @@ import numpy as np
 from . import evokit_pb2 as pb
 from .agent import MODEL_FILE, SOLVER_FILE, ESAgent, SolverFileError, params_fingerprint
 from .config import ConfigError, config_to_text, load_config, parse_config
+from .fingerprint import FINGERPRINT_VERSION
 from .model import OnnxPolicy
 from .util import atomic_write_bytes, fsync_dir
 
@@ -83,16 +84,18 @@ class WarehouseError(ValueError):
     """A warehouse that is missing, empty, half-written or inconsistent."""
 
 
-def config_fingerprint(config: pb.EvoKitConfig, policy: OnnxPolicy) -> str:
+def config_fingerprint(config: pb.EvoKitConfig, policy: OnnxPolicy,
+                       version: int = FINGERPRINT_VERSION) -> str:
     """sha256 of what gives keys their meaning: the key fields of the config
-    and the model's graph (architecture and which initializers are parameters)."""
+    and the model's graph (architecture and which initializers are parameters;
+    its fingerprint of ``version``)."""
     h = hashlib.sha256()
     for name, get in _KEY_FIELDS[:-1]:
         h.update(f"{name}={get(config)!r};".encode())
     if config.solver.sampling.type != pb.SamplingConfig.GAUSSIAN_SAMPLING:
         for name, get in _STRATEGY_KEY_FIELDS:
             h.update(f"{name}={get(config)!r};".encode())
-    h.update(policy.fingerprint().encode())
+    h.update(policy.fingerprint(version).encode())
     return h.hexdigest()
 
 
@@ -159,7 +162,7 @@ class Warehouse:
         try:
             info = pb.WarehouseInfo(config=config_to_text(cfg),
                                     config_fingerprint=config_fingerprint(cfg, agent.policy),
-                                    created_iteration=0)
+                                    created_iteration=0, fingerprint_version=FINGERPRINT_VERSION)
             atomic_write_bytes(os.path.join(tmp, INFO_FILE), info.SerializeToString())
             _write_iteration(os.path.join(tmp, ITER_PREFIX + "0"), agent, consumed=())
             if os.path.isdir(path):
@@ -209,15 +212,23 @@ class Warehouse:
 
     def config(self, k: Optional[int] = None) -> pb.EvoKitConfig:
         """The config of iteration k (stored in its solver state)."""
-        d = self._require(self.latest if k is None else k)
-        path = os.path.join(d, SOLVER_FILE)
+        k = self.latest if k is None else k
+        path = os.path.join(self._require(k), SOLVER_FILE)
+        state = self._solver_state(k)
+        try:
+            return parse_config(state.config, source=path)
+        except Exception as exc:
+            raise SolverFileError(f"{path}: not a solver state file ({exc})") from None
+
+    def _solver_state(self, k: int) -> pb.SolverState:
+        path = os.path.join(self._require(k), SOLVER_FILE)
         state = pb.SolverState()
         try:
             with open(path, "rb") as f:
                 state.ParseFromString(f.read())
-            return parse_config(state.config, source=path)
         except Exception as exc:
             raise SolverFileError(f"{path}: not a solver state file ({exc})") from None
+        return state
 
     def policy(self, k: int) -> OnnxPolicy:
         """The model of iteration k (cached)."""
@@ -232,8 +243,10 @@ class Warehouse:
         return self.policy(k).initial_params()
 
     def model_fingerprint(self, k: int) -> str:
+        """What SampleRecord.model_fingerprint of a sample drawn at iteration k
+        holds: its params_fingerprint, of the version its solver.pb has."""
         p = self.policy(k)
-        return params_fingerprint(p, p.initial_params())
+        return params_fingerprint(p, p.initial_params(), self._solver_state(k).fingerprint_version)
 
     def consumed(self, k: int) -> Set[bytes]:
         """Ids of the records the update that produced iteration k used."""
@@ -269,7 +282,7 @@ class Warehouse:
             raise WarehouseError(f"{d}: solver state is at iteration {agent.model_iter_id}, "
                                  f"the directory says {k}")
         expect = self.info.config_fingerprint
-        if config_fingerprint(agent.config, agent.policy) != expect:
+        if config_fingerprint(agent.config, agent.policy, self.info.fingerprint_version) != expect:
             raise WarehouseError(f"{d}: model or config does not match the warehouse "
                                  f"(fingerprint differs from {INFO_FILE})")
         return agent

@@ -6,7 +6,9 @@
 //
 // Prints the model_iter_id (the solver's step count: from the warehouse, or
 // from a solver.pb beside the model) and the mean, min and max return. Exits
-// 1 if --min-return is given and the mean is below it.
+// 1 if --min-return is given and the mean is below it. With --warehouse,
+// `--save DIR` also writes the loaded agent's model.onnx and solver.pb to DIR
+// (fingerprints computed in C++; Python's load_solver reads them).
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -22,18 +24,21 @@ namespace {
 
 constexpr char kProg[] = "evokit_evaluate_model";
 constexpr char kUsage[] =
-    "usage: evokit_evaluate_model (--warehouse W | --model M) [--episodes E] [--seed S] "
-    "[--min-return R]";
+    "usage: evokit_evaluate_model (--warehouse W [--save DIR] | --model M) [--episodes E] "
+    "[--seed S] [--min-return R]";
 
 int run(int argc, char** argv) {
   namespace fs = std::filesystem;
-  const evokit_demo::Args args(argc, argv, {"warehouse", "model", "episodes", "seed", "min-return"});
+  const evokit_demo::Args args(argc, argv, {"warehouse", "model", "episodes", "seed", "min-return", "save"});
   if (args.help()) {
     std::cout << kUsage << "\n";
     return 0;
   }
   if (args.has("warehouse") == args.has("model")) {
     throw evokit_demo::UsageError("give exactly one of --warehouse and --model");
+  }
+  if (args.has("save") && !args.has("warehouse")) {
+    throw evokit_demo::UsageError("--save needs --warehouse (a solver to save)");
   }
   const std::int64_t episodes = args.integer("episodes", 20, 1, 100000);
   const auto seed = static_cast<std::uint64_t>(args.integer("seed", 10000, 0));
@@ -46,6 +51,10 @@ int run(int argc, char** argv) {
     agent = warehouse.load_agent(k);
     what = warehouse.path() + " iteration " + std::to_string(k);
     iteration = std::to_string(agent.model_iter_id());
+    if (args.has("save")) {
+      agent.save_inference_model(args.str("save"));
+      std::printf("wrote %s\n", agent.save_solver(args.str("save")).c_str());
+    }
   } else {
     const std::string model = args.str("model");
     agent.load_inference_model(model);

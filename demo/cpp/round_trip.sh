@@ -8,8 +8,11 @@
 #   2. check the C++ CartPole's physics against gymnasium's;
 #   3. `evokit init-model` + `evokit init-solver` make a warehouse (Python);
 #   4. the C++ sampler writes a log, `evokit update` (Python) consumes it and
-#      must use every sample; the C++ evaluator loads iteration 1;
-#   5. a few more iterations: the mean return on the C++ CartPole improves.
+#      must use every sample; the C++ evaluator loads iteration 1 (verifying
+#      the model fingerprint Python wrote);
+#   5. C++ saves iteration 1's solver.pb: its fingerprints equal Python's and
+#      Python's load_solver accepts it; it replaces the warehouse's copy;
+#   6. a few more iterations: the mean return on the C++ CartPole improves.
 #
 #   bash demo/cpp/round_trip.sh BUILD_DIR [CMAKE]
 #
@@ -89,6 +92,37 @@ echo "== C++ evaluation of iteration 1"
 evaluation=$("$evaluator" --warehouse "$W" --episodes 20)
 echo "$evaluation"
 grep -q "model_iter_id 1$" <<<"$evaluation" || fail "the evaluator did not load iteration 1"
+
+echo "== a solver.pb written by C++ loads in Python"
+"$evaluator" --warehouse "$W" --episodes 1 --save "$work/cpp_saved" | grep "^wrote" ||
+  fail "the evaluator did not save the solver"
+python3 - "$src/configs/cartpole.prototxt" "$work/cpp_saved" "$W/model_iter_id-1" <<'PY' ||
+import sys
+import evokit
+from evokit import evokit_pb2 as pb
+config, cpp_dir, py_dir = sys.argv[1:]
+states = []
+for d in (cpp_dir, py_dir):
+    s = pb.SolverState()
+    with open(f"{d}/solver.pb", "rb") as f:
+        s.ParseFromString(f.read())
+    states.append(s)
+cpp, py = states
+assert cpp.fingerprint_version == py.fingerprint_version == 2, (cpp.fingerprint_version, py.fingerprint_version)
+assert (cpp.model_fingerprint, cpp.params_fingerprint) == (py.model_fingerprint, py.params_fingerprint), \
+    "C++ and Python fingerprints differ"
+agent = evokit.ESAgent()
+agent.load_config(config)
+agent.load_inference_model(cpp_dir)
+agent.init_solver()
+agent.load_solver(cpp_dir)
+assert agent.model_iter_id == 1, agent.model_iter_id
+print(f"Python loaded the C++ solver.pb: fingerprint {cpp.model_fingerprint[:12]}, "
+      f"params {cpp.params_fingerprint[:12]}")
+PY
+  fail "Python refused the solver.pb written by C++"
+# From here on the warehouse continues from the C++-written iteration 1.
+cp "$work/cpp_saved/solver.pb" "$W/model_iter_id-1/solver.pb"
 
 echo "== more iterations: the return improves"
 first=$("$evaluator" --model "$work/init_model.onnx" --episodes 20 |

@@ -6,6 +6,7 @@
 
 #include "evokit/io/config.h"
 #include "evokit/io/errors.h"
+#include "evokit/io/fingerprint.h"
 #include "evokit/io/solver_state.h"
 #include "file_util.h"
 
@@ -71,9 +72,6 @@ void ESAgent::load_inference_model(const std::string& path) {
   graph_ = std::move(graph);
   initial_params_ = model_->parameters();
   core_.reset();
-  model_fingerprint_.clear();
-  params_fingerprint_.clear();
-  params_fingerprint_iter_ = -1;
 }
 
 void ESAgent::init_solver() {
@@ -174,10 +172,10 @@ std::string ESAgent::save_solver(const std::string& dir) const {
   proto::SolverState state = capture_solver_state(core_->optimizer());
   state.set_optimizer(config_->solver().optimizer().type());
   state.set_config(config_to_text(*config_));
-  if (!model_fingerprint_.empty()) state.set_model_fingerprint(model_fingerprint_);
-  if (!params_fingerprint_.empty() && params_fingerprint_iter_ == core_->model_iter_id()) {
-    state.set_params_fingerprint(params_fingerprint_);
-  }
+  const std::string graph_fingerprint = model_fingerprint(model());
+  state.set_model_fingerprint(graph_fingerprint);
+  state.set_params_fingerprint(params_fingerprint(graph_fingerprint, core_->params()));
+  state.set_fingerprint_version(kFingerprintVersion);
   const std::string path = detail::join_path(dir, kSolverFile);
   write_solver_state(path, state);
   return path;
@@ -188,6 +186,28 @@ void ESAgent::load_solver(const std::string& dir) {
   require_solver("load_solver");
   const std::string path = detail::join_path(dir, kSolverFile);
   const proto::SolverState state = read_solver_state(path);
+  if (state.num_params() != static_cast<std::int64_t>(num_params())) {
+    throw SolverFileError(path + ": solver state is for a model with " +
+                          std::to_string(state.num_params()) + " parameters, the loaded model has " +
+                          std::to_string(num_params()));
+  }
+  if (state.fingerprint_version() != kFingerprintVersion) {
+    throw SolverFileError(
+        path + ": solver state has fingerprint version " +
+        std::to_string(state.fingerprint_version()) + ", this library verifies only version " +
+        std::to_string(kFingerprintVersion) +
+        (state.fingerprint_version() < kFingerprintVersion
+             ? " (version 1 files come from an older EvoKit: load and save them once with the "
+               "Python package, which still verifies version 1)"
+             : " (a newer EvoKit wrote it)"));
+  }
+  const std::string expect = model_fingerprint(model());
+  if (state.model_fingerprint() != expect) {
+    throw SolverFileError(path + ": solver state belongs to another model (graph fingerprint " +
+                          state.model_fingerprint().substr(0, 12) + ", loaded model " +
+                          expect.substr(0, 12) + ", fingerprint version " +
+                          std::to_string(kFingerprintVersion) + ")");
+  }
   if (state.optimizer() != config_->solver().optimizer().type()) {
     throw SolverFileError(path + ": solver state is for optimizer " +
                           proto::OptimizerConfig::Type_Name(state.optimizer()) +
@@ -195,9 +215,6 @@ void ESAgent::load_solver(const std::string& dir) {
                           proto::OptimizerConfig::Type_Name(config_->solver().optimizer().type()));
   }
   restore_solver_state(state, core_->optimizer(), path);
-  model_fingerprint_ = state.model_fingerprint();
-  params_fingerprint_ = state.params_fingerprint();
-  params_fingerprint_iter_ = core_->model_iter_id();
 }
 
 bool ESAgent::is_clone() const noexcept { return is_clone_; }

@@ -8,6 +8,7 @@
 
 #include "evokit/io/config.h"
 #include "evokit/io/errors.h"
+#include "evokit/io/fingerprint.h"
 #include "evokit/io/solver_state.h"
 #include "io_test_util.h"
 
@@ -92,7 +93,7 @@ TEST(IoESAgent, ParallelSamplingEqualsSerial) {
 TEST(IoESAgent, SaveAndLoadRoundTrip) {
   TempDir dir;
   ESAgent agent = LoadIter1();
-  // Saved right after loading: both fingerprints are still valid and copied.
+  // Saved right after loading: both fingerprints (computed here) equal Python's.
   agent.save_solver(dir.path());
   const proto::SolverState loaded = read_solver_state(data_path("iter1/solver.pb"));
   proto::SolverState saved = read_solver_state(dir.file("solver.pb"));
@@ -107,7 +108,10 @@ TEST(IoESAgent, SaveAndLoadRoundTrip) {
   saved = read_solver_state(dir.file("solver.pb"));
   EXPECT_EQ(saved.steps(), 2);
   EXPECT_EQ(saved.model_fingerprint(), loaded.model_fingerprint());  // same graph
-  EXPECT_EQ(saved.params_fingerprint(), "");  // new parameters: not computed in C++
+  // New parameters: their fingerprint, computed in C++.
+  EXPECT_NE(saved.params_fingerprint(), loaded.params_fingerprint());
+  EXPECT_EQ(saved.params_fingerprint(),
+            params_fingerprint(model_fingerprint(agent.model()), agent.params()));
   EXPECT_EQ(parse_config(saved.config()).SerializeAsString(),
             agent.config().SerializeAsString());
 

@@ -14,6 +14,14 @@ Writes, next to this script:
   iter2_model.onnx       the model after a second update, made by a fresh agent
                          loaded from iter1/ (stream 7, 4 clones, rewards below)
   python_samples.log     three SampleRecords appended by evokit.samplelog
+  fingerprint_attributes.onnx  a model with attributes of most types, a
+                         subgraph (If), typed (not raw) tensor data and a doc
+                         string, for the fingerprint
+  (solver_v1.pb, not written here: iter1/solver.pb as the EvoKit before
+                         fingerprint version 2 wrote it, kept to test old files)
+  fingerprints.txt       `name hex` per line: Python's model fingerprint
+                         (NAME.model) and params fingerprint (NAME.params) of
+                         the models above and of iteration 2 (iter2.params)
   expected.txt           reference values, one `name v1 v2 ...` per line:
     obs                  a batch of 3 CartPole observations
     predict              onnxruntime's output of cartpole_h8.onnx for obs
@@ -109,11 +117,68 @@ def main() -> int:
     append_records(log, records)
     lines.append(f"record_rewards {fmt([r.reward for r in records])}")
 
+    # Fingerprints (version 2) computed by Python, checked by test_fingerprint.cc.
+    from evokit.agent import params_fingerprint
+    attributes = os.path.join(HERE, "fingerprint_attributes.onnx")
+    with open(attributes, "wb") as f:
+        f.write(attributes_model().SerializeToString())
+    fps = []
+    for name, path, pattern in [("cartpole_h8", model, ".*"), ("cartpole_h8_weights", model, ".*weight"),
+                                ("iter1", os.path.join(iter1, "model.onnx"), ".*"),
+                                ("torch_mlp", os.path.join(ROOT, "tests", "fixtures", "torch_mlp.onnx"), ".*"),
+                                ("attributes", attributes, ".*")]:
+        p = OnnxPolicy.load(path, param_pattern=pattern, backend="onnxruntime")
+        fps.append(f"{name}.model {p.fingerprint()}")
+        fps.append(f"{name}.params {params_fingerprint(p, p.initial_params())}")
+    fps.append(f"iter2.params {params_fingerprint(agent.policy, agent.center)}")
+    with open(os.path.join(HERE, "fingerprints.txt"), "w") as f:
+        f.write("# written by make_fixtures.py; do not edit\n")
+        f.write("\n".join(fps) + "\n")
+
     with open(os.path.join(HERE, "expected.txt"), "w") as f:
         f.write("# written by make_fixtures.py; do not edit\n")
         f.write("\n".join(lines) + "\n")
     print(f"wrote fixtures to {HERE}")
     return 0
+
+
+def attributes_model():
+    """obs [N, 4] -> MatMul w -> Add b -> LeakyRelu(alpha) -> Transpose(perm)
+    -> Transpose -> Mul by a Constant (TENSOR attribute, float_data) -> If on a
+    fixed bool initializer (int32_data) with two subgraphs -> Cast(to)."""
+    import onnx
+    from onnx import TensorProto, helper
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 3], [0.1 * i for i in range(12)])
+    b = helper.make_tensor("b", TensorProto.FLOAT, [3], [0.5, -0.5, 0.25], )
+    flag = helper.make_tensor("flag", TensorProto.BOOL, [], [True])
+    scale = helper.make_tensor("scale", TensorProto.FLOAT, [3], [1.0, 2.0, -3.0])
+    fixed = helper.make_tensor("offsets", TensorProto.INT64, [2], [7, -9])
+    small = helper.make_tensor("small", TensorProto.INT8, [3], [-1, 0, 5])
+    then_g = helper.make_graph([helper.make_node("Identity", ["m"], ["t_out"])], "then", [],
+                               [helper.make_tensor_value_info("t_out", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph([helper.make_node("Neg", ["m"], ["e_out"])], "else", [],
+                               [helper.make_tensor_value_info("e_out", TensorProto.FLOAT, None)])
+    nodes = [
+        helper.make_node("MatMul", ["obs", "w"], ["h0"], name="mm", doc_string="a doc string"),
+        helper.make_node("Add", ["h0", "b"], ["h1"]),
+        helper.make_node("LeakyRelu", ["h1"], ["h2"], alpha=0.125),
+        helper.make_node("Transpose", ["h2"], ["h3"], perm=[1, 0]),
+        helper.make_node("Transpose", ["h3"], ["h4"], perm=[1, 0]),
+        helper.make_node("Constant", [], ["c"], value=scale),
+        helper.make_node("Mul", ["h4", "c"], ["m"]),
+        helper.make_node("If", ["flag"], ["y"], then_branch=then_g, else_branch=else_g),
+        helper.make_node("Cast", ["y"], ["action"], to=TensorProto.FLOAT),
+    ]
+    graph = helper.make_graph(
+        nodes, "attributes",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", 3])],
+        initializer=[w, b, flag, fixed, small])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              producer_name="make_fixtures")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
 
 
 if __name__ == "__main__":

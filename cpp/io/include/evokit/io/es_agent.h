@@ -95,13 +95,14 @@ class ESAgent {
   // ---- files (original agent only) ----
   // dir/model.onnx with the centre parameters; returns the path.
   std::string save_inference_model(const std::string& dir) const;
-  // dir/solver.pb: optimizer vectors, steps, config text. The graph
-  // fingerprint (model_fingerprint) and params_fingerprint are not computed
-  // in C++: they are copied from the solver.pb this agent loaded, the
-  // params_fingerprint only while the parameters are still the ones loaded.
+  // dir/solver.pb: optimizer vectors, steps, config text, and the
+  // fingerprints of the graph (model_fingerprint) and of the centre model
+  // (params_fingerprint), version kFingerprintVersion: the same digests the
+  // Python package computes (evokit/io/fingerprint.h).
   std::string save_solver(const std::string& dir) const;
   // Restores dir/solver.pb (SolverFileError naming the file: missing,
-  // corrupt, another parameter count or optimizer type).
+  // corrupt, another parameter count, fingerprint version, model graph
+  // (model_fingerprint) or optimizer type).
   void load_solver(const std::string& dir);
 
   // ---- state ----
@@ -129,10 +130,6 @@ class ESAgent {
   std::vector<float> initial_params_;       // the model's, until init_solver()
   std::unique_ptr<evokit::ESAgent> core_;   // the original or a clone
   bool is_clone_ = false;
-  // From the loaded solver.pb (see save_solver).
-  std::string model_fingerprint_;
-  std::string params_fingerprint_;
-  std::int64_t params_fingerprint_iter_ = -1;
 };
 
 }  // namespace evokit::io
