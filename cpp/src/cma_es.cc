@@ -49,10 +49,15 @@ constexpr std::size_t kQBlock = 16;
 // region costs microseconds (more when workers have gone to sleep), so
 // threads are used for loops of about 100 microseconds or more.
 constexpr double kParallelWork = 262144.0;
-// The same for one step of the tridiagonal reduction: the steps are many
-// (n) and memory-bound, so only long ones (m >= 1024 rows) are threaded;
-// this keeps the number of barriers per decomposition small.
+// The same for one step of the tridiagonal reduction: a step reads and
+// writes m^2 / 2 numbers (memory-bound, well under a millisecond) and there
+// are n steps, each a parallel region that waits for every thread (a whole
+// scheduler time slice when another job has the core), so only steps with
+// m >= 1024 rows are threaded, cut into row blocks of about kStepBlock
+// entries each (at most kMaxStepBlocks).
 constexpr std::size_t kParallelStep = std::size_t{1} << 20;
+constexpr std::size_t kStepBlock = std::size_t{1} << 18;
+constexpr std::size_t kMaxStepBlocks = 8;
 // hash_draw tag of BIPOP's uniform draws (counter word c).
 constexpr std::uint64_t kBipopTag = 0x4249504Full;  // "BIPO"
 // Stagnation histories are kept for at most this many generations.
@@ -98,28 +103,6 @@ void axpy1(const double* __restrict b, std::size_t len, double a, double* __rest
   for (std::size_t t = 0; t < len; ++t) o[t] += b[t] * a;
 }
 
-// o[t] -= x_i w[t] + w_i x[t]: the rank-2 update of one row.
-EVOKIT_SIMD_CLONES
-void rank2_row(double* __restrict o, const double* __restrict x, const double* __restrict w, std::size_t len,
-               double xi, double wi) {
-  for (std::size_t t = 0; t < len; ++t) o[t] -= xi * w[t] + wi * x[t];
-}
-
-// sum_t a[t] b[t] in four interleaved partial sums (a fixed order).
-EVOKIT_SIMD_CLONES
-double dot4(const double* __restrict a, const double* __restrict b, std::size_t len) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  std::size_t t = 0;
-  for (; t + 4 <= len; t += 4) {
-    s0 += a[t] * b[t];
-    s1 += a[t + 1] * b[t + 1];
-    s2 += a[t + 2] * b[t + 2];
-    s3 += a[t + 3] * b[t + 3];
-  }
-  for (; t < len; ++t) s0 += a[t] * b[t];
-  return (s0 + s1) + (s2 + s3);
-}
-
 // o[t] -= sum_r c[r] m[r * stride + t], r < count (a multiple of 4), summed in order of r.
 EVOKIT_SIMD_CLONES
 void sub_combination(double* __restrict o, std::size_t len, const double* __restrict c,
@@ -158,17 +141,75 @@ void times_b(const double* bt, std::size_t n, const double* v, double* out, std:
 
 // ---- symmetric eigensolver ---------------------------------------------------
 
-// Householder reduction of the symmetric a (n x n, row-major, overwritten) to
-// tridiagonal form T = Q^T A Q: d the diagonal, e[k] the entry (k, k+1),
-// e[n-1] = 0; q receives Q (row-major).
+// One row of the fused pass of tridiagonalize, on the lower triangle: the
+// pending rank-2 update, then its share of the symmetric product A22 x.
+// row[t], t <= len (len + 1 entries, the last on the diagonal):
+//   row[t] -= vi wp[t] + wi vp[t]                    (skipped when vp is null)
+// returns  sum_{t < len} row[t] x[t] + row[len] x[len]   (four interleaved sums)
+// and adds s[t] += row[t] x[len] for t < len (the column part of the product).
+EVOKIT_SIMD_CLONES
+double fused_row(double* __restrict row, std::size_t len, const double* __restrict vp,
+                 const double* __restrict wp, double vi, double wi, const double* __restrict x,
+                 double* __restrict s) {
+  const double xi = x[len];
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  std::size_t t = 0;
+  if (vp != nullptr) {
+    for (; t + 4 <= len; t += 4) {
+      const double a0 = row[t] - (vi * wp[t] + wi * vp[t]);
+      const double a1 = row[t + 1] - (vi * wp[t + 1] + wi * vp[t + 1]);
+      const double a2 = row[t + 2] - (vi * wp[t + 2] + wi * vp[t + 2]);
+      const double a3 = row[t + 3] - (vi * wp[t + 3] + wi * vp[t + 3]);
+      row[t] = a0;
+      row[t + 1] = a1;
+      row[t + 2] = a2;
+      row[t + 3] = a3;
+      s0 += a0 * x[t];
+      s1 += a1 * x[t + 1];
+      s2 += a2 * x[t + 2];
+      s3 += a3 * x[t + 3];
+      s[t] += a0 * xi;
+      s[t + 1] += a1 * xi;
+      s[t + 2] += a2 * xi;
+      s[t + 3] += a3 * xi;
+    }
+    for (; t <= len; ++t) row[t] -= vi * wp[t] + wi * vp[t];
+  } else {
+    for (; t + 4 <= len; t += 4) {
+      s0 += row[t] * x[t];
+      s1 += row[t + 1] * x[t + 1];
+      s2 += row[t + 2] * x[t + 2];
+      s3 += row[t + 3] * x[t + 3];
+      s[t] += row[t] * xi;
+      s[t + 1] += row[t + 1] * xi;
+      s[t + 2] += row[t + 2] * xi;
+      s[t + 3] += row[t + 3] * xi;
+    }
+  }
+  for (t = len & ~std::size_t{3}; t < len; ++t) {
+    s0 += row[t] * x[t];
+    s[t] += row[t] * xi;
+  }
+  return ((s0 + s1) + (s2 + s3)) + row[len] * xi;
+}
+
+// Householder reduction of the symmetric a (n x n, row-major; the lower
+// triangle is read, a is overwritten) to tridiagonal form T = Q^T A Q: d the
+// diagonal, e[k] the entry (k, k+1), e[n-1] = 0; q receives Q (row-major).
 //
-// Step k builds the reflector P_k = I - v v^T / H_k from row k, which zeroes
-// a[k][k+2..], and updates the trailing block A22 (rows and columns k+1..):
+// Step k builds the reflector P_k = I - v v^T / H_k from column k, which
+// zeroes a[k+2.., k], and updates the trailing block A22 (rows and columns
+// k+1..):
 //   p = A22 v / H,  w = p - (v^T p / 2H) v,  A22 -= v w^T + w v^T.
-// The rank-2 update of step k is done lazily, in the same pass over the rows
-// as the product A22 v of step k+1, so each step reads the block once. The
-// full block is kept (both triangles); v_i w_j + w_i v_j is the same sum for
-// (i, j) and (j, i), so it stays exactly symmetric.
+// Only the lower triangle of A22 is kept, and the rank-2 update of step k is
+// done lazily, in the same pass over the rows as the product A22 v of step
+// k+1 (fused_row): each step reads and writes half the block once. Column
+// k+1 (the next reflector's x) is updated on its own first. v is stored in
+// the free upper part of row k for the accumulation of Q.
+//
+// Threads: the rows of a step are cut into blocks of about equal area, a
+// number that depends on m only; block b adds its column part into its own
+// vector s_b, and p_i = (row part of i + sum_b s_b[i], b ascending) / H.
 void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& d,
                     std::vector<double>& e, std::vector<double>& q, int threads) {
   d.assign(n, 0.0);
@@ -176,28 +217,44 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
   std::vector<double> h(n, 0.0);  // H_k = v^T v / 2 of reflector k (0: none)
   std::vector<double> p(n);
   std::vector<double> w_prev(n), w(n);
+  std::vector<double> partial(kMaxStepBlocks * n);
   const double* v_prev = nullptr;  // the pending update: rows/cols prev0.. -= v w^T + w v^T
   std::size_t prev0 = 0;
-  auto pending_row = [&](std::size_t i, std::size_t col0) {
-    // Applies the pending update to row i, columns col0.. (col0 >= prev0).
-    if (v_prev == nullptr) return;
-    const std::size_t off = col0 - prev0;
-    rank2_row(a.data() + i * n + col0, v_prev + off, w_prev.data() + off, n - col0, v_prev[i - prev0],
-              w_prev[i - prev0]);
+  // The pending update of entry (i, j), i >= j >= prev0; the same sum as
+  // fused_row's for every entry.
+  auto pending = [&](std::size_t i, std::size_t j) {
+    double& aij = a[i * n + j];
+    if (v_prev != nullptr) {
+      aij -= v_prev[i - prev0] * w_prev[j - prev0] + w_prev[i - prev0] * v_prev[j - prev0];
+    }
+    return aij;
   };
   for (std::size_t k = 0; k + 2 < n; ++k) {
-    pending_row(k, k);
-    d[k] = a[k * n + k];
-    double* x = a.data() + k * n + k + 1;  // becomes v, kept in row k for the accumulation
-    const std::size_t m = n - k - 1;
+    d[k] = pending(k, k);
+    const std::size_t r0 = k + 1;
+    const std::size_t m = n - r0;
+    // x = column k below the diagonal, updated; kept as v in row k.
+    double* x = a.data() + k * n + r0;
+    for (std::size_t i = 0; i < m; ++i) x[i] = pending(r0 + i, k);
     double scale = 0.0;
     for (std::size_t i = 0; i < m; ++i) scale += std::fabs(x[i]);
-    const std::size_t r0 = k + 1;
-    const int t = m * m < kParallelStep ? 1 : team_size(m, threads);
+    // Row blocks of about equal area (the triangle of rows 0..m-1).
+    const std::size_t blocks =
+        m * m < kParallelStep ? 1 : std::min<std::size_t>(kMaxStepBlocks, m * m / kStepBlock);
+    const int t = team_size(blocks, threads);
+    auto row_begin = [&](std::size_t b) {
+      return b == blocks ? m
+                         : static_cast<std::size_t>(static_cast<double>(m) *
+                                                    std::sqrt(static_cast<double>(b) / static_cast<double>(blocks)));
+    };
+    const double* vp = v_prev == nullptr ? nullptr : v_prev + (r0 - prev0);
+    const double* wp = w_prev.data() + (r0 - prev0);
     if (scale == 0.0) {
       // No reflector: finish the pending update of the block and go on.
       e[k] = 0.0;
-      parallel_items(m, t, [&](std::size_t i) { pending_row(r0 + i, r0); });
+      parallel_items(m, m * m < kParallelStep ? 1 : team_size(m, threads), [&](std::size_t i) {
+        for (std::size_t j = 0; j <= i; ++j) pending(r0 + i, r0 + j);
+      });
       v_prev = nullptr;
       continue;
     }
@@ -212,26 +269,37 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
     const double H = hh - f * g;
     x[0] = f - g;
     h[k] = H;
-    // One pass: the pending update of each row, then its product with v.
-    parallel_items(m, t, [&](std::size_t i) {
-      pending_row(r0 + i, r0);
-      p[i] = dot4(a.data() + (r0 + i) * n + r0, x, m) / H;
+    // One pass: the pending update of each row, then its part of A22 x.
+    parallel_items(blocks, t, [&](std::size_t b) {
+      const std::size_t i0 = row_begin(b);
+      const std::size_t i1 = row_begin(b + 1);
+      double* s = partial.data() + b * n;
+      std::fill_n(s, i1, 0.0);
+      for (std::size_t i = i0; i < i1; ++i) {
+        const double vi = vp == nullptr ? 0.0 : vp[i];
+        p[i] = fused_row(a.data() + (r0 + i) * n + r0, i, vp, wp, vi, wp[i], x, s);
+      }
     });
-    double vp = 0.0;
-    for (std::size_t i = 0; i < m; ++i) vp += x[i] * p[i];
-    const double kk = vp / (2.0 * H);
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const double* s = partial.data() + b * n;
+      const std::size_t i1 = row_begin(b + 1);
+      for (std::size_t i = 0; i < i1; ++i) p[i] += s[i];
+    }
+    for (std::size_t i = 0; i < m; ++i) p[i] /= H;
+    double vpdot = 0.0;
+    for (std::size_t i = 0; i < m; ++i) vpdot += x[i] * p[i];
+    const double kk = vpdot / (2.0 * H);
     for (std::size_t i = 0; i < m; ++i) w[i] = p[i] - kk * x[i];
     std::swap(w, w_prev);
     v_prev = x;
     prev0 = r0;
   }
   // The last 2 x 2 block.
-  for (std::size_t i = n >= 2 ? n - 2 : 0; i < n; ++i) pending_row(i, i);
   if (n >= 2) {
-    d[n - 2] = a[(n - 2) * n + n - 2];
-    e[n - 2] = a[(n - 2) * n + n - 1];
+    d[n - 2] = pending(n - 2, n - 2);
+    e[n - 2] = pending(n - 1, n - 2);
   }
-  d[n - 1] = a[(n - 1) * n + n - 1];
+  d[n - 1] = pending(n - 1, n - 1);
   e[n - 1] = 0.0;
 
   // Q = P_0 P_1 ... P_{n-3}, accumulated backwards in blocks of kQBlock
@@ -300,6 +368,14 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
     });
     k1 = k0;
   }
+}
+
+// sqrt(a^2 + b^2) without std::hypot's cost where the squares cannot
+// overflow or underflow (its result within an ulp of hypot's), else hypot.
+inline double fast_hypot(double a, double b) {
+  const double ss = a * a + b * b;
+  if (ss > 0x1p-900 && ss < 0x1p900) return std::sqrt(ss);
+  return std::hypot(a, b);
 }
 
 struct Rotation {
@@ -386,14 +462,14 @@ void tridiagonal_ql(std::vector<double>& d, std::vector<double>& e, std::vector<
       }
       // Wilkinson shift from the leading 2 x 2 block.
       double g = (d[l + 1] - d[l]) / (2.0 * e[l]);
-      double r = std::hypot(g, 1.0);
+      double r = fast_hypot(g, 1.0);
       g = d[m] - d[l] + e[l] / (g + (g >= 0 ? r : -r));
       double s = 1.0, c = 1.0, p = 0.0;
       bool underflow = false;
       for (std::size_t i = m; i-- > l;) {
         const double f = s * e[i];
         const double b = c * e[i];
-        r = std::hypot(f, g);
+        r = fast_hypot(f, g);
         e[i + 1] = r;
         if (r == 0.0) {  // recover from underflow
           d[i + 1] -= p;
