@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "evokit/philox.h"
+#include "kernel_targets.h"
 #include "messages.h"
 #include "parallel.h"
 
@@ -76,14 +77,10 @@ double median(std::vector<double> v) {
   return 0.5 * (*std::max_element(v.begin(), mid) + *mid);
 }
 
-// Hot loops are compiled twice on x86-64 GCC, for AVX2 and for the baseline,
-// and picked at load time. Neither variant uses FMA (ISO C++ mode contracts
-// nothing) and vectorisation never reorders a sum, so both give the same bits.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define EVOKIT_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define EVOKIT_SIMD_CLONES
-#endif
+// Hot loops are marked EVOKIT_KERNEL_TARGETS (kernel_targets.h): compiled
+// for SSE2, AVX2 and AVX-512, picked at load time. None uses FMA and
+// vectorisation never reorders a sum, so all give the same bits.
+#define EVOKIT_SIMD_CLONES EVOKIT_KERNEL_TARGETS
 
 // o_r[t] += b[t] * a_r for t < len, r < 4: one load of b feeds four outputs.
 EVOKIT_SIMD_CLONES
@@ -103,18 +100,66 @@ void axpy1(const double* __restrict b, std::size_t len, double a, double* __rest
   for (std::size_t t = 0; t < len; ++t) o[t] += b[t] * a;
 }
 
-// o[t] -= sum_r c[r] m[r * stride + t], r < count (a multiple of 4), summed in order of r.
+// The two products of applying a block of kQBlock reflectors to a block of
+// at most kRowBlock columns of Q, with register tiles of 4 x 16 (first) and
+// 32 (second) outputs; each output is summed in the same order as a plain
+// loop: over i (first) or r (second) ascending, from 0.
+//   wt[r * kRowBlock + t] = sum_{i < m} v[i * kQBlock + r] q[i * stride + t]
 EVOKIT_SIMD_CLONES
-void sub_combination(double* __restrict o, std::size_t len, const double* __restrict c,
-                     const double* __restrict m, std::size_t count, std::size_t stride) {
-  double acc[kRowBlock];
-  for (std::size_t t = 0; t < len; ++t) acc[t] = 0.0;
-  for (std::size_t r = 0; r < count; ++r) {
-    const double cr = c[r];
-    const double* __restrict mr = m + r * stride;
-    for (std::size_t t = 0; t < len; ++t) acc[t] += cr * mr[t];
+void reflectors_times_q(const double* __restrict v, const double* __restrict q, std::size_t stride,
+                        std::size_t m, std::size_t len, double* __restrict wt) {
+  constexpr std::size_t kT = 16;
+  const std::size_t full = len - len % kT;
+  for (std::size_t r = 0; r < kQBlock; r += 4) {
+    for (std::size_t t0 = 0; t0 < full; t0 += kT) {
+      double acc[4][kT] = {};
+      for (std::size_t i = 0; i < m; ++i) {
+        const double* __restrict qi = q + i * stride + t0;
+        const double* __restrict vi = v + i * kQBlock + r;
+        for (std::size_t u = 0; u < kT; ++u) {
+          acc[0][u] += qi[u] * vi[0];
+          acc[1][u] += qi[u] * vi[1];
+          acc[2][u] += qi[u] * vi[2];
+          acc[3][u] += qi[u] * vi[3];
+        }
+      }
+      for (std::size_t c = 0; c < 4; ++c) {
+        for (std::size_t u = 0; u < kT; ++u) wt[(r + c) * kRowBlock + t0 + u] = acc[c][u];
+      }
+    }
+    for (std::size_t t = full; t < len; ++t) {
+      double acc[4] = {};
+      for (std::size_t i = 0; i < m; ++i) {
+        const double qi = q[i * stride + t];
+        for (std::size_t c = 0; c < 4; ++c) acc[c] += qi * v[i * kQBlock + r + c];
+      }
+      for (std::size_t c = 0; c < 4; ++c) wt[(r + c) * kRowBlock + t] = acc[c];
+    }
   }
-  for (std::size_t t = 0; t < len; ++t) o[t] -= acc[t];
+}
+
+//   q[i * stride + t] -= sum_{r < kQBlock} v[i * kQBlock + r] w2[r * kRowBlock + t]
+EVOKIT_SIMD_CLONES
+void q_minus_v_times_w(double* __restrict q, std::size_t stride, std::size_t m, std::size_t len,
+                       const double* __restrict v, const double* __restrict w2) {
+  constexpr std::size_t kT = 32;
+  const std::size_t full = len - len % kT;
+  for (std::size_t i = 0; i < m; ++i) {
+    double* __restrict qi = q + i * stride;
+    const double* __restrict vi = v + i * kQBlock;
+    for (std::size_t t0 = 0; t0 < full; t0 += kT) {
+      double acc[kT] = {};
+      for (std::size_t r = 0; r < kQBlock; ++r) {
+        for (std::size_t u = 0; u < kT; ++u) acc[u] += vi[r] * w2[r * kRowBlock + t0 + u];
+      }
+      for (std::size_t u = 0; u < kT; ++u) qi[t0 + u] -= acc[u];
+    }
+    for (std::size_t t = full; t < len; ++t) {
+      double acc = 0.0;
+      for (std::size_t r = 0; r < kQBlock; ++r) acc += vi[r] * w2[r * kRowBlock + t];
+      qi[t] -= acc;
+    }
+  }
 }
 
 // out[k * n + i] = sum_j bt[j * n + i] * v[k * n + j] for k < count: rows of
@@ -347,24 +392,12 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
       const std::size_t len = std::min(n, j0 + kRowBlock) - j0;
       double* wt = scratch.data() + cb * 2 * b * kRowBlock;  // W = V^T Q: b x len
       double* w2 = wt + b * kRowBlock;                        // T W
-      std::fill_n(wt, b * kRowBlock, 0.0);
-      for (std::size_t i = 0; i < m; ++i) {
-        const double* qrow = q.data() + (r0 + i) * n + j0;
-        const double* vi = vb.data() + i * b;
-        for (std::size_t r = 0; r < b; r += 4) {
-          axpy4(qrow, len, vi[r], vi[r + 1], vi[r + 2], vi[r + 3], wt + r * kRowBlock, wt + (r + 1) * kRowBlock,
-                wt + (r + 2) * kRowBlock, wt + (r + 3) * kRowBlock);
-        }
-      }
+      reflectors_times_q(vb.data(), q.data() + r0 * n + j0, n, m, len, wt);
       std::fill_n(w2, b * kRowBlock, 0.0);
       for (std::size_t r = 0; r < b; ++r) {
         for (std::size_t c = r; c < b; ++c) axpy1(wt + c * kRowBlock, len, tb[r * b + c], w2 + r * kRowBlock);
       }
-      for (std::size_t i = 0; i < m; ++i) {
-        double* qrow = q.data() + (r0 + i) * n + j0;
-        const double* vi = vb.data() + i * b;
-        sub_combination(qrow, len, vi, w2, b, kRowBlock);
-      }
+      q_minus_v_times_w(q.data() + r0 * n + j0, n, m, len, vb.data(), w2);
     });
     k1 = k0;
   }
