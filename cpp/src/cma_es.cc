@@ -82,17 +82,13 @@ double median(std::vector<double> v) {
 // vectorisation never reorders a sum, so all give the same bits.
 #define EVOKIT_SIMD_CLONES EVOKIT_KERNEL_TARGETS
 
-// o_r[t] += b[t] * a_r for t < len, r < 4: one load of b feeds four outputs.
+// o[t] = (((o[t] + a0 b0[t]) + a1 b1[t]) + a2 b2[t]) + a3 b3[t]: four
+// axpys in one pass over o, each sum in the order of four separate ones.
 EVOKIT_SIMD_CLONES
-void axpy4(const double* __restrict b, std::size_t len, double a0, double a1, double a2, double a3,
-           double* __restrict o0, double* __restrict o1, double* __restrict o2, double* __restrict o3) {
-  for (std::size_t t = 0; t < len; ++t) {
-    const double bt = b[t];
-    o0[t] += bt * a0;
-    o1[t] += bt * a1;
-    o2[t] += bt * a2;
-    o3[t] += bt * a3;
-  }
+void axpy_4x(double* __restrict o, std::size_t len, double a0, const double* __restrict b0, double a1,
+             const double* __restrict b1, double a2, const double* __restrict b2, double a3,
+             const double* __restrict b3) {
+  for (std::size_t t = 0; t < len; ++t) o[t] = (((o[t] + a0 * b0[t]) + a1 * b1[t]) + a2 * b2[t]) + a3 * b3[t];
 }
 
 EVOKIT_SIMD_CLONES
@@ -100,22 +96,24 @@ void axpy1(const double* __restrict b, std::size_t len, double a, double* __rest
   for (std::size_t t = 0; t < len; ++t) o[t] += b[t] * a;
 }
 
-// The two products of applying a block of kQBlock reflectors to a block of
-// at most kRowBlock columns of Q, with register tiles of 4 x 16 (first) and
-// 32 (second) outputs; each output is summed in the same order as a plain
-// loop: over i (first) or r (second) ascending, from 0.
-//   wt[r * kRowBlock + t] = sum_{i < m} v[i * kQBlock + r] q[i * stride + t]
+// out[r * ostride + t] = sum_{i < m} v[i * vstride + r] q[i * qstride + t]
+// for r < rows, t < len: rows of V^T times a block of columns of q, with
+// register tiles of 4 x 16 outputs (for four rows at a time; any remainder
+// one row at a time). Each output is summed over i ascending from 0, as a
+// plain loop would.
 EVOKIT_SIMD_CLONES
-void reflectors_times_q(const double* __restrict v, const double* __restrict q, std::size_t stride,
-                        std::size_t m, std::size_t len, double* __restrict wt) {
+void transposed_product(const double* __restrict v, std::size_t vstride, std::size_t rows,
+                        const double* __restrict q, std::size_t qstride, std::size_t m, std::size_t len,
+                        double* __restrict out, std::size_t ostride) {
   constexpr std::size_t kT = 16;
   const std::size_t full = len - len % kT;
-  for (std::size_t r = 0; r < kQBlock; r += 4) {
+  std::size_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
     for (std::size_t t0 = 0; t0 < full; t0 += kT) {
       double acc[4][kT] = {};
       for (std::size_t i = 0; i < m; ++i) {
-        const double* __restrict qi = q + i * stride + t0;
-        const double* __restrict vi = v + i * kQBlock + r;
+        const double* __restrict qi = q + i * qstride + t0;
+        const double* __restrict vi = v + i * vstride + r;
         for (std::size_t u = 0; u < kT; ++u) {
           acc[0][u] += qi[u] * vi[0];
           acc[1][u] += qi[u] * vi[1];
@@ -124,20 +122,32 @@ void reflectors_times_q(const double* __restrict v, const double* __restrict q, 
         }
       }
       for (std::size_t c = 0; c < 4; ++c) {
-        for (std::size_t u = 0; u < kT; ++u) wt[(r + c) * kRowBlock + t0 + u] = acc[c][u];
+        for (std::size_t u = 0; u < kT; ++u) out[(r + c) * ostride + t0 + u] = acc[c][u];
       }
     }
     for (std::size_t t = full; t < len; ++t) {
       double acc[4] = {};
       for (std::size_t i = 0; i < m; ++i) {
-        const double qi = q[i * stride + t];
-        for (std::size_t c = 0; c < 4; ++c) acc[c] += qi * v[i * kQBlock + r + c];
+        const double qi = q[i * qstride + t];
+        for (std::size_t c = 0; c < 4; ++c) acc[c] += qi * v[i * vstride + r + c];
       }
-      for (std::size_t c = 0; c < 4; ++c) wt[(r + c) * kRowBlock + t] = acc[c];
+      for (std::size_t c = 0; c < 4; ++c) out[(r + c) * ostride + t] = acc[c];
+    }
+  }
+  for (; r < rows; ++r) {
+    double* __restrict o = out + r * ostride;
+    for (std::size_t t = 0; t < len; ++t) o[t] = 0.0;
+    for (std::size_t i = 0; i < m; ++i) {
+      const double* __restrict qi = q + i * qstride;
+      const double vi = v[i * vstride + r];
+      for (std::size_t t = 0; t < len; ++t) o[t] += qi[t] * vi;
     }
   }
 }
 
+// The second product of applying a block of kQBlock reflectors to a block of
+// at most kRowBlock columns of Q (register tiles of 32 outputs, each summed
+// over r ascending from 0):
 //   q[i * stride + t] -= sum_{r < kQBlock} v[i * kQBlock + r] w2[r * kRowBlock + t]
 EVOKIT_SIMD_CLONES
 void q_minus_v_times_w(double* __restrict q, std::size_t stride, std::size_t m, std::size_t len,
@@ -167,20 +177,15 @@ void q_minus_v_times_w(double* __restrict q, std::size_t stride, std::size_t m, 
 // over j in ascending order.
 void times_b(const double* bt, std::size_t n, const double* v, double* out, std::size_t count,
              int threads) {
+  std::vector<double> vt(n * count);  // v transposed: vt[j * count + k]
+  for (std::size_t k = 0; k < count; ++k) {
+    for (std::size_t j = 0; j < n; ++j) vt[j * count + k] = v[k * n + j];
+  }
   const std::size_t blocks = ceil_div(n, kRowBlock);
   parallel_items(blocks, team_size(blocks, threads), [&](std::size_t b) {
     const std::size_t i0 = b * kRowBlock;
     const std::size_t len = std::min(kRowBlock, n - i0);
-    for (std::size_t k = 0; k < count; ++k) std::fill_n(out + k * n + i0, len, 0.0);
-    for (std::size_t j = 0; j < n; ++j) {
-      const double* brow = bt + j * n + i0;
-      std::size_t k = 0;
-      for (; k + 4 <= count; k += 4) {
-        axpy4(brow, len, v[k * n + j], v[(k + 1) * n + j], v[(k + 2) * n + j], v[(k + 3) * n + j],
-              out + k * n + i0, out + (k + 1) * n + i0, out + (k + 2) * n + i0, out + (k + 3) * n + i0);
-      }
-      for (; k < count; ++k) axpy1(brow, len, v[k * n + j], out + k * n + i0);
-    }
+    transposed_product(vt.data(), count, count, bt + i0, n, n, len, out + i0, n);
   });
 }
 
@@ -392,7 +397,7 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
       const std::size_t len = std::min(n, j0 + kRowBlock) - j0;
       double* wt = scratch.data() + cb * 2 * b * kRowBlock;  // W = V^T Q: b x len
       double* w2 = wt + b * kRowBlock;                        // T W
-      reflectors_times_q(vb.data(), q.data() + r0 * n + j0, n, m, len, wt);
+      transposed_product(vb.data(), b, b, q.data() + r0 * n + j0, n, m, len, wt, kRowBlock);
       std::fill_n(w2, b * kRowBlock, 0.0);
       for (std::size_t r = 0; r < b; ++r) {
         for (std::size_t c = r; c < b; ++c) axpy1(wt + c * kRowBlock, len, tb[r * b + c], w2 + r * kRowBlock);
@@ -1145,11 +1150,12 @@ void CMAES::update_covariance(double a, const std::vector<const double*>& y,
     double* ci = c + i * n;
     const double c1pi = c1 * pc[i];
     for (std::size_t j = 0; j <= i; ++j) ci[j] = a * ci[j] + c1pi * pc[j];
-    for (std::size_t k = 0; k < count; ++k) {
-      const double* yk = y[k];
-      const double f = coef[k] * yk[i];
-      for (std::size_t j = 0; j <= i; ++j) ci[j] += f * yk[j];
+    std::size_t k = 0;
+    for (; k + 4 <= count; k += 4) {
+      detail::axpy_4x(ci, i + 1, coef[k] * y[k][i], y[k], coef[k + 1] * y[k + 1][i], y[k + 1],
+                      coef[k + 2] * y[k + 2][i], y[k + 2], coef[k + 3] * y[k + 3][i], y[k + 3]);
     }
+    for (; k < count; ++k) detail::axpy1(y[k], i + 1, coef[k] * y[k][i], ci);
   };
   detail::parallel_items(items, detail::team_size(items, threads), [&](std::size_t t) {
     row(t);
