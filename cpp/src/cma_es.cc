@@ -191,57 +191,82 @@ void times_b(const double* bt, std::size_t n, const double* v, double* out, std:
 
 // ---- symmetric eigensolver ---------------------------------------------------
 
-// One row of the fused pass of tridiagonalize, on the lower triangle: the
-// pending rank-2 update, then its share of the symmetric product A22 x.
-// row[t], t <= len (len + 1 entries, the last on the diagonal):
-//   row[t] -= vi wp[t] + wi vp[t]                    (skipped when vp is null)
-// returns  sum_{t < len} row[t] x[t] + row[len] x[len]   (four interleaved sums)
-// and adds s[t] += row[t] x[len] for t < len (the column part of the product).
+// One row of the symmetric product A22 x on the lower triangle: returns
+//   sum_{t < len} row[t] x[t] + row[len] x[len]
+// (in 16 interleaved partial sums, added pairwise: a fixed order) and adds
+// s[t] += row[t] x[len] for t < len (the column part of the product).
 EVOKIT_SIMD_CLONES
-double fused_row(double* __restrict row, std::size_t len, const double* __restrict vp,
-                 const double* __restrict wp, double vi, double wi, const double* __restrict x,
-                 double* __restrict s) {
+double symmetric_row(const double* __restrict row, std::size_t len, const double* __restrict x,
+                     double* __restrict s) {
+  constexpr std::size_t kL = 16;
   const double xi = x[len];
+  double acc[kL] = {};
+  std::size_t t = 0;
+  for (; t + kL <= len; t += kL) {
+    for (std::size_t u = 0; u < kL; ++u) {
+      acc[u] += row[t + u] * x[t + u];
+      s[t + u] += row[t + u] * xi;
+    }
+  }
+  for (std::size_t u = 0; t + u < len; ++u) {
+    acc[u] += row[t + u] * x[t + u];
+    s[t + u] += row[t + u] * xi;
+  }
+  for (std::size_t width = kL / 2; width > 0; width /= 2) {
+    for (std::size_t u = 0; u < width; ++u) acc[u] += acc[u + width];
+  }
+  return acc[0] + row[len] * xi;
+}
+
+// sum_t a[t] b[t] in four interleaved partial sums (a fixed order).
+EVOKIT_SIMD_CLONES
+double dot4(const double* __restrict a, const double* __restrict b, std::size_t len) {
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   std::size_t t = 0;
-  if (vp != nullptr) {
-    for (; t + 4 <= len; t += 4) {
-      const double a0 = row[t] - (vi * wp[t] + wi * vp[t]);
-      const double a1 = row[t + 1] - (vi * wp[t + 1] + wi * vp[t + 1]);
-      const double a2 = row[t + 2] - (vi * wp[t + 2] + wi * vp[t + 2]);
-      const double a3 = row[t + 3] - (vi * wp[t + 3] + wi * vp[t + 3]);
-      row[t] = a0;
-      row[t + 1] = a1;
-      row[t + 2] = a2;
-      row[t + 3] = a3;
-      s0 += a0 * x[t];
-      s1 += a1 * x[t + 1];
-      s2 += a2 * x[t + 2];
-      s3 += a3 * x[t + 3];
-      s[t] += a0 * xi;
-      s[t + 1] += a1 * xi;
-      s[t + 2] += a2 * xi;
-      s[t + 3] += a3 * xi;
-    }
-    for (; t <= len; ++t) row[t] -= vi * wp[t] + wi * vp[t];
-  } else {
-    for (; t + 4 <= len; t += 4) {
-      s0 += row[t] * x[t];
-      s1 += row[t + 1] * x[t + 1];
-      s2 += row[t + 2] * x[t + 2];
-      s3 += row[t + 3] * x[t + 3];
-      s[t] += row[t] * xi;
-      s[t + 1] += row[t + 1] * xi;
-      s[t + 2] += row[t + 2] * xi;
-      s[t + 3] += row[t + 3] * xi;
-    }
+  for (; t + 4 <= len; t += 4) {
+    s0 += a[t] * b[t];
+    s1 += a[t + 1] * b[t + 1];
+    s2 += a[t + 2] * b[t + 2];
+    s3 += a[t + 3] * b[t + 3];
   }
-  for (t = len & ~std::size_t{3}; t < len; ++t) {
-    s0 += row[t] * x[t];
-    s[t] += row[t] * xi;
-  }
-  return ((s0 + s1) + (s2 + s3)) + row[len] * xi;
+  for (; t < len; ++t) s0 += a[t] * b[t];
+  return (s0 + s1) + (s2 + s3);
 }
+
+// row[t] -= vi w[t] + wi v[t] for t < len: one rank-2 term of an update.
+EVOKIT_SIMD_CLONES
+void rank2_row(double* __restrict row, std::size_t len, const double* __restrict v,
+               const double* __restrict w, double vi, double wi) {
+  for (std::size_t t = 0; t < len; ++t) row[t] -= vi * w[t] + wi * v[t];
+}
+
+// Four rank-2 terms in one pass, each subtracted in turn:
+// row[t] -= vi_r w_r[t] + wi_r v_r[t] for r = 0, 1, 2, 3 (stride apart).
+EVOKIT_SIMD_CLONES
+void rank2_row4(double* __restrict row, std::size_t len, const double* __restrict v,
+                const double* __restrict w, std::size_t stride, const double* vi, const double* wi) {
+  const double* __restrict v0 = v;
+  const double* __restrict v1 = v + stride;
+  const double* __restrict v2 = v + 2 * stride;
+  const double* __restrict v3 = v + 3 * stride;
+  const double* __restrict w0 = w;
+  const double* __restrict w1 = w + stride;
+  const double* __restrict w2 = w + 2 * stride;
+  const double* __restrict w3 = w + 3 * stride;
+  const double a0 = vi[0], a1 = vi[stride], a2 = vi[2 * stride], a3 = vi[3 * stride];
+  const double b0 = wi[0], b1 = wi[stride], b2 = wi[2 * stride], b3 = wi[3 * stride];
+  for (std::size_t t = 0; t < len; ++t) {
+    double r = row[t];
+    r -= a0 * w0[t] + b0 * v0[t];
+    r -= a1 * w1[t] + b1 * v1[t];
+    r -= a2 * w2[t] + b2 * v2[t];
+    r -= a3 * w3[t] + b3 * v3[t];
+    row[t] = r;
+  }
+}
+
+// Steps of the tridiagonal reduction per panel (as LAPACK's dsytrd / dlatrd).
+constexpr std::size_t kPanel = 32;
 
 // Householder reduction of the symmetric a (n x n, row-major; the lower
 // triangle is read, a is overwritten) to tridiagonal form T = Q^T A Q: d the
@@ -251,105 +276,126 @@ double fused_row(double* __restrict row, std::size_t len, const double* __restri
 // zeroes a[k+2.., k], and updates the trailing block A22 (rows and columns
 // k+1..):
 //   p = A22 v / H,  w = p - (v^T p / 2H) v,  A22 -= v w^T + w v^T.
-// Only the lower triangle of A22 is kept, and the rank-2 update of step k is
-// done lazily, in the same pass over the rows as the product A22 v of step
-// k+1 (fused_row): each step reads and writes half the block once. Column
-// k+1 (the next reflector's x) is updated on its own first. v is stored in
-// the free upper part of row k for the accumulation of Q.
+// Blocked as LAPACK's dlatrd: within a panel of kPanel steps A22 is only
+// read (its lower triangle, once per step: the symmetric product), the
+// updates of the panel's earlier steps enter as the corrections
+// - V (W^T x) - W (V^T x) and on column k, and the panel's rank-2 updates are
+// applied to the trailing lower triangle together at the end of the panel.
+// v is stored in the free upper part of row k for the accumulation of Q.
 //
-// Threads: the rows of a step are cut into blocks of about equal area, a
-// number that depends on m only; block b adds its column part into its own
-// vector s_b, and p_i = (row part of i + sum_b s_b[i], b ascending) / H.
+// Threads: the rows of a symmetric product are cut into blocks of about
+// equal area, a number that depends on m only; block b adds its column part
+// into its own vector s_b, and p_i = row part of i + sum_b s_b[i] (b
+// ascending). The panel updates are parallel over blocks of rows.
 void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& d,
                     std::vector<double>& e, std::vector<double>& q, int threads) {
   d.assign(n, 0.0);
   e.assign(n, 0.0);
   std::vector<double> h(n, 0.0);  // H_k = v^T v / 2 of reflector k (0: none)
   std::vector<double> p(n);
-  std::vector<double> w_prev(n), w(n);
   std::vector<double> partial(kMaxStepBlocks * n);
-  const double* v_prev = nullptr;  // the pending update: rows/cols prev0.. -= v w^T + w v^T
-  std::size_t prev0 = 0;
-  // The pending update of entry (i, j), i >= j >= prev0; the same sum as
-  // fused_row's for every entry.
-  auto pending = [&](std::size_t i, std::size_t j) {
-    double& aij = a[i * n + j];
-    if (v_prev != nullptr) {
-      aij -= v_prev[i - prev0] * w_prev[j - prev0] + w_prev[i - prev0] * v_prev[j - prev0];
-    }
-    return aij;
-  };
-  for (std::size_t k = 0; k + 2 < n; ++k) {
-    d[k] = pending(k, k);
-    const std::size_t r0 = k + 1;
-    const std::size_t m = n - r0;
-    // x = column k below the diagonal, updated; kept as v in row k.
-    double* x = a.data() + k * n + r0;
-    for (std::size_t i = 0; i < m; ++i) x[i] = pending(r0 + i, k);
-    double scale = 0.0;
-    for (std::size_t i = 0; i < m; ++i) scale += std::fabs(x[i]);
-    // Row blocks of about equal area (the triangle of rows 0..m-1).
-    const std::size_t blocks =
-        m * m < kParallelStep ? 1 : std::min<std::size_t>(kMaxStepBlocks, m * m / kStepBlock);
-    const int t = team_size(blocks, threads);
-    auto row_begin = [&](std::size_t b) {
-      return b == blocks ? m
-                         : static_cast<std::size_t>(static_cast<double>(m) *
-                                                    std::sqrt(static_cast<double>(b) / static_cast<double>(blocks)));
-    };
-    const double* vp = v_prev == nullptr ? nullptr : v_prev + (r0 - prev0);
-    const double* wp = w_prev.data() + (r0 - prev0);
-    if (scale == 0.0) {
-      // No reflector: finish the pending update of the block and go on.
-      e[k] = 0.0;
-      parallel_items(m, m * m < kParallelStep ? 1 : team_size(m, threads), [&](std::size_t i) {
-        for (std::size_t j = 0; j <= i; ++j) pending(r0 + i, r0 + j);
+  // The panel's v and w, column jj at [jj * n], full length (zero above their start).
+  std::vector<double> vp(kPanel * n), wp(kPanel * n);
+  std::vector<double> alpha(kPanel), beta(kPanel);
+  for (std::size_t k0 = 0; k0 + 2 < n; k0 += kPanel) {
+    const std::size_t k1 = std::min(k0 + kPanel, n - 2);  // steps k0..k1-1
+    std::fill(vp.begin(), vp.end(), 0.0);
+    std::fill(wp.begin(), wp.end(), 0.0);
+    for (std::size_t k = k0; k < k1; ++k) {
+      const std::size_t j = k - k0;
+      const std::size_t r0 = k + 1;
+      const std::size_t m = n - r0;
+      // Column k of the current matrix: a minus the panel's earlier updates.
+      double dk = a[k * n + k];
+      for (std::size_t jj = 0; jj < j; ++jj) {
+        dk -= vp[jj * n + k] * wp[jj * n + k] + wp[jj * n + k] * vp[jj * n + k];
+      }
+      d[k] = dk;
+      double* x = a.data() + k * n + r0;  // kept in row k as v
+      for (std::size_t i = 0; i < m; ++i) x[i] = a[(r0 + i) * n + k];
+      for (std::size_t jj = 0; jj < j; ++jj) {
+        rank2_row(x, m, wp.data() + jj * n + r0, vp.data() + jj * n + r0, wp[jj * n + k], vp[jj * n + k]);
+      }
+      double scale = 0.0;
+      for (std::size_t i = 0; i < m; ++i) scale += std::fabs(x[i]);
+      if (scale == 0.0) {
+        e[k] = 0.0;  // no reflector: v = w = 0
+        continue;
+      }
+      double hh = 0.0;
+      for (std::size_t i = 0; i < m; ++i) {
+        x[i] /= scale;
+        hh += x[i] * x[i];
+      }
+      const double f = x[0];
+      const double g = f >= 0 ? -std::sqrt(hh) : std::sqrt(hh);
+      e[k] = scale * g;
+      const double H = hh - f * g;
+      x[0] = f - g;
+      h[k] = H;
+      // p = A22 x on the lower triangle, in row blocks of about equal area.
+      const std::size_t blocks =
+          m * m < kParallelStep ? 1 : std::min<std::size_t>(kMaxStepBlocks, m * m / kStepBlock);
+      auto row_begin = [&](std::size_t b) {
+        return b == blocks ? m
+                           : static_cast<std::size_t>(static_cast<double>(m) *
+                                                      std::sqrt(static_cast<double>(b) / static_cast<double>(blocks)));
+      };
+      parallel_items(blocks, team_size(blocks, threads), [&](std::size_t b) {
+        const std::size_t i0 = row_begin(b);
+        const std::size_t i1 = row_begin(b + 1);
+        double* s = partial.data() + b * n;
+        std::fill_n(s, i1, 0.0);
+        for (std::size_t i = i0; i < i1; ++i) p[i] = symmetric_row(a.data() + (r0 + i) * n + r0, i, x, s);
       });
-      v_prev = nullptr;
-      continue;
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const double* s = partial.data() + b * n;
+        const std::size_t i1 = row_begin(b + 1);
+        for (std::size_t i = 0; i < i1; ++i) p[i] += s[i];
+      }
+      // The panel's earlier updates: p -= V (W^T x) + W (V^T x).
+      for (std::size_t jj = 0; jj < j; ++jj) {
+        alpha[jj] = dot4(wp.data() + jj * n + r0, x, m);
+        beta[jj] = dot4(vp.data() + jj * n + r0, x, m);
+      }
+      for (std::size_t jj = 0; jj < j; ++jj) {
+        rank2_row(p.data(), m, wp.data() + jj * n + r0, vp.data() + jj * n + r0, alpha[jj], beta[jj]);
+      }
+      for (std::size_t i = 0; i < m; ++i) p[i] /= H;
+      double vpdot = 0.0;
+      for (std::size_t i = 0; i < m; ++i) vpdot += x[i] * p[i];
+      const double kk = vpdot / (2.0 * H);
+      for (std::size_t i = 0; i < m; ++i) {
+        vp[j * n + r0 + i] = x[i];
+        wp[j * n + r0 + i] = p[i] - kk * x[i];
+      }
     }
-    double hh = 0.0;
-    for (std::size_t i = 0; i < m; ++i) {
-      x[i] /= scale;
-      hh += x[i] * x[i];
-    }
-    const double f = x[0];
-    const double g = f >= 0 ? -std::sqrt(hh) : std::sqrt(hh);
-    e[k] = scale * g;
-    const double H = hh - f * g;
-    x[0] = f - g;
-    h[k] = H;
-    // One pass: the pending update of each row, then its part of A22 x.
-    parallel_items(blocks, t, [&](std::size_t b) {
-      const std::size_t i0 = row_begin(b);
-      const std::size_t i1 = row_begin(b + 1);
-      double* s = partial.data() + b * n;
-      std::fill_n(s, i1, 0.0);
-      for (std::size_t i = i0; i < i1; ++i) {
-        const double vi = vp == nullptr ? 0.0 : vp[i];
-        p[i] = fused_row(a.data() + (r0 + i) * n + r0, i, vp, wp, vi, wp[i], x, s);
+    // The panel's updates on the trailing lower triangle (rows and columns k1..).
+    const std::size_t m = n - k1;
+    const std::size_t np = k1 - k0;
+    const std::size_t blocks = ceil_div(m, kRowBlock);
+    const double work = static_cast<double>(m) * static_cast<double>(m) * static_cast<double>(np);
+    parallel_items(blocks, work < kParallelWork ? 1 : team_size(blocks, threads), [&](std::size_t b) {
+      // Block b: rows k1 + b, k1 + b + blocks, ... (interleaved, for equal area).
+      for (std::size_t i = k1 + b; i < n; i += blocks) {
+        double* row = a.data() + i * n + k1;
+        std::size_t jj = 0;
+        for (; jj + 4 <= np; jj += 4) {
+          rank2_row4(row, i - k1 + 1, vp.data() + jj * n + k1, wp.data() + jj * n + k1, n, vp.data() + jj * n + i,
+                     wp.data() + jj * n + i);
+        }
+        for (; jj < np; ++jj) {
+          rank2_row(row, i - k1 + 1, vp.data() + jj * n + k1, wp.data() + jj * n + k1, vp[jj * n + i], wp[jj * n + i]);
+        }
       }
     });
-    for (std::size_t b = 0; b < blocks; ++b) {
-      const double* s = partial.data() + b * n;
-      const std::size_t i1 = row_begin(b + 1);
-      for (std::size_t i = 0; i < i1; ++i) p[i] += s[i];
-    }
-    for (std::size_t i = 0; i < m; ++i) p[i] /= H;
-    double vpdot = 0.0;
-    for (std::size_t i = 0; i < m; ++i) vpdot += x[i] * p[i];
-    const double kk = vpdot / (2.0 * H);
-    for (std::size_t i = 0; i < m; ++i) w[i] = p[i] - kk * x[i];
-    std::swap(w, w_prev);
-    v_prev = x;
-    prev0 = r0;
   }
-  // The last 2 x 2 block.
+  // The last 2 x 2 block (updated by the last panel).
   if (n >= 2) {
-    d[n - 2] = pending(n - 2, n - 2);
-    e[n - 2] = pending(n - 1, n - 2);
+    d[n - 2] = a[(n - 2) * n + n - 2];
+    e[n - 2] = a[(n - 1) * n + n - 2];
   }
-  d[n - 1] = pending(n - 1, n - 1);
+  d[n - 1] = a[(n - 1) * n + n - 1];
   e[n - 1] = 0.0;
 
   // Q = P_0 P_1 ... P_{n-3}, accumulated backwards in blocks of kQBlock
