@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "evokit/philox.h"
+#include "kernel_targets.h"
 #include "messages.h"
 #include "parallel.h"
 
@@ -49,10 +50,15 @@ constexpr std::size_t kQBlock = 16;
 // region costs microseconds (more when workers have gone to sleep), so
 // threads are used for loops of about 100 microseconds or more.
 constexpr double kParallelWork = 262144.0;
-// The same for one step of the tridiagonal reduction: the steps are many
-// (n) and memory-bound, so only long ones (m >= 1024 rows) are threaded;
-// this keeps the number of barriers per decomposition small.
+// The same for one step of the tridiagonal reduction: a step reads and
+// writes m^2 / 2 numbers (memory-bound, well under a millisecond) and there
+// are n steps, each a parallel region that waits for every thread (a whole
+// scheduler time slice when another job has the core), so only steps with
+// m >= 1024 rows are threaded, cut into row blocks of about kStepBlock
+// entries each (at most kMaxStepBlocks).
 constexpr std::size_t kParallelStep = std::size_t{1} << 20;
+constexpr std::size_t kStepBlock = std::size_t{1} << 18;
+constexpr std::size_t kMaxStepBlocks = 8;
 // hash_draw tag of BIPOP's uniform draws (counter word c).
 constexpr std::uint64_t kBipopTag = 0x4249504Full;  // "BIPO"
 // Stagnation histories are kept for at most this many generations.
@@ -71,26 +77,18 @@ double median(std::vector<double> v) {
   return 0.5 * (*std::max_element(v.begin(), mid) + *mid);
 }
 
-// Hot loops are compiled twice on x86-64 GCC, for AVX2 and for the baseline,
-// and picked at load time. Neither variant uses FMA (ISO C++ mode contracts
-// nothing) and vectorisation never reorders a sum, so both give the same bits.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define EVOKIT_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define EVOKIT_SIMD_CLONES
-#endif
+// Hot loops are marked EVOKIT_KERNEL_TARGETS (kernel_targets.h): compiled
+// for SSE2, AVX2 and AVX-512, picked at load time. None uses FMA and
+// vectorisation never reorders a sum, so all give the same bits.
+#define EVOKIT_SIMD_CLONES EVOKIT_KERNEL_TARGETS
 
-// o_r[t] += b[t] * a_r for t < len, r < 4: one load of b feeds four outputs.
+// o[t] = (((o[t] + a0 b0[t]) + a1 b1[t]) + a2 b2[t]) + a3 b3[t]: four
+// axpys in one pass over o, each sum in the order of four separate ones.
 EVOKIT_SIMD_CLONES
-void axpy4(const double* __restrict b, std::size_t len, double a0, double a1, double a2, double a3,
-           double* __restrict o0, double* __restrict o1, double* __restrict o2, double* __restrict o3) {
-  for (std::size_t t = 0; t < len; ++t) {
-    const double bt = b[t];
-    o0[t] += bt * a0;
-    o1[t] += bt * a1;
-    o2[t] += bt * a2;
-    o3[t] += bt * a3;
-  }
+void axpy_4x(double* __restrict o, std::size_t len, double a0, const double* __restrict b0, double a1,
+             const double* __restrict b1, double a2, const double* __restrict b2, double a3,
+             const double* __restrict b3) {
+  for (std::size_t t = 0; t < len; ++t) o[t] = (((o[t] + a0 * b0[t]) + a1 * b1[t]) + a2 * b2[t]) + a3 * b3[t];
 }
 
 EVOKIT_SIMD_CLONES
@@ -98,11 +96,126 @@ void axpy1(const double* __restrict b, std::size_t len, double a, double* __rest
   for (std::size_t t = 0; t < len; ++t) o[t] += b[t] * a;
 }
 
-// o[t] -= x_i w[t] + w_i x[t]: the rank-2 update of one row.
+// out[r * ostride + t] = sum_{i < m} v[i * vstride + r] q[i * qstride + t]
+// for r < rows, t < len: rows of V^T times a block of columns of q, with
+// register tiles of 4 x 16 outputs (for four rows at a time; any remainder
+// one row at a time). Each output is summed over i ascending from 0, as a
+// plain loop would.
 EVOKIT_SIMD_CLONES
-void rank2_row(double* __restrict o, const double* __restrict x, const double* __restrict w, std::size_t len,
-               double xi, double wi) {
-  for (std::size_t t = 0; t < len; ++t) o[t] -= xi * w[t] + wi * x[t];
+void transposed_product(const double* __restrict v, std::size_t vstride, std::size_t rows,
+                        const double* __restrict q, std::size_t qstride, std::size_t m, std::size_t len,
+                        double* __restrict out, std::size_t ostride) {
+  constexpr std::size_t kT = 16;
+  const std::size_t full = len - len % kT;
+  std::size_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    for (std::size_t t0 = 0; t0 < full; t0 += kT) {
+      double acc[4][kT] = {};
+      for (std::size_t i = 0; i < m; ++i) {
+        const double* __restrict qi = q + i * qstride + t0;
+        const double* __restrict vi = v + i * vstride + r;
+        for (std::size_t u = 0; u < kT; ++u) {
+          acc[0][u] += qi[u] * vi[0];
+          acc[1][u] += qi[u] * vi[1];
+          acc[2][u] += qi[u] * vi[2];
+          acc[3][u] += qi[u] * vi[3];
+        }
+      }
+      for (std::size_t c = 0; c < 4; ++c) {
+        for (std::size_t u = 0; u < kT; ++u) out[(r + c) * ostride + t0 + u] = acc[c][u];
+      }
+    }
+    for (std::size_t t = full; t < len; ++t) {
+      double acc[4] = {};
+      for (std::size_t i = 0; i < m; ++i) {
+        const double qi = q[i * qstride + t];
+        for (std::size_t c = 0; c < 4; ++c) acc[c] += qi * v[i * vstride + r + c];
+      }
+      for (std::size_t c = 0; c < 4; ++c) out[(r + c) * ostride + t] = acc[c];
+    }
+  }
+  for (; r < rows; ++r) {
+    double* __restrict o = out + r * ostride;
+    for (std::size_t t = 0; t < len; ++t) o[t] = 0.0;
+    for (std::size_t i = 0; i < m; ++i) {
+      const double* __restrict qi = q + i * qstride;
+      const double vi = v[i * vstride + r];
+      for (std::size_t t = 0; t < len; ++t) o[t] += qi[t] * vi;
+    }
+  }
+}
+
+// The second product of applying a block of kQBlock reflectors to a block of
+// at most kRowBlock columns of Q (register tiles of 32 outputs, each summed
+// over r ascending from 0):
+//   q[i * stride + t] -= sum_{r < kQBlock} v[i * kQBlock + r] w2[r * kRowBlock + t]
+EVOKIT_SIMD_CLONES
+void q_minus_v_times_w(double* __restrict q, std::size_t stride, std::size_t m, std::size_t len,
+                       const double* __restrict v, const double* __restrict w2) {
+  constexpr std::size_t kT = 32;
+  const std::size_t full = len - len % kT;
+  for (std::size_t i = 0; i < m; ++i) {
+    double* __restrict qi = q + i * stride;
+    const double* __restrict vi = v + i * kQBlock;
+    for (std::size_t t0 = 0; t0 < full; t0 += kT) {
+      double acc[kT] = {};
+      for (std::size_t r = 0; r < kQBlock; ++r) {
+        for (std::size_t u = 0; u < kT; ++u) acc[u] += vi[r] * w2[r * kRowBlock + t0 + u];
+      }
+      for (std::size_t u = 0; u < kT; ++u) qi[t0 + u] -= acc[u];
+    }
+    for (std::size_t t = full; t < len; ++t) {
+      double acc = 0.0;
+      for (std::size_t r = 0; r < kQBlock; ++r) acc += vi[r] * w2[r * kRowBlock + t];
+      qi[t] -= acc;
+    }
+  }
+}
+
+// out[k * n + i] = sum_j bt[j * n + i] * v[k * n + j] for k < count: rows of
+// v times B, B^T given row-major. Parallel over blocks of i; each output sums
+// over j in ascending order.
+void times_b(const double* bt, std::size_t n, const double* v, double* out, std::size_t count,
+             int threads) {
+  std::vector<double> vt(n * count);  // v transposed: vt[j * count + k]
+  for (std::size_t k = 0; k < count; ++k) {
+    for (std::size_t j = 0; j < n; ++j) vt[j * count + k] = v[k * n + j];
+  }
+  const std::size_t blocks = ceil_div(n, kRowBlock);
+  parallel_items(blocks, team_size(blocks, threads), [&](std::size_t b) {
+    const std::size_t i0 = b * kRowBlock;
+    const std::size_t len = std::min(kRowBlock, n - i0);
+    transposed_product(vt.data(), count, count, bt + i0, n, n, len, out + i0, n);
+  });
+}
+
+// ---- symmetric eigensolver ---------------------------------------------------
+
+// One row of the symmetric product A22 x on the lower triangle: returns
+//   sum_{t < len} row[t] x[t] + row[len] x[len]
+// (in 16 interleaved partial sums, added pairwise: a fixed order) and adds
+// s[t] += row[t] x[len] for t < len (the column part of the product).
+EVOKIT_SIMD_CLONES
+double symmetric_row(const double* __restrict row, std::size_t len, const double* __restrict x,
+                     double* __restrict s) {
+  constexpr std::size_t kL = 16;
+  const double xi = x[len];
+  double acc[kL] = {};
+  std::size_t t = 0;
+  for (; t + kL <= len; t += kL) {
+    for (std::size_t u = 0; u < kL; ++u) {
+      acc[u] += row[t + u] * x[t + u];
+      s[t + u] += row[t + u] * xi;
+    }
+  }
+  for (std::size_t u = 0; t + u < len; ++u) {
+    acc[u] += row[t + u] * x[t + u];
+    s[t + u] += row[t + u] * xi;
+  }
+  for (std::size_t width = kL / 2; width > 0; width /= 2) {
+    for (std::size_t u = 0; u < width; ++u) acc[u] += acc[u + width];
+  }
+  return acc[0] + row[len] * xi;
 }
 
 // sum_t a[t] b[t] in four interleaved partial sums (a fixed order).
@@ -120,116 +233,167 @@ double dot4(const double* __restrict a, const double* __restrict b, std::size_t 
   return (s0 + s1) + (s2 + s3);
 }
 
-// o[t] -= sum_r c[r] m[r * stride + t], r < count (a multiple of 4), summed in order of r.
+// row[t] -= vi w[t] + wi v[t] for t < len: one rank-2 term of an update.
 EVOKIT_SIMD_CLONES
-void sub_combination(double* __restrict o, std::size_t len, const double* __restrict c,
-                     const double* __restrict m, std::size_t count, std::size_t stride) {
-  double acc[kRowBlock];
-  for (std::size_t t = 0; t < len; ++t) acc[t] = 0.0;
-  for (std::size_t r = 0; r < count; ++r) {
-    const double cr = c[r];
-    const double* __restrict mr = m + r * stride;
-    for (std::size_t t = 0; t < len; ++t) acc[t] += cr * mr[t];
+void rank2_row(double* __restrict row, std::size_t len, const double* __restrict v,
+               const double* __restrict w, double vi, double wi) {
+  for (std::size_t t = 0; t < len; ++t) row[t] -= vi * w[t] + wi * v[t];
+}
+
+// Four rank-2 terms in one pass, each subtracted in turn:
+// row[t] -= vi_r w_r[t] + wi_r v_r[t] for r = 0, 1, 2, 3 (stride apart).
+EVOKIT_SIMD_CLONES
+void rank2_row4(double* __restrict row, std::size_t len, const double* __restrict v,
+                const double* __restrict w, std::size_t stride, const double* vi, const double* wi) {
+  const double* __restrict v0 = v;
+  const double* __restrict v1 = v + stride;
+  const double* __restrict v2 = v + 2 * stride;
+  const double* __restrict v3 = v + 3 * stride;
+  const double* __restrict w0 = w;
+  const double* __restrict w1 = w + stride;
+  const double* __restrict w2 = w + 2 * stride;
+  const double* __restrict w3 = w + 3 * stride;
+  const double a0 = vi[0], a1 = vi[stride], a2 = vi[2 * stride], a3 = vi[3 * stride];
+  const double b0 = wi[0], b1 = wi[stride], b2 = wi[2 * stride], b3 = wi[3 * stride];
+  for (std::size_t t = 0; t < len; ++t) {
+    double r = row[t];
+    r -= a0 * w0[t] + b0 * v0[t];
+    r -= a1 * w1[t] + b1 * v1[t];
+    r -= a2 * w2[t] + b2 * v2[t];
+    r -= a3 * w3[t] + b3 * v3[t];
+    row[t] = r;
   }
-  for (std::size_t t = 0; t < len; ++t) o[t] -= acc[t];
 }
 
-// out[k * n + i] = sum_j bt[j * n + i] * v[k * n + j] for k < count: rows of
-// v times B, B^T given row-major. Parallel over blocks of i; each output sums
-// over j in ascending order.
-void times_b(const double* bt, std::size_t n, const double* v, double* out, std::size_t count,
-             int threads) {
-  const std::size_t blocks = ceil_div(n, kRowBlock);
-  parallel_items(blocks, team_size(blocks, threads), [&](std::size_t b) {
-    const std::size_t i0 = b * kRowBlock;
-    const std::size_t len = std::min(kRowBlock, n - i0);
-    for (std::size_t k = 0; k < count; ++k) std::fill_n(out + k * n + i0, len, 0.0);
-    for (std::size_t j = 0; j < n; ++j) {
-      const double* brow = bt + j * n + i0;
-      std::size_t k = 0;
-      for (; k + 4 <= count; k += 4) {
-        axpy4(brow, len, v[k * n + j], v[(k + 1) * n + j], v[(k + 2) * n + j], v[(k + 3) * n + j],
-              out + k * n + i0, out + (k + 1) * n + i0, out + (k + 2) * n + i0, out + (k + 3) * n + i0);
-      }
-      for (; k < count; ++k) axpy1(brow, len, v[k * n + j], out + k * n + i0);
-    }
-  });
-}
+// Steps of the tridiagonal reduction per panel (as LAPACK's dsytrd / dlatrd).
+constexpr std::size_t kPanel = 32;
 
-// ---- symmetric eigensolver ---------------------------------------------------
-
-// Householder reduction of the symmetric a (n x n, row-major, overwritten) to
-// tridiagonal form T = Q^T A Q: d the diagonal, e[k] the entry (k, k+1),
-// e[n-1] = 0; q receives Q (row-major).
+// Householder reduction of the symmetric a (n x n, row-major; the lower
+// triangle is read, a is overwritten) to tridiagonal form T = Q^T A Q: d the
+// diagonal, e[k] the entry (k, k+1), e[n-1] = 0; q receives Q (row-major).
 //
-// Step k builds the reflector P_k = I - v v^T / H_k from row k, which zeroes
-// a[k][k+2..], and updates the trailing block A22 (rows and columns k+1..):
+// Step k builds the reflector P_k = I - v v^T / H_k from column k, which
+// zeroes a[k+2.., k], and updates the trailing block A22 (rows and columns
+// k+1..):
 //   p = A22 v / H,  w = p - (v^T p / 2H) v,  A22 -= v w^T + w v^T.
-// The rank-2 update of step k is done lazily, in the same pass over the rows
-// as the product A22 v of step k+1, so each step reads the block once. The
-// full block is kept (both triangles); v_i w_j + w_i v_j is the same sum for
-// (i, j) and (j, i), so it stays exactly symmetric.
+// Blocked as LAPACK's dlatrd: within a panel of kPanel steps A22 is only
+// read (its lower triangle, once per step: the symmetric product), the
+// updates of the panel's earlier steps enter as the corrections
+// - V (W^T x) - W (V^T x) and on column k, and the panel's rank-2 updates are
+// applied to the trailing lower triangle together at the end of the panel.
+// v is stored in the free upper part of row k for the accumulation of Q.
+//
+// Threads: the rows of a symmetric product are cut into blocks of about
+// equal area, a number that depends on m only; block b adds its column part
+// into its own vector s_b, and p_i = row part of i + sum_b s_b[i] (b
+// ascending). The panel updates are parallel over blocks of rows.
 void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& d,
                     std::vector<double>& e, std::vector<double>& q, int threads) {
   d.assign(n, 0.0);
   e.assign(n, 0.0);
   std::vector<double> h(n, 0.0);  // H_k = v^T v / 2 of reflector k (0: none)
   std::vector<double> p(n);
-  std::vector<double> w_prev(n), w(n);
-  const double* v_prev = nullptr;  // the pending update: rows/cols prev0.. -= v w^T + w v^T
-  std::size_t prev0 = 0;
-  auto pending_row = [&](std::size_t i, std::size_t col0) {
-    // Applies the pending update to row i, columns col0.. (col0 >= prev0).
-    if (v_prev == nullptr) return;
-    const std::size_t off = col0 - prev0;
-    rank2_row(a.data() + i * n + col0, v_prev + off, w_prev.data() + off, n - col0, v_prev[i - prev0],
-              w_prev[i - prev0]);
-  };
-  for (std::size_t k = 0; k + 2 < n; ++k) {
-    pending_row(k, k);
-    d[k] = a[k * n + k];
-    double* x = a.data() + k * n + k + 1;  // becomes v, kept in row k for the accumulation
-    const std::size_t m = n - k - 1;
-    double scale = 0.0;
-    for (std::size_t i = 0; i < m; ++i) scale += std::fabs(x[i]);
-    const std::size_t r0 = k + 1;
-    const int t = m * m < kParallelStep ? 1 : team_size(m, threads);
-    if (scale == 0.0) {
-      // No reflector: finish the pending update of the block and go on.
-      e[k] = 0.0;
-      parallel_items(m, t, [&](std::size_t i) { pending_row(r0 + i, r0); });
-      v_prev = nullptr;
-      continue;
+  std::vector<double> partial(kMaxStepBlocks * n);
+  // The panel's v and w, column jj at [jj * n], full length (zero above their start).
+  std::vector<double> vp(kPanel * n), wp(kPanel * n);
+  std::vector<double> alpha(kPanel), beta(kPanel);
+  for (std::size_t k0 = 0; k0 + 2 < n; k0 += kPanel) {
+    const std::size_t k1 = std::min(k0 + kPanel, n - 2);  // steps k0..k1-1
+    std::fill(vp.begin(), vp.end(), 0.0);
+    std::fill(wp.begin(), wp.end(), 0.0);
+    for (std::size_t k = k0; k < k1; ++k) {
+      const std::size_t j = k - k0;
+      const std::size_t r0 = k + 1;
+      const std::size_t m = n - r0;
+      // Column k of the current matrix: a minus the panel's earlier updates.
+      double dk = a[k * n + k];
+      for (std::size_t jj = 0; jj < j; ++jj) {
+        dk -= vp[jj * n + k] * wp[jj * n + k] + wp[jj * n + k] * vp[jj * n + k];
+      }
+      d[k] = dk;
+      double* x = a.data() + k * n + r0;  // kept in row k as v
+      for (std::size_t i = 0; i < m; ++i) x[i] = a[(r0 + i) * n + k];
+      for (std::size_t jj = 0; jj < j; ++jj) {
+        rank2_row(x, m, wp.data() + jj * n + r0, vp.data() + jj * n + r0, wp[jj * n + k], vp[jj * n + k]);
+      }
+      double scale = 0.0;
+      for (std::size_t i = 0; i < m; ++i) scale += std::fabs(x[i]);
+      if (scale == 0.0) {
+        e[k] = 0.0;  // no reflector: v = w = 0
+        continue;
+      }
+      double hh = 0.0;
+      for (std::size_t i = 0; i < m; ++i) {
+        x[i] /= scale;
+        hh += x[i] * x[i];
+      }
+      const double f = x[0];
+      const double g = f >= 0 ? -std::sqrt(hh) : std::sqrt(hh);
+      e[k] = scale * g;
+      const double H = hh - f * g;
+      x[0] = f - g;
+      h[k] = H;
+      // p = A22 x on the lower triangle, in row blocks of about equal area.
+      const std::size_t blocks =
+          m * m < kParallelStep ? 1 : std::min<std::size_t>(kMaxStepBlocks, m * m / kStepBlock);
+      auto row_begin = [&](std::size_t b) {
+        return b == blocks ? m
+                           : static_cast<std::size_t>(static_cast<double>(m) *
+                                                      std::sqrt(static_cast<double>(b) / static_cast<double>(blocks)));
+      };
+      parallel_items(blocks, team_size(blocks, threads), [&](std::size_t b) {
+        const std::size_t i0 = row_begin(b);
+        const std::size_t i1 = row_begin(b + 1);
+        double* s = partial.data() + b * n;
+        std::fill_n(s, i1, 0.0);
+        for (std::size_t i = i0; i < i1; ++i) p[i] = symmetric_row(a.data() + (r0 + i) * n + r0, i, x, s);
+      });
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const double* s = partial.data() + b * n;
+        const std::size_t i1 = row_begin(b + 1);
+        for (std::size_t i = 0; i < i1; ++i) p[i] += s[i];
+      }
+      // The panel's earlier updates: p -= V (W^T x) + W (V^T x).
+      for (std::size_t jj = 0; jj < j; ++jj) {
+        alpha[jj] = dot4(wp.data() + jj * n + r0, x, m);
+        beta[jj] = dot4(vp.data() + jj * n + r0, x, m);
+      }
+      for (std::size_t jj = 0; jj < j; ++jj) {
+        rank2_row(p.data(), m, wp.data() + jj * n + r0, vp.data() + jj * n + r0, alpha[jj], beta[jj]);
+      }
+      for (std::size_t i = 0; i < m; ++i) p[i] /= H;
+      double vpdot = 0.0;
+      for (std::size_t i = 0; i < m; ++i) vpdot += x[i] * p[i];
+      const double kk = vpdot / (2.0 * H);
+      for (std::size_t i = 0; i < m; ++i) {
+        vp[j * n + r0 + i] = x[i];
+        wp[j * n + r0 + i] = p[i] - kk * x[i];
+      }
     }
-    double hh = 0.0;
-    for (std::size_t i = 0; i < m; ++i) {
-      x[i] /= scale;
-      hh += x[i] * x[i];
-    }
-    const double f = x[0];
-    const double g = f >= 0 ? -std::sqrt(hh) : std::sqrt(hh);
-    e[k] = scale * g;
-    const double H = hh - f * g;
-    x[0] = f - g;
-    h[k] = H;
-    // One pass: the pending update of each row, then its product with v.
-    parallel_items(m, t, [&](std::size_t i) {
-      pending_row(r0 + i, r0);
-      p[i] = dot4(a.data() + (r0 + i) * n + r0, x, m) / H;
+    // The panel's updates on the trailing lower triangle (rows and columns k1..).
+    const std::size_t m = n - k1;
+    const std::size_t np = k1 - k0;
+    const std::size_t blocks = ceil_div(m, kRowBlock);
+    const double work = static_cast<double>(m) * static_cast<double>(m) * static_cast<double>(np);
+    parallel_items(blocks, work < kParallelWork ? 1 : team_size(blocks, threads), [&](std::size_t b) {
+      // Block b: rows k1 + b, k1 + b + blocks, ... (interleaved, for equal area).
+      for (std::size_t i = k1 + b; i < n; i += blocks) {
+        double* row = a.data() + i * n + k1;
+        std::size_t jj = 0;
+        for (; jj + 4 <= np; jj += 4) {
+          rank2_row4(row, i - k1 + 1, vp.data() + jj * n + k1, wp.data() + jj * n + k1, n, vp.data() + jj * n + i,
+                     wp.data() + jj * n + i);
+        }
+        for (; jj < np; ++jj) {
+          rank2_row(row, i - k1 + 1, vp.data() + jj * n + k1, wp.data() + jj * n + k1, vp[jj * n + i], wp[jj * n + i]);
+        }
+      }
     });
-    double vp = 0.0;
-    for (std::size_t i = 0; i < m; ++i) vp += x[i] * p[i];
-    const double kk = vp / (2.0 * H);
-    for (std::size_t i = 0; i < m; ++i) w[i] = p[i] - kk * x[i];
-    std::swap(w, w_prev);
-    v_prev = x;
-    prev0 = r0;
   }
-  // The last 2 x 2 block.
-  for (std::size_t i = n >= 2 ? n - 2 : 0; i < n; ++i) pending_row(i, i);
+  // The last 2 x 2 block (updated by the last panel).
   if (n >= 2) {
     d[n - 2] = a[(n - 2) * n + n - 2];
-    e[n - 2] = a[(n - 2) * n + n - 1];
+    e[n - 2] = a[(n - 1) * n + n - 2];
   }
   d[n - 1] = a[(n - 1) * n + n - 1];
   e[n - 1] = 0.0;
@@ -279,27 +443,23 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
       const std::size_t len = std::min(n, j0 + kRowBlock) - j0;
       double* wt = scratch.data() + cb * 2 * b * kRowBlock;  // W = V^T Q: b x len
       double* w2 = wt + b * kRowBlock;                        // T W
-      std::fill_n(wt, b * kRowBlock, 0.0);
-      for (std::size_t i = 0; i < m; ++i) {
-        const double* qrow = q.data() + (r0 + i) * n + j0;
-        const double* vi = vb.data() + i * b;
-        for (std::size_t r = 0; r < b; r += 4) {
-          axpy4(qrow, len, vi[r], vi[r + 1], vi[r + 2], vi[r + 3], wt + r * kRowBlock, wt + (r + 1) * kRowBlock,
-                wt + (r + 2) * kRowBlock, wt + (r + 3) * kRowBlock);
-        }
-      }
+      transposed_product(vb.data(), b, b, q.data() + r0 * n + j0, n, m, len, wt, kRowBlock);
       std::fill_n(w2, b * kRowBlock, 0.0);
       for (std::size_t r = 0; r < b; ++r) {
         for (std::size_t c = r; c < b; ++c) axpy1(wt + c * kRowBlock, len, tb[r * b + c], w2 + r * kRowBlock);
       }
-      for (std::size_t i = 0; i < m; ++i) {
-        double* qrow = q.data() + (r0 + i) * n + j0;
-        const double* vi = vb.data() + i * b;
-        sub_combination(qrow, len, vi, w2, b, kRowBlock);
-      }
+      q_minus_v_times_w(q.data() + r0 * n + j0, n, m, len, vb.data(), w2);
     });
     k1 = k0;
   }
+}
+
+// sqrt(a^2 + b^2) without std::hypot's cost where the squares cannot
+// overflow or underflow (its result within an ulp of hypot's), else hypot.
+inline double fast_hypot(double a, double b) {
+  const double ss = a * a + b * b;
+  if (ss > 0x1p-900 && ss < 0x1p900) return std::sqrt(ss);
+  return std::hypot(a, b);
 }
 
 struct Rotation {
@@ -308,22 +468,37 @@ struct Rotation {
 };
 
 // Rows per block of apply_rotations: consecutive rotations share a column, so
-// a block needs many rows for independent work.
-constexpr std::size_t kRotationRows = 32;
+// a block needs many rows for independent work (64 rows: 8 AVX-512 vectors
+// per column, the block of a 1,000-column matrix 512 KB, in L2).
+constexpr std::size_t kRotationRows = 64;
 
 // The rotations, in order, on a transposed block of rows: tb[i * kRotationRows + r].
+// A QL sweep is a run of rotations on columns (i, i+1), (i-1, i), ...: the
+// column the next rotation shares is carried in registers, so each rotation
+// loads and stores one column (the arithmetic is the same).
 EVOKIT_SIMD_CLONES
 void rotate_block(double* __restrict tb, const Rotation* rot, std::size_t count) {
-  for (std::size_t q = 0; q < count; ++q) {
-    double* __restrict lo = tb + rot[q].i * kRotationRows;
-    double* __restrict hi = lo + kRotationRows;
-    const double c = rot[q].c;
-    const double s = rot[q].s;
-    for (std::size_t r = 0; r < kRotationRows; ++r) {
-      const double f = hi[r];
-      hi[r] = s * lo[r] + c * f;
-      lo[r] = c * lo[r] - s * f;
+  constexpr std::size_t kR = kRotationRows;
+  for (std::size_t q = 0; q < count;) {
+    std::size_t end = q + 1;
+    while (end < count && rot[end].i + 1 == rot[end - 1].i) ++end;
+    double carry[kR];  // column rot[p].i + 1 of the rotation p being applied
+    const double* first = tb + (rot[q].i + 1) * kR;
+    for (std::size_t r = 0; r < kR; ++r) carry[r] = first[r];
+    for (std::size_t p = q; p < end; ++p) {
+      double* __restrict lo = tb + rot[p].i * kR;
+      double* __restrict hi = lo + kR;
+      const double c = rot[p].c;
+      const double s = rot[p].s;
+      for (std::size_t r = 0; r < kR; ++r) {
+        const double f = carry[r];
+        hi[r] = s * lo[r] + c * f;
+        carry[r] = c * lo[r] - s * f;
+      }
     }
+    double* last = tb + rot[end - 1].i * kR;
+    for (std::size_t r = 0; r < kR; ++r) last[r] = carry[r];
+    q = end;
   }
 }
 
@@ -386,14 +561,14 @@ void tridiagonal_ql(std::vector<double>& d, std::vector<double>& e, std::vector<
       }
       // Wilkinson shift from the leading 2 x 2 block.
       double g = (d[l + 1] - d[l]) / (2.0 * e[l]);
-      double r = std::hypot(g, 1.0);
+      double r = fast_hypot(g, 1.0);
       g = d[m] - d[l] + e[l] / (g + (g >= 0 ? r : -r));
       double s = 1.0, c = 1.0, p = 0.0;
       bool underflow = false;
       for (std::size_t i = m; i-- > l;) {
         const double f = s * e[i];
         const double b = c * e[i];
-        r = std::hypot(f, g);
+        r = fast_hypot(f, g);
         e[i + 1] = r;
         if (r == 0.0) {  // recover from underflow
           d[i + 1] -= p;
@@ -1036,11 +1211,12 @@ void CMAES::update_covariance(double a, const std::vector<const double*>& y,
     double* ci = c + i * n;
     const double c1pi = c1 * pc[i];
     for (std::size_t j = 0; j <= i; ++j) ci[j] = a * ci[j] + c1pi * pc[j];
-    for (std::size_t k = 0; k < count; ++k) {
-      const double* yk = y[k];
-      const double f = coef[k] * yk[i];
-      for (std::size_t j = 0; j <= i; ++j) ci[j] += f * yk[j];
+    std::size_t k = 0;
+    for (; k + 4 <= count; k += 4) {
+      detail::axpy_4x(ci, i + 1, coef[k] * y[k][i], y[k], coef[k + 1] * y[k + 1][i], y[k + 1],
+                      coef[k + 2] * y[k + 2][i], y[k + 2], coef[k + 3] * y[k + 3][i], y[k + 3]);
     }
+    for (; k < count; ++k) detail::axpy1(y[k], i + 1, coef[k] * y[k][i], ci);
   };
   detail::parallel_items(items, detail::team_size(items, threads), [&](std::size_t t) {
     row(t);

@@ -12,6 +12,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "evokit/philox.h"
@@ -201,6 +202,99 @@ TEST(SymmetricEigen, ThreadCountDoesNotChangeBits) {
   const SymmetricEigen three = symmetric_eigen(a.data(), n, 3);
   EXPECT_TRUE(SameBits(one.values, three.values));
   EXPECT_TRUE(SameBits(one.vectors, three.vectors));
+}
+
+// A = U diag(lambda) U^T with U a product of three random Householder
+// reflections (dense, orthogonal to rounding).
+std::vector<double> WithSpectrum(const std::vector<double>& lambda, std::mt19937_64& rng) {
+  const std::size_t n = lambda.size();
+  std::normal_distribution<double> normal;
+  std::vector<double> u(n * n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) u[i * n + i] = 1.0;
+  for (int r = 0; r < 3; ++r) {
+    std::vector<double> v(n);
+    double vv = 0;
+    for (double& x : v) {
+      x = normal(rng);
+      vv += x * x;
+    }
+    for (std::size_t i = 0; i < n; ++i) {  // U <- U (I - 2 v v^T / v^T v)
+      double uv = 0;
+      for (std::size_t k = 0; k < n; ++k) uv += u[i * n + k] * v[k];
+      for (std::size_t k = 0; k < n; ++k) u[i * n + k] -= 2.0 * uv / vv * v[k];
+    }
+  }
+  std::vector<double> a(n * n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j <= i; ++j) {
+      double s = 0;
+      for (std::size_t k = 0; k < n; ++k) s += u[i * n + k] * lambda[k] * u[j * n + k];
+      a[i * n + j] = a[j * n + i] = s;
+    }
+  }
+  return a;
+}
+
+// max_ij |(A B - B D)_ij| / ||A||_2 and max_ij |(B^T B - I)_ij| for the
+// eigenvectors B (columns; stored as rows) and eigenvalues D.
+std::pair<double, double> EigenErrors(const std::vector<double>& a, const SymmetricEigen& e) {
+  const std::size_t n = e.values.size();
+  const double norm = std::max(std::fabs(e.values.front()), std::fabs(e.values.back()));
+  double residual = 0, orthogonality = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    const double* b = e.vectors.data() + j * n;
+    for (std::size_t i = 0; i < n; ++i) {
+      double s = 0;
+      for (std::size_t k = 0; k < n; ++k) s += a[i * n + k] * b[k];
+      residual = std::max(residual, std::fabs(s - e.values[j] * b[i]));
+    }
+    for (std::size_t l = 0; l <= j; ++l) {
+      double s = 0;
+      for (std::size_t k = 0; k < n; ++k) s += b[k] * e.vectors[l * n + k];
+      orthogonality = std::max(orthogonality, std::fabs(s - (l == j ? 1.0 : 0.0)));
+    }
+  }
+  return {residual / norm, orthogonality};
+}
+
+TEST(SymmetricEigen, AccurateOnSpdIllConditionedAndClusteredMatrices) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  for (std::size_t n : {64u, 257u, 500u}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    // Random SPD: G G^T / n + I.
+    std::vector<double> g(n * n), spd(n * n);
+    for (double& v : g) v = normal(rng);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j <= i; ++j) {
+        double s = 0;
+        for (std::size_t k = 0; k < n; ++k) s += g[i * n + k] * g[j * n + k];
+        spd[i * n + j] = spd[j * n + i] = s / static_cast<double>(n) + (i == j ? 1.0 : 0.0);
+      }
+    }
+    // Condition 1e14 (CMA's conditioncov), eigenvalues geometric from 1e-14 to 1.
+    std::vector<double> geometric(n), clustered(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      geometric[i] = std::pow(1e-14, static_cast<double>(i) / static_cast<double>(n - 1));
+      // As C early in a CMA-ES run: mostly one value, a few larger ones.
+      clustered[i] = i < n - 5 ? 0.25 : 0.25 + static_cast<double>(i - (n - 6));
+    }
+    std::vector<double> ill = WithSpectrum(geometric, rng);
+    std::vector<double> near_identity = WithSpectrum(clustered, rng);
+    std::sort(geometric.begin(), geometric.end());
+    for (const std::vector<double>* a : {&spd, &ill, &near_identity}) {
+      const SymmetricEigen e = symmetric_eigen(a->data(), n, 2);
+      ASSERT_TRUE(std::is_sorted(e.values.begin(), e.values.end()));
+      const auto [residual, orthogonality] = EigenErrors(*a, e);
+      EXPECT_LT(residual, 1e-13);
+      EXPECT_LT(orthogonality, 1e-13);
+      const SymmetricEigen one = symmetric_eigen(a->data(), n, 1);
+      EXPECT_TRUE(SameBits(one.values, e.values));
+      EXPECT_TRUE(SameBits(one.vectors, e.vectors));
+    }
+    const SymmetricEigen e = symmetric_eigen(ill.data(), n, 1);
+    for (std::size_t i = 0; i < n; ++i) EXPECT_NEAR(e.values[i], geometric[i], 1e-14) << i;
+  }
 }
 
 TEST(SymmetricEigen, RejectsNonFinite) {

@@ -39,9 +39,10 @@
 // Threads. Normals are drawn in parallel over members; y = B D z in parallel
 // over blocks of coordinates (all members at once, so B is read once per
 // generation); the rank-mu update in parallel over rows of C; the
-// eigendecomposition in parallel over rows (reduction), blocks of columns
-// (accumulating Q) and blocks of rows (the QL rotations, which depend on the
-// tridiagonal matrix only and are logged, then applied in bulk). Every number
+// eigendecomposition in parallel over blocks of rows (the symmetric products
+// and panel updates of the reduction), blocks of columns (accumulating Q) and
+// blocks of rows (the QL rotations, which depend on the tridiagonal matrix
+// only and are logged, then applied in bulk). Every number
 // is computed by one thread with a fixed order of operations, so results are
 // bit-identical for any num_threads. Small problems run on one thread.
 #pragma once
@@ -144,10 +145,11 @@ struct CMAState {
   std::int64_t eigen_generation = 0;  // the g of the last decomposition
 };
 
-// Eigendecomposition of a symmetric n x n matrix (row-major; both triangles
-// are read): Householder tridiagonalisation, then the implicit QL algorithm
-// with Wilkinson shifts (as in EISPACK tred2 / tql2, JAMA, and Hansen's C
-// code). values ascend; vectors is n * n row-major with row j the unit
+// Eigendecomposition of a symmetric n x n matrix (row-major; the lower
+// triangle is used, every entry is checked to be finite): blocked Householder
+// tridiagonalisation (as LAPACK dsytrd), then the implicit QL algorithm with
+// Wilkinson shifts (as in EISPACK tql2, JAMA, and Hansen's C code). values
+// ascend; vectors is n * n row-major with row j the unit
 // eigenvector of values[j]. Threaded; bit-identical for any num_threads.
 // Throws std::invalid_argument if `a` holds a non-finite value and
 // std::runtime_error if QL does not converge.
