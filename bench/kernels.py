@@ -23,8 +23,9 @@ Measures, in one run and with medians over repeats:
   beyond the agent (centre, noise table, optimizer state).
 
 Rows (JSON list): {"kernel", "impl", "P", "N", "threads", "median_s", "gbps",
-"ratio_to_bandwidth"}; gbps counts the bytes the kernel must read (N * P * 4
-for a gradient, P * 4 read for perturb, 4 vectors for Adam), and
+"ratio_to_bandwidth"}; gbps counts the bytes the kernel must move (N * P * 4
+read for a gradient; for perturb the centre and the noise read and the result
+written, 3 * P * 4, as STREAM counts its kernels; 4 vectors read for Adam), and
 ratio_to_bandwidth divides it by the T-thread read bandwidth measured on an
 array of the table's size in the same run. Bandwidth rows have kernel
 "bandwidth". clone_rss rows put bytes in "rss_bytes" and leave the timing
@@ -169,9 +170,9 @@ def bench_size(p: int, n: int, table_size: int, threads: int, repeats: int, band
     out = np.empty(p, np.float32)
     k0 = int(keys[0])
     add("perturb", "evokit", lambda: sampler.perturb(theta, k0, 1.0, out=out, num_threads=threads),
-        p * 4.0 * 2, repeats * 3, threads)
+        p * 4.0 * 3, repeats * 3, threads)
     add("perturb", "numpy", lambda: np.add(theta, SIGMA * table[k0:k0 + p], out=out),
-        p * 4.0 * 2, repeats * 3, 1)
+        p * 4.0 * 3, repeats * 3, 1)
 
     g = (rng.normal(size=p) * 0.01).astype(np.float32)
     adam = _core.Adam(0.01, 0.9, 0.999, 1e-8, p)

@@ -624,6 +624,44 @@ def _table(header: str, rows: Dict[str, dict], key: str, cells: Callable[[str, d
     return lines
 
 
+def kernel_table(rows: list) -> list:
+    """The rows of bench/kernels.py as Markdown: the read bandwidth, then per
+    kernel and P the EvoKit time, its share of the 2-thread read bandwidth and
+    the ratios the issue sets targets for (uncached / cached, NumPy / EvoKit)."""
+    bw = {r["threads"]: r["gbps"] for r in rows if r["kernel"] == "bandwidth" and r["impl"] == "evokit_read"}
+    lines = ["Read bandwidth (C++ read of an array of the table's size): " +
+             ", ".join(f"{t} thread{'s' if t > 1 else ''} {g:.1f} GB/s" for t, g in sorted(bw.items())), "",
+             "| kernel | P | N | EvoKit (ms) | GB/s | of read bandwidth | NumPy (ms) | NumPy / EvoKit "
+             "| stack-then-dot (ms) | uncached / cached |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    timed = {(r["kernel"], r["impl"], r["P"]): r for r in rows if r.get("median_s")}
+    order = ("gradient_cached", "gradient_uncached", "perturb", "adam")
+    for kernel in order:
+        for p in sorted({key[2] for key in timed if key[0] == kernel}):
+            ev = timed.get((kernel, "evokit", p))
+            if ev is None:
+                continue
+            ms = ev["median_s"] * 1e3
+            ref = timed.get((kernel, "numpy", p)) or timed.get((kernel, "numpy_accumulate", p))
+            dot = timed.get((kernel, "numpy_stack_dot", p))
+            cached = timed.get(("gradient_cached", "evokit", p))
+            cells = [kernel, f"{p:,}", str(ev["N"]) if kernel.startswith("gradient") else "-", f"{ms:.2f}",
+                     f"{ev['gbps']:.1f}", f"{ev['ratio_to_bandwidth']:.2f}" if ev["ratio_to_bandwidth"] else "-",
+                     f"{ref['median_s'] * 1e3:.2f}" if ref else "-",
+                     f"{ref['median_s'] / ev['median_s']:.1f}x" if ref else "-",
+                     f"{dot['median_s'] * 1e3:.1f}" if dot else "-",
+                     f"{ev['median_s'] / cached['median_s']:.1f}x" if kernel == "gradient_uncached" and cached
+                     else "-"]
+            lines.append("| " + " | ".join(cells) + " |")
+    for r in rows:
+        if r["kernel"] == "clone_rss":
+            lines += ["", f"Clones: {r['N']} clones at P = {r['P']:,}, each add_noise'd and asked for its "
+                          f"parameters, add {r['rss_bytes'] / 2**20:,.0f} MiB resident beyond the agent "
+                          f"({r.get('rss_bytes_after_add_noise', 0) / 2**20:,.0f} MiB after add_noise alone)."]
+    lines.append("")
+    return lines
+
+
 def render_markdown(res: dict) -> str:
     m, q = res["machine"], res["quiet"]
     lines = [f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}; EvoKit threads: "
@@ -633,7 +671,7 @@ def render_markdown(res: dict) -> str:
     k = res.get("kernels", {})
     lines += ["### Kernels", ""]
     if "results" in k:
-        lines += ["```", json.dumps(k["results"], indent=1)[:4000], "```", ""]
+        lines += kernel_table(k["results"])
     else:
         lines += [f"{k.get('skipped') or k.get('error') or 'not run'}", ""]
     t = res.get("throughput")
