@@ -10,8 +10,6 @@ namespace evokit::bindings {
 
 namespace {
 
-using DoubleIn = py::array_t<double, py::array::c_style | py::array::forcecast>;
-
 std::vector<double> to_vector(const DoubleIn& a) { return std::vector<double>(a.data(), a.data() + a.size()); }
 
 py::array_t<double> to_array(const std::vector<double>& v) {

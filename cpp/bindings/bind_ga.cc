@@ -6,23 +6,6 @@ namespace evokit::bindings {
 
 namespace {
 
-using DoubleIn = py::array_t<double, py::array::c_style | py::array::forcecast>;
-
-std::size_t to_size(std::int64_t value, const char* name) {
-  if (value < 0) {
-    throw std::invalid_argument(std::string(name) + " must be >= 0, got " + std::to_string(value));
-  }
-  return static_cast<std::size_t>(value);
-}
-
-std::vector<double> to_doubles(const DoubleIn& a, const char* what) {
-  if (a.ndim() != 1) {
-    const std::string shape = py::str(a.attr("shape"));
-    throw std::invalid_argument(std::string(what) + " must be a 1-D array, got shape " + shape);
-  }
-  return std::vector<double>(a.data(), a.data() + a.shape(0));
-}
-
 const char* phase_name(GeneticAlgorithm::Phase phase) {
   return phase == GeneticAlgorithm::Phase::kFitness ? "fitness" : "elite_scores";
 }
@@ -73,7 +56,7 @@ void bind_ga(py::module_& m) {
       .def(
           "tell",
           [](GeneticAlgorithm& self, const DoubleIn& fitness) {
-            const std::vector<double> f = to_doubles(fitness, "fitness");
+            const std::vector<double> f = to_vector<double>(fitness, "fitness");
             py::gil_scoped_release release;
             self.tell(f);
           },
@@ -83,7 +66,7 @@ void bind_ga(py::module_& m) {
       .def(
           "tell_elite_candidates",
           [](GeneticAlgorithm& self, const DoubleIn& scores) {
-            const std::vector<double> s = to_doubles(scores, "scores");
+            const std::vector<double> s = to_vector<double>(scores, "scores");
             py::gil_scoped_release release;
             self.tell_elite_candidates(s);
           },

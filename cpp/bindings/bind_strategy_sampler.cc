@@ -4,25 +4,6 @@
 
 namespace evokit::bindings {
 
-namespace {
-
-std::size_t to_size(std::int64_t value, const char* name) {
-  if (value < 0) {
-    throw std::invalid_argument(std::string(name) + " must be >= 0, got " + std::to_string(value));
-  }
-  return static_cast<std::size_t>(value);
-}
-
-std::vector<float> to_floats(const FloatIn& a, const char* what) {
-  if (a.ndim() != 1) {
-    const std::string shape = py::str(a.attr("shape"));
-    throw std::invalid_argument(std::string(what) + " must be a 1-D array, got shape " + shape);
-  }
-  return std::vector<float>(a.data(), a.data() + a.shape(0));
-}
-
-}  // namespace
-
 void bind_strategy_sampler(py::module_& m) {
   py::class_<StrategySampler>(
       m, "StrategySampler",
@@ -84,7 +65,7 @@ void bind_strategy_sampler(py::module_& m) {
   py::class_<CMASampler, StrategySampler>(m, "CMASampler")
       .def(py::init([](const FloatIn& x0, double sigma0, std::int64_t population_size, bool separable,
                        std::uint64_t seed, int num_threads) {
-             return std::make_unique<CMASampler>(to_floats(x0, "x0"), sigma0,
+             return std::make_unique<CMASampler>(to_vector<float>(x0, "x0"), sigma0,
                                                  to_size(population_size, "population_size"), separable,
                                                  seed, num_threads);
            }),
@@ -110,7 +91,7 @@ void bind_strategy_sampler(py::module_& m) {
              o.elite_evaluations = to_size(elite_evaluations, "elite_evaluations");
              o.seed = seed;
              o.num_threads = num_threads;
-             return std::make_unique<GASampler>(o, to_floats(x0, "x0"));
+             return std::make_unique<GASampler>(o, to_vector<float>(x0, "x0"));
            }),
            py::arg("x0"), py::arg("population_size"), py::arg("truncation_size"), py::arg("num_elites"),
            py::arg("mutation_power"), py::arg("init_sigma"), py::arg("elite_candidates"),
@@ -121,7 +102,7 @@ void bind_strategy_sampler(py::module_& m) {
           "The GeneticAlgorithm it runs; after ga.set_state call refresh(). Do not keep it across "
           "reset().")
       .def(
-          "reset", [](GASampler& self, const FloatIn& x0) { self.reset(to_floats(x0, "x0")); },
+          "reset", [](GASampler& self, const FloatIn& x0) { self.reset(to_vector<float>(x0, "x0")); },
           py::arg("x0"), "A fresh GA of the same options around x0 (checkpoint restore).");
 }
 

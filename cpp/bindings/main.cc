@@ -2,6 +2,13 @@
 
 namespace evokit::bindings {
 
+std::size_t to_size(std::int64_t value, const char* name) {
+  if (value < 0) {
+    throw std::invalid_argument(std::string(name) + " must be >= 0, got " + std::to_string(value));
+  }
+  return static_cast<std::size_t>(value);
+}
+
 void require_length(const py::array& a, py::ssize_t expected, const char* what) {
   if (a.ndim() != 1 || a.shape(0) != expected) {
     const std::string shape = py::str(a.attr("shape"));

@@ -11,7 +11,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <evokit/fitness.h>
 
@@ -22,6 +25,21 @@ namespace py = pybind11;
 // Input arrays: float32, C-contiguous; other dtypes are converted (a copy).
 using FloatIn = py::array_t<float, py::array::c_style | py::array::forcecast>;
 using Int64In = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+using DoubleIn = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+// A count argument: ValueError naming `name` unless value >= 0.
+std::size_t to_size(std::int64_t value, const char* name);
+
+// The elements of a 1-D input array, copied; ValueError naming `what` otherwise.
+template <typename T>
+std::vector<T> to_vector(const py::array_t<T, py::array::c_style | py::array::forcecast>& a,
+                         const char* what) {
+  if (a.ndim() != 1) {
+    const std::string shape = py::str(a.attr("shape"));
+    throw std::invalid_argument(std::string(what) + " must be a 1-D array, got shape " + shape);
+  }
+  return std::vector<T>(a.data(), a.data() + a.shape(0));
+}
 
 // A 1-D input of exactly `expected` elements, or ValueError naming `what`.
 void require_length(const py::array& a, py::ssize_t expected, const char* what);
