@@ -33,6 +33,7 @@ Ray is an optional dependency (``pip install 'evokit[ray]'``).
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import time
 from typing import List, Optional, Sequence
@@ -42,6 +43,8 @@ import numpy as np
 from . import evokit_pb2 as pb
 from .evaluation import EvalResult, Evaluator, check_policy_fits, make_env, make_evaluator
 from .obsnorm import merged_stats
+
+_log = logging.getLogger("evokit.ray")
 
 __all__ = ["RayEvaluator", "import_ray", "init_ray"]
 
@@ -129,7 +132,8 @@ class RayEvaluator(Evaluator):
     """
 
     def __init__(self, env_id: str, num_workers: int, *, address: Optional[str] = None,
-                 kind: str = "auto", chunks_per_worker: int = 2, max_worker_failures: int = 4):
+                 kind: str = "auto", chunks_per_worker: int = 2, max_worker_failures: int = 4,
+                 actor_start_timeout: float = 30.0):
         if num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {num_workers}")
         if chunks_per_worker < 1:
@@ -140,6 +144,9 @@ class RayEvaluator(Evaluator):
         self.kind = kind
         self.chunks_per_worker = chunks_per_worker
         self.max_worker_failures = max_worker_failures
+        # An actor the cluster cannot place (no free CPU) would hold its chunks
+        # forever: actors not running after this many seconds are given up.
+        self.actor_start_timeout = actor_start_timeout
         self._env = make_env(env_id)  # fail here, not in an actor, for a bad id
         self._started_ray = False
         if not ray.is_initialized():
@@ -175,11 +182,44 @@ class RayEvaluator(Evaluator):
         check_policy_fits(agent.policy, self._env)
         self._actor_args = (agent.config.SerializeToString(), ray.put(agent.policy), self.env_id,
                             self.kind)
-        self._actors = [self._new_actor() for _ in range(self.num_workers)]
+        self._actors = self._started([self._new_actor() for _ in range(self.num_workers)])
+        if not self._actors:
+            raise RuntimeError(
+                f"none of the {self.num_workers} Ray workers started within "
+                f"{self.actor_start_timeout:g} s (each needs 1 CPU; the cluster has "
+                f"{ray.available_resources().get('CPU', 0):g} free)")
+        if len(self._actors) < self.num_workers:
+            _log.warning("only %d of %d Ray workers started within %g s; evaluating with those",
+                         len(self._actors), self.num_workers, self.actor_start_timeout)
         self._actor_key = key
 
     def _new_actor(self):
         return self._actor_cls.remote(*self._actor_args)
+
+    def _started(self, actors: list) -> list:
+        """The actors of ``actors`` running within ``actor_start_timeout``
+        seconds, in order; the others are killed. An actor whose constructor
+        fails is an error (it would fail again anywhere)."""
+        ray = import_ray()
+        refs = [a.pid.remote() for a in actors]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.actor_start_timeout)
+        ready = set(ready)
+        started = []
+        for ref, actor in zip(refs, actors):
+            if ref in ready:
+                try:
+                    ray.get(ref)
+                    started.append(actor)
+                    continue
+                except ray.exceptions.RayActorError as exc:
+                    if getattr(exc, "actor_init_failed", False):
+                        for a in actors:
+                            ray.kill(a, no_restart=True)
+                        lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+                        raise RuntimeError(f"a Ray worker could not start ({self.env_id}): "
+                                           f"{lines[-1].strip()}") from None
+            ray.kill(actor, no_restart=True)
+        return started
 
     def evaluate(self, agent, infos: Sequence[Optional[pb.SamplingInfo]],
                  seeds: Sequence[Sequence[int]]) -> EvalResult:
@@ -237,9 +277,12 @@ class RayEvaluator(Evaluator):
                         f"{failures} Ray workers died in one evaluation (max_worker_failures="
                         f"{self.max_worker_failures}); the last: {str(exc).splitlines()[0]}") from None
                 queue.appendleft(idx)  # re-run elsewhere; its result was never stored
-                replacement = self._new_actor()
-                self._actors.append(replacement)
-                idle.append(replacement)
+                for replacement in self._started([self._new_actor()]):
+                    self._actors.append(replacement)
+                    idle.append(replacement)
+                if not idle and not pending:
+                    raise RuntimeError(f"every Ray worker died and no replacement started within "
+                                       f"{self.actor_start_timeout:g} s") from None
                 continue
             except ray.exceptions.RayTaskError as exc:
                 raise exc.as_instanceof_cause() from None

@@ -157,3 +157,20 @@ def test_ray_backend_refuses_non_gaussian_sampling(tmp_path):
                                          r"backend='local'$"):
         evokit.train(cfg, backend="ray", out_dir=str(tmp_path), log=quiet)
 
+
+
+def test_workers_the_cluster_cannot_place_are_given_up_not_waited_for(tmp_path, caplog):
+    # The module's instance has 2 CPUs and each worker needs one: the third
+    # never starts. The evaluation goes on with the others instead of waiting.
+    cfg = short_config()
+    agent = agent_for(tmp_path, cfg)
+    infos = [c.add_noise() for c in [agent.clone() for _ in range(6)]]
+    seeds = [[10 + i] for i in range(6)]
+    with SerialEvaluator("CartPole-v1") as serial:
+        want = serial.evaluate(agent, infos, seeds)
+    with RayEvaluator("CartPole-v1", 3, actor_start_timeout=3.0) as ev:
+        got = ev.evaluate(agent, infos, seeds)
+        assert 1 <= len(ev.actors) <= 2
+    np.testing.assert_array_equal(got.rewards, want.rewards)
+    assert any(f"of 3 Ray workers started within 3 s; evaluating with those" in r.getMessage()
+               for r in caplog.records)
