@@ -1,7 +1,6 @@
 """Observation normalisation: running statistics, the evaluators' per-sample
 statistics, the ONNX prefix on both backends, and training with it."""
 
-import os
 
 import numpy as np
 import onnx
@@ -16,17 +15,7 @@ from evokit.evaluation import ProcessEvaluator, SerialEvaluator, VectorEvaluator
 from evokit.model import OnnxPolicy, init_mlp
 from evokit.obsnorm import OBS_NORM_FILE, VAR_FLOOR, ObsNorm, ObsStats, RunningStat, with_obs_norm
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")
-
-
-def quiet(_):
-    pass
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
+from helpers import CARTPOLE, quiet, read  # noqa: E402
 
 
 def ort_run(model, x):

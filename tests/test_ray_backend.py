@@ -16,17 +16,7 @@ from evokit.evaluation import SerialEvaluator
 ray = pytest.importorskip("ray")
 from evokit.ray_backend import RayEvaluator, init_ray  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")
-
-
-def quiet(_):
-    pass
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
+from helpers import CARTPOLE, ROOT, quiet, read  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -27,16 +27,9 @@ void bind_ga(py::module_& m) {
                const std::string shape = py::str(x0.attr("shape"));
                throw std::invalid_argument("x0 must be a 1-D array, got shape " + shape);
              }
-             Options o;
-             o.population_size = to_size(population_size, "population_size");
-             o.truncation_size = to_size(truncation_size, "truncation_size");
-             o.num_elites = to_size(num_elites, "num_elites");
-             o.mutation_power = mutation_power;
-             o.init_sigma = init_sigma;
-             o.elite_candidates = to_size(elite_candidates, "elite_candidates");
-             o.elite_evaluations = to_size(elite_evaluations, "elite_evaluations");
-             o.seed = seed;
-             o.num_threads = num_threads;
+             const Options o = ga_options(population_size, truncation_size, num_elites,
+                                   mutation_power, init_sigma, elite_candidates,
+                                   elite_evaluations, seed, num_threads);
              std::vector<float> theta(x0.data(), x0.data() + x0.shape(0));
              py::gil_scoped_release release;
              return std::make_unique<GeneticAlgorithm>(o, std::move(theta));

@@ -81,16 +81,9 @@ void bind_strategy_sampler(py::module_& m) {
                        std::int64_t num_elites, float mutation_power, float init_sigma,
                        std::int64_t elite_candidates, std::int64_t elite_evaluations, std::uint64_t seed,
                        int num_threads) {
-             GeneticAlgorithmOptions o;
-             o.population_size = to_size(population_size, "population_size");
-             o.truncation_size = to_size(truncation_size, "truncation_size");
-             o.num_elites = to_size(num_elites, "num_elites");
-             o.mutation_power = mutation_power;
-             o.init_sigma = init_sigma;
-             o.elite_candidates = to_size(elite_candidates, "elite_candidates");
-             o.elite_evaluations = to_size(elite_evaluations, "elite_evaluations");
-             o.seed = seed;
-             o.num_threads = num_threads;
+             const GeneticAlgorithmOptions o = ga_options(population_size, truncation_size, num_elites,
+                                   mutation_power, init_sigma, elite_candidates,
+                                   elite_evaluations, seed, num_threads);
              return std::make_unique<GASampler>(o, to_vector<float>(x0, "x0"));
            }),
            py::arg("x0"), py::arg("population_size"), py::arg("truncation_size"), py::arg("num_elites"),

@@ -9,6 +9,23 @@ std::size_t to_size(std::int64_t value, const char* name) {
   return static_cast<std::size_t>(value);
 }
 
+GeneticAlgorithmOptions ga_options(std::int64_t population_size, std::int64_t truncation_size,
+                                   std::int64_t num_elites, float mutation_power, float init_sigma,
+                                   std::int64_t elite_candidates, std::int64_t elite_evaluations,
+                                   std::uint64_t seed, int num_threads) {
+  GeneticAlgorithmOptions o;
+  o.population_size = to_size(population_size, "population_size");
+  o.truncation_size = to_size(truncation_size, "truncation_size");
+  o.num_elites = to_size(num_elites, "num_elites");
+  o.mutation_power = mutation_power;
+  o.init_sigma = init_sigma;
+  o.elite_candidates = to_size(elite_candidates, "elite_candidates");
+  o.elite_evaluations = to_size(elite_evaluations, "elite_evaluations");
+  o.seed = seed;
+  o.num_threads = num_threads;
+  return o;
+}
+
 void require_length(const py::array& a, py::ssize_t expected, const char* what) {
   if (a.ndim() != 1 || a.shape(0) != expected) {
     const std::string shape = py::str(a.attr("shape"));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <evokit/fitness.h>
+#include <evokit/ga.h>
 
 namespace evokit::bindings {
 
@@ -48,6 +49,13 @@ void require_length(const py::array& a, py::ssize_t expected, const char* what);
 // be float32, C-contiguous, writable and of `expected` elements (never copied,
 // so that the caller sees the result).
 py::array_t<float> require_out(const py::object& out, py::ssize_t expected, const char* what);
+
+// GeneticAlgorithmOptions from Python arguments; counts must be >= 0
+// (ValueError naming the argument); the GA validates the rest.
+GeneticAlgorithmOptions ga_options(std::int64_t population_size, std::int64_t truncation_size,
+                                   std::int64_t num_elites, float mutation_power, float init_sigma,
+                                   std::int64_t elite_candidates, std::int64_t elite_evaluations,
+                                   std::uint64_t seed, int num_threads);
 
 // "centered_rank", "z_score" or "raw", else ValueError naming the accepted values.
 FitnessShaping parse_fitness_shaping(const std::string& method);
