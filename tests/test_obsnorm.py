@@ -1,7 +1,6 @@
 """Observation normalisation: running statistics, the evaluators' per-sample
 statistics, the ONNX prefix on both backends, and training with it."""
 
-
 import numpy as np
 import onnx
 import onnxruntime as ort
