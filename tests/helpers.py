@@ -13,3 +13,14 @@ def quiet(_):
 def read(path) -> bytes:
     with open(path, "rb") as f:
         return f.read()
+
+
+def mlp_agent(tmp_path, cfg):
+    """An ESAgent of ``cfg`` (solver initialised) on a 4-8-2 MLP for
+    CartPole, written to ``tmp_path/mlp.onnx``."""
+    import evokit
+    from evokit.model import init_mlp
+
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=3).SerializeToString())
+    return evokit.ESAgent(cfg, str(path))

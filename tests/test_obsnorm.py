@@ -14,7 +14,7 @@ from evokit.evaluation import ProcessEvaluator, SerialEvaluator, VectorEvaluator
 from evokit.model import OnnxPolicy, init_mlp
 from evokit.obsnorm import OBS_NORM_FILE, VAR_FLOOR, ObsNorm, ObsStats, RunningStat, with_obs_norm
 
-from helpers import CARTPOLE, quiet, read  # noqa: E402
+from helpers import CARTPOLE, mlp_agent, quiet, read  # noqa: E402
 
 
 def ort_run(model, x):
@@ -181,13 +181,7 @@ def agent_for(tmp_path, backend="native"):
     cfg = evokit.load_config(CARTPOLE)
     cfg.solver.population_size = 6
     cfg.solver.backend = backend
-    path = tmp_path / "mlp.onnx"
-    path.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=3).SerializeToString())
-    agent = evokit.ESAgent()
-    agent.load_config(cfg)
-    agent.load_inference_model(str(path))
-    agent.init_solver()
-    return agent
+    return mlp_agent(tmp_path, cfg)
 
 
 def test_every_evaluator_gives_the_same_rewards_and_statistics(tmp_path):

@@ -17,6 +17,7 @@ ray = pytest.importorskip("ray")
 from evokit.ray_backend import RayEvaluator, init_ray  # noqa: E402
 
 from helpers import CARTPOLE, ROOT, quiet, read  # noqa: E402
+from helpers import mlp_agent as agent_for  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -34,18 +35,6 @@ def short_config(generations=4, population=12):
     cfg.train.eval_episodes = 3
     cfg.solver.population_size = population
     return cfg
-
-
-def agent_for(tmp_path, cfg):
-    from evokit.model import init_mlp
-
-    path = tmp_path / "mlp.onnx"
-    path.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=3).SerializeToString())
-    agent = evokit.ESAgent()
-    agent.load_config(cfg)
-    agent.load_inference_model(str(path))
-    agent.init_solver()
-    return agent
 
 
 def test_rewards_equal_serial_evaluator(tmp_path):

@@ -18,20 +18,9 @@ OptimizerOptions::Type parse_optimizer(const std::string& name) {
                               "', expected one of 'SGD', 'MOMENTUM', 'ADAM'");
 }
 
-// A 1-D array-like of floats, copied into a vector (with the GIL held).
-std::vector<float> to_vector(const FloatIn& a, const char* what) {
-  if (a.ndim() != 1) {
-    const std::string shape = py::str(a.attr("shape"));
-    throw std::invalid_argument(std::string(what) + " must be a 1-D array, got shape " + shape);
-  }
-  return std::vector<float>(a.data(), a.data() + a.shape(0));
-}
-
 // A read-only NumPy view of `v` (no copy); `owner` (the agent) keeps it alive.
 py::array_t<float> view_of(const std::vector<float>& v, py::handle owner) {
-  py::array_t<float> view({static_cast<py::ssize_t>(v.size())}, {sizeof(float)}, v.data(), owner);
-  view.attr("setflags")(py::arg("write") = false);
-  return view;
+  return readonly_view(v.data(), v.size(), owner);
 }
 
 std::string repr(const SamplingInfo& info) {
@@ -100,7 +89,7 @@ void bind_agent(py::module_& m) {
                                            std::to_string(params_pool_bytes));
              }
              options.params_pool_bytes = static_cast<std::size_t>(params_pool_bytes);
-             std::vector<float> theta = to_vector(params, "params");
+             std::vector<float> theta = to_vector<float>(params, "params");
              py::gil_scoped_release release;  // building the table takes a while
              return std::make_unique<ESAgent>(options, std::move(theta));
            }),
@@ -159,7 +148,7 @@ void bind_agent(py::module_& m) {
           "update",
           [](ESAgent& self, const std::vector<SamplingInfo>& infos, const FloatIn& rewards,
              const std::optional<py::dict>& history) {
-            const std::vector<float> r = to_vector(rewards, "rewards");
+            const std::vector<float> r = to_vector<float>(rewards, "rewards");
             // Copy the parameters of the older iterations the samples need.
             std::map<std::int64_t, std::vector<float>> older;
             const std::int64_t current = self.model_iter_id();
@@ -175,7 +164,7 @@ void bind_agent(py::module_& m) {
                                               "] must be a 1-D float array");
                 }
                 const std::string what = "history[" + std::to_string(t) + "]";
-                older.emplace(t, to_vector(value, what.c_str()));
+                older.emplace(t, to_vector<float>(value, what.c_str()));
               }
             }
             UpdateStats stats;
@@ -206,7 +195,7 @@ void bind_agent(py::module_& m) {
       .def(
           "set_center",
           [](ESAgent& self, const FloatIn& params) {
-            const std::vector<float> theta = to_vector(params, "params");
+            const std::vector<float> theta = to_vector<float>(params, "params");
             py::gil_scoped_release release;
             self.set_center(theta);
           },

@@ -10,11 +10,7 @@ namespace {
 py::object table_view(const GaussianSampler& self, py::handle owner) {
   const auto& table = self.table();
   if (!table) return py::none();
-  // A read-only view into the shared table; `owner` keeps it alive.
-  py::array_t<float> view({static_cast<py::ssize_t>(table->size())}, {sizeof(float)},
-                          table->data(), owner);
-  view.attr("setflags")(py::arg("write") = false);
-  return std::move(view);
+  return readonly_view(table->data(), table->size(), owner);  // the shared table, no copy
 }
 
 }  // namespace

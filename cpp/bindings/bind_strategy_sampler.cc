@@ -15,9 +15,7 @@ void bind_strategy_sampler(py::module_& m) {
           "center",
           [](py::object self) {
             const std::vector<float>& c = self.cast<const StrategySampler&>().center();
-            py::array_t<float> view({static_cast<py::ssize_t>(c.size())}, {sizeof(float)}, c.data(), self);
-            view.attr("setflags")(py::arg("write") = false);
-            return view;
+            return readonly_view(c.data(), c.size(), self);
           },
           "Read-only view (no copy) of the centre: the CMA mean or the best elite; it sees every "
           "update.")

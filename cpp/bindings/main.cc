@@ -26,6 +26,12 @@ GeneticAlgorithmOptions ga_options(std::int64_t population_size, std::int64_t tr
   return o;
 }
 
+py::array_t<float> readonly_view(const float* data, std::size_t n, py::handle owner) {
+  py::array_t<float> view({static_cast<py::ssize_t>(n)}, {sizeof(float)}, data, owner);
+  view.attr("setflags")(py::arg("write") = false);
+  return view;
+}
+
 void require_length(const py::array& a, py::ssize_t expected, const char* what) {
   if (a.ndim() != 1 || a.shape(0) != expected) {
     const std::string shape = py::str(a.attr("shape"));

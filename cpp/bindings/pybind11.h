@@ -50,6 +50,10 @@ void require_length(const py::array& a, py::ssize_t expected, const char* what);
 // so that the caller sees the result).
 py::array_t<float> require_out(const py::object& out, py::ssize_t expected, const char* what);
 
+// A read-only NumPy view of n floats at `data` (no copy); `owner` keeps the
+// storage alive.
+py::array_t<float> readonly_view(const float* data, std::size_t n, py::handle owner);
+
 // GeneticAlgorithmOptions from Python arguments; counts must be >= 0
 // (ValueError naming the argument); the GA validates the rest.
 GeneticAlgorithmOptions ga_options(std::int64_t population_size, std::int64_t truncation_size,
