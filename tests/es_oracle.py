@@ -1,8 +1,9 @@
 """A compact NumPy reference of what EvoKit computes, used as a test oracle.
 
-- ``philox4x32`` / ``gaussian``: the counter-based noise (Philox4x32-10 and
-  a float32 Box-Muller transform), written from the paper and from the
-  transform's specification in philox.h, not from our C++;
+- ``philox4x32``: Philox4x32-10, which draws sampling keys (hash_draw);
+- ``ars4x32`` / ``gaussians``: the counter-based noise (ARS4x32-7 and a
+  float32 Box-Muller transform), written from the Random123 paper, FIPS-197
+  and the transform's specification in noise.h, not from our C++;
   ``box_muller_exact`` is the textbook transform it must stay close to.
 - ``es_step``: one OpenAI-ES update (Salimans et al. 2017): centered-rank
   fitness shaping, mirrored sampling, g = sum_i w_i s_i eps_i / (N sigma),
@@ -29,65 +30,150 @@ def philox4x32(counter, key, rounds=10):
 F = np.float32
 
 
+# ---- ARS4x32 (Random123), from the paper and FIPS-197 -------------------------
+
+def _gf_mul(a, b):
+    p = 0
+    for _ in range(8):
+        if b & 1:
+            p ^= a
+        a = ((a << 1) ^ (0x1B if a & 0x80 else 0)) & 0xFF
+        b >>= 1
+    return p
+
+
+def _sbox():
+    box = np.zeros(256, np.uint8)
+    for x in range(256):
+        inv = 0
+        for y in range(1, 256):  # the multiplicative inverse, 0 for 0
+            if _gf_mul(x, y) == 1:
+                inv = y
+                break
+        b = inv
+        for _ in range(4):  # b ^ rotl(b, 1) ^ ... ^ rotl(b, 4) ^ 0x63
+            inv = ((inv << 1) | (inv >> 7)) & 0xFF
+            b ^= inv
+        box[x] = b ^ 0x63
+    return box
+
+
+SBOX = _sbox()
+# ShiftRows on bytes 4c + r (column c, row r): row r moves left by r.
+SHIFT_ROWS = np.array([4 * ((c + r) % 4) + r for c in range(4) for r in range(4)])
+WEYL = (0x9E3779B97F4A7C15, 0xBB67AE8584CAA73B)
+MASK64 = (1 << 64) - 1
+
+
+def _xtime(a):
+    return ((a << 1) ^ np.where(a & 0x80, 0x1B, 0)).astype(np.uint8)
+
+
+def _aes_round(state, round_key, last):
+    """AESENC (or AESENCLAST) of (n, 16) uint8 states."""
+    t = SBOX[state][:, SHIFT_ROWS]
+    if not last:
+        a = t.reshape(-1, 4, 4)  # [block, column, row]
+        x = _xtime(a)
+        rot1, rot2, rot3 = (np.roll(a, -k, axis=2) for k in (1, 2, 3))
+        t = (x ^ np.roll(x, -1, axis=2) ^ rot1 ^ rot2 ^ rot3).reshape(-1, 16)
+    return t ^ round_key
+
+
+def _words_to_bytes(words):
+    return np.asarray(words, dtype="<u4").reshape(-1, 4).view(np.uint8).reshape(-1, 16)
+
+
+def ars4x32(counters, key, rounds=7):
+    """ARS4x32-``rounds`` of each counter (rows of four 32-bit words) under
+    one key of four words: rk_r = key + r * WEYL per 64-bit half,
+    v = ctr ^ rk_0, AESENC with rk_1 .. rk_{R-1}, AESENCLAST with rk_R."""
+    k = [int(x) & MASK for x in key]
+    lo, hi = k[0] | (k[1] << 32), k[2] | (k[3] << 32)
+    state = _words_to_bytes(counters)
+    for r in range(rounds + 1):
+        rk = np.frombuffer((((lo + r * WEYL[0]) & MASK64) | (((hi + r * WEYL[1]) & MASK64) << 64))
+                           .to_bytes(16, "little"), np.uint8)
+        state = state ^ rk if r == 0 else _aes_round(state, rk, r == rounds)
+    return np.ascontiguousarray(state).view("<u4").reshape(-1, 4).astype(np.uint32)
+
+
+# ---- the float32 Box-Muller transform of noise.h ------------------------------
+
+def _tables():
+    j = np.arange(32)
+    ln = np.log1p(j / 32) - np.where(j >= 16, np.log(2), 0.0)
+    centre = (2 * j + 1) * np.pi / 32
+    return (ln.astype(np.float32), (32 / (32 + j)).astype(np.float32),
+            np.cos(centre).astype(np.float32), np.sin(centre).astype(np.float32))
+
+
+LN_TABLE, RECIP_TABLE, COS_TABLE, SIN_TABLE = _tables()
+
+
 def _f32(x):
     return np.asarray(x, dtype=np.float32)
 
 
-def box_muller_f32(w0, w1):
-    """The float32 Box-Muller transform of philox.h, step by step in NumPy
-    float32 arithmetic (each operation rounded once, as in the C++): two
-    arrays of uint32 words in, (z0, z1) out."""
-    w0 = np.asarray(w0, dtype=np.uint32)
-    w1 = np.asarray(w1, dtype=np.uint32)
-    k = ((w0 >> np.uint32(8)) + np.uint32(1)).astype(np.float32)   # exact, <= 2**24
+def box_muller_f32(wr, wa):
+    """The float32 Box-Muller transform of noise.h, step by step in NumPy
+    float32 arithmetic (each operation rounded once, as in the C++): radius
+    words and angle words (uint32) in, (z0, z1) out."""
+    wr = np.asarray(wr, dtype=np.uint32)
+    wa = np.asarray(wa, dtype=np.uint32)
+    k = ((wr >> np.uint32(8)) + np.uint32(1)).astype(np.float32)   # exact, <= 2**24
     bits = k.view(np.uint32)
-    e = (bits >> np.uint32(23)).astype(np.int32) - 127
+    j = (bits >> np.uint32(18)) & np.uint32(31)
     m = ((bits & np.uint32(0x007FFFFF)) | np.uint32(0x3F800000)).view(np.float32)
-    big = m > F(1.41421356)
-    m = np.where(big, m * F(0.5), m)
-    e = np.where(big, e + 1, e)
-    f = m - F(1)
-    s = f / (f + F(2))
-    s2 = s * s
-    poly = s2 * (F(1) / F(3) + s2 * (F(1) / F(5) + s2 * (F(1) / F(7) + s2 * (F(1) / F(9)))))
-    h = s + s * poly
-    ln_u1 = (e - 24).astype(np.float32) * F(0.693147181) + (h + h)
-    r = np.sqrt(F(-2) * ln_u1)
-    q = w1 >> np.uint32(30)
-    x = ((w1 >> np.uint32(6)) & np.uint32(0x00FFFFFF)).astype(np.float32) * F(2.0 ** -24) \
-        * F(1.57079633)
-    x2 = x * x
-    sin3, sin5, sin7 = -F(1) / F(6), F(1) / F(120), -F(1) / F(5040)
-    sin9, sin11 = F(1) / F(362880), -F(1) / F(39916800)
-    cos2, cos4, cos6 = -F(1) / F(2), F(1) / F(24), -F(1) / F(720)
-    cos8, cos10, cos12 = F(1) / F(40320), -F(1) / F(3628800), F(1) / F(479001600)
-    sin_x = x + x * (x2 * (sin3 + x2 * (sin5 + x2 * (sin7 + x2 * (sin9 + x2 * sin11)))))
-    cos_x = F(1) + x2 * (cos2 + x2 * (cos4 + x2 * (cos6 + x2 * (cos8 + x2 * (cos10 + x2 * cos12)))))
-    odd = (q & np.uint32(1)) == 1
-    c = np.where(odd, sin_x, cos_x)
-    d = np.where(odd, cos_x, sin_x)
-    cos_t = np.where((q == 1) | (q == 2), -c, c)
-    sin_t = np.where(q >= 2, -d, d)
-    return _f32(r * cos_t), _f32(r * sin_t)
+    c = ((bits & np.uint32(0x007C0000)) | np.uint32(0x3F800000)).view(np.float32)
+    n = ((bits + np.uint32(0x00400000)) >> np.uint32(23)).astype(np.int32) - 151
+    t = (m - c) * RECIP_TABLE[j]
+    p = t + t * (t * (F(-0.5) + t * (F(1) / F(3) + t * F(-0.25))))
+    ln_u = n.astype(np.float32) * F(np.log(2)) + (LN_TABLE[j] + p)
+    r = np.sqrt(np.maximum(F(-2) * ln_u, F(0)))
+    s = wa >> np.uint32(27)
+    f = (wa << np.uint32(5)).view(np.int32) >> 8          # bits 26..3, signed
+    d = f.astype(np.float32) * (F(np.pi) * F(2.0 ** -28))
+    d2 = d * d
+    sd = d + d * (d2 * (-F(1) / F(6) + d2 * (F(1) / F(120))))
+    cd = F(1) + d2 * (F(-0.5) + d2 * (F(1) / F(24)))
+    cj, sj = COS_TABLE[s], SIN_TABLE[s]
+    return _f32(r * (cj * cd - sj * sd)), _f32(r * (sj * cd + cj * sd))
 
 
-def box_muller_exact(w0, w1):
-    """The exact Box-Muller transform (float64) of the same 24-bit uniforms:
-    u1 = ((w0 >> 8) + 1) 2^-24, theta = 2 pi (w1 >> 6) 2^-26."""
-    u1 = ((np.asarray(w0, np.uint64) >> 8) + 1) * 2.0 ** -24
-    theta = 2 * np.pi * (np.asarray(w1, np.uint64) >> 6) * 2.0 ** -26
-    r = np.sqrt(-2.0 * np.log(u1))
+def uniforms(wr, wa):
+    """The uniforms the transform realises: u in (0, 1] and theta in [0, 2 pi)."""
+    u = ((np.asarray(wr, np.uint64) >> 8) + 1) * 2.0 ** -24
+    wa = np.asarray(wa, np.uint32)
+    f = (wa << np.uint32(5)).view(np.int32) >> 8
+    theta = (2 * (wa >> np.uint32(27)).astype(np.float64) + 1) * np.pi / 32 + f * np.pi * 2.0 ** -28
+    return u, theta
+
+
+def box_muller_exact(wr, wa):
+    """The exact Box-Muller transform (float64) of the same u and theta."""
+    u, theta = uniforms(wr, wa)
+    r = np.sqrt(-2.0 * np.log(u))
     return r * np.cos(theta), r * np.sin(theta)
 
 
+def gaussians(seed, stream, start, n):
+    """Normals start .. start + n - 1 of ``stream`` under ``seed`` (noise.h)."""
+    first, last = start // 4, (start + n - 1) // 4
+    blocks = np.arange(first, last + 1, dtype=np.uint64)
+    counters = np.stack([blocks & MASK, blocks >> np.uint64(32),
+                         np.full_like(blocks, stream & MASK), np.full_like(blocks, stream >> 32)],
+                        axis=1).astype(np.uint32)
+    w = ars4x32(counters, [seed & MASK, seed >> 32, 0, 0])
+    z = np.empty((len(blocks), 4), np.float32)
+    z[:, 0], z[:, 1] = box_muller_f32(w[:, 0], w[:, 1])
+    z[:, 2], z[:, 3] = box_muller_f32(w[:, 2], w[:, 3])
+    return z.reshape(-1)[start - 4 * first:start - 4 * first + n]
+
+
 def gaussian(seed, stream, index):
-    """Normal number ``index`` of ``stream`` under ``seed`` (see philox.h)."""
-    block, lane = divmod(index, 4)
-    w = philox4x32([block & MASK, block >> 32, stream & MASK, stream >> 32],
-                   [seed & MASK, seed >> 32])
-    a, b = (w[0], w[1]) if lane < 2 else (w[2], w[3])
-    z0, z1 = box_muller_f32([a], [b])
-    return (z0 if lane % 2 == 0 else z1)[0]
+    """Normal number ``index`` of ``stream`` under ``seed`` (see noise.h)."""
+    return gaussians(seed, stream, index, 1)[0]
 
 
 def centered_ranks(x):

@@ -24,11 +24,11 @@ def make_agent(kind="SGD", cached=True, params=None, **kw):
 
 
 def oracle_eps(info, cached):
-    """eps(key) from the NumPy Philox/Box-Muller reference, not from _core."""
+    """eps(key) from the NumPy ARS/Box-Muller reference, not from _core."""
     (key,) = info.key
     if cached:
-        return np.array([es_oracle.gaussian(SEED, _core.TABLE_STREAM, key + j) for j in range(P)])
-    return np.array([es_oracle.gaussian(SEED, key, j) for j in range(P)])
+        return es_oracle.gaussians(SEED, _core.TABLE_STREAM, key, P).astype(np.float64)
+    return es_oracle.gaussians(SEED, key, 0, P).astype(np.float64)
 
 
 def oracle_direction(infos, rewards, centres, t, cached):

@@ -1,4 +1,5 @@
 #include <evokit/gaussian_sampler.h>
+#include <evokit/noise.h>
 #include <evokit/philox.h>
 
 #include "pybind11.h"
@@ -25,6 +26,18 @@ void bind_sampler(py::module_& m) {
         return philox4x32(counter, key);
       },
       py::arg("counter"), py::arg("key"), "Philox4x32-10 of one 128-bit counter.");
+  m.attr("NOISE_ARS_ROUNDS") = py::int_(kNoiseArsRounds);
+  m.def(
+      "ars4x32",
+      [](std::array<std::uint32_t, 4> counter, std::array<std::uint32_t, 4> key, int rounds) {
+        if (rounds < 1 || rounds > 10) {
+          throw std::invalid_argument("rounds must be in [1, 10], got " + std::to_string(rounds));
+        }
+        return ars4x32(counter, key, rounds);
+      },
+      py::arg("counter"), py::arg("key"), py::arg("rounds") = kNoiseArsRounds,
+      "ARS4x32-`rounds` (Random123) of one 128-bit counter under a 128-bit key, as four "
+      "32-bit words; the noise uses 7 rounds.");
   m.def("gaussian_at", &gaussian_at, py::arg("seed"), py::arg("stream"), py::arg("index"),
         "Standard normal number `index` of stream `stream` under `seed`.");
   m.def(

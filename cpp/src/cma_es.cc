@@ -30,6 +30,7 @@
 #include <string>
 #include <utility>
 
+#include "evokit/noise.h"
 #include "evokit/philox.h"
 #include "kernel_targets.h"
 #include "messages.h"

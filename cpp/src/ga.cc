@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "evokit/gaussian_sampler.h"  // kMaxStreamKey
+#include "evokit/noise.h"
 #include "evokit/philox.h"
 #include "messages.h"
 #include "parallel.h"

@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "evokit/noise.h"
 #include "evokit/philox.h"
 #include "messages.h"
 #include "kernel_targets.h"

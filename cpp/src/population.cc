@@ -15,7 +15,7 @@
 #include <string>
 #include <utility>
 
-#include "evokit/philox.h"
+#include "evokit/noise.h"
 #include "messages.h"
 #include "parallel.h"
 

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "evokit/noise.h"
 #include "evokit/philox.h"
 #include "test_util.h"
 
@@ -472,7 +473,7 @@ TEST(CMAES, TerminationReportsItsName) {
     SepCMAES es(std::vector<double>(5, 1.0), 0.5);
     Optimize(es, Sphere);  // no target: runs until the numbers stop moving
     EXPECT_FALSE(es.stop().empty());
-    EXPECT_LT(es.best_value(), 1e-15);
+    EXPECT_LT(es.best_value(), 1e-13);  // from 5: converged to rounding level
   }
 }
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "evokit/gaussian_sampler.h"
-#include "evokit/philox.h"
+#include "evokit/noise.h"
 #include "test_util.h"
 
 namespace evokit {

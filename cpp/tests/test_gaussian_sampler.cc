@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "evokit/errors.h"
+#include "evokit/noise.h"
 #include "evokit/philox.h"
 #include "test_util.h"
 

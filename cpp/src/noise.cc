@@ -1,0 +1,475 @@
+// The noise of noise.h: ARS4x32-7 and the float32 Box-Muller transform.
+//
+// Three implementations give the same bits (tested):
+// - "avx512-vaes": 16 counters per pass through VAES on 512-bit registers and
+//   the transform in AVX-512, its 32-entry tables looked up with vpermi2ps;
+// - "aesni": one counter per AESENC and the transform as a loop the compiler
+//   vectorises (SSE2 / AVX2 / AVX-512 clones, tables as gathers);
+// - "portable": a software AES round (FIPS-197, S-box computed at compile
+//   time) and the same transform loop.
+// The transform is float only, each operation rounded once (-ffp-contract=off),
+// so the vector and scalar paths agree bit for bit, and so does the NumPy
+// reference tests/es_oracle.py.
+#include "evokit/noise.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#include <immintrin.h>
+#define EVOKIT_NOISE_X86 1
+#endif
+
+#include "kernel_targets.h"
+#include "noise_blocks.h"
+
+namespace evokit {
+
+namespace detail {
+
+// ---- ARS4x32 ------------------------------------------------------------------
+
+constexpr std::uint64_t kArsWeylLo = 0x9E3779B97F4A7C15ull;  // golden ratio
+constexpr std::uint64_t kArsWeylHi = 0xBB67AE8584CAA73Bull;  // sqrt(3) - 1
+constexpr int kMaxArsRounds = 10;
+
+constexpr std::uint32_t lo32(std::uint64_t x) noexcept { return static_cast<std::uint32_t>(x); }
+constexpr std::uint32_t hi32(std::uint64_t x) noexcept {
+  return static_cast<std::uint32_t>(x >> 32);
+}
+
+// Round keys rk_0 .. rk_rounds as 64-bit halves.
+struct ArsKeys {
+  std::uint64_t lo[kMaxArsRounds + 1];
+  std::uint64_t hi[kMaxArsRounds + 1];
+};
+
+ArsKeys ars_keys(const ArsBlock& key, int rounds) noexcept {
+  ArsKeys keys{};
+  const std::uint64_t lo = key[0] | (std::uint64_t{key[1]} << 32);
+  const std::uint64_t hi = key[2] | (std::uint64_t{key[3]} << 32);
+  for (int r = 0; r <= rounds; ++r) {
+    keys.lo[r] = lo + static_cast<std::uint64_t>(r) * kArsWeylLo;  // mod 2^64
+    keys.hi[r] = hi + static_cast<std::uint64_t>(r) * kArsWeylHi;
+  }
+  return keys;
+}
+
+// The noise key of a seed: {lo32(seed), hi32(seed), 0, 0}.
+ArsKeys noise_keys(std::uint64_t seed) noexcept {
+  return ars_keys({lo32(seed), hi32(seed), 0u, 0u}, kNoiseArsRounds);
+}
+
+// -- the software AES round (FIPS-197) --
+
+// Multiplication in GF(2^8) modulo x^8 + x^4 + x^3 + x + 1.
+constexpr std::uint8_t gf_mul(std::uint8_t a, std::uint8_t b) {
+  std::uint8_t p = 0;
+  for (int i = 0; i < 8; ++i) {
+    if (b & 1u) p = static_cast<std::uint8_t>(p ^ a);
+    const bool carry = (a & 0x80u) != 0;
+    a = static_cast<std::uint8_t>(a << 1);
+    if (carry) a = static_cast<std::uint8_t>(a ^ 0x1Bu);
+    b = static_cast<std::uint8_t>(b >> 1);
+  }
+  return p;
+}
+
+constexpr std::uint8_t rotl8(std::uint8_t x, int n) {
+  return static_cast<std::uint8_t>((x << n) | (x >> (8 - n)));
+}
+
+// The S-box: the multiplicative inverse (x^254; 0 for 0), then the affine map.
+struct SBox {
+  std::uint8_t v[256] = {};
+  constexpr SBox() {
+    for (int x = 0; x < 256; ++x) {
+      std::uint8_t inv = 1;
+      const auto a = static_cast<std::uint8_t>(x);
+      for (int i = 0; i < 254; ++i) inv = gf_mul(inv, a);
+      if (x == 0) inv = 0;
+      v[x] = static_cast<std::uint8_t>(inv ^ rotl8(inv, 1) ^ rotl8(inv, 2) ^ rotl8(inv, 3) ^
+                                       rotl8(inv, 4) ^ 0x63u);
+    }
+  }
+};
+constexpr SBox kSBox{};
+static_assert(kSBox.v[0x00] == 0x63 && kSBox.v[0x01] == 0x7C && kSBox.v[0x53] == 0xED,
+              "FIPS-197 S-box");
+
+constexpr std::uint8_t xtime(std::uint8_t a) { return gf_mul(a, 2); }
+
+// AESENC (MixColumns applied) or AESENCLAST on a state of 16 bytes, byte
+// 4c + r holding row r of column c (the little-endian bytes of w0..w3).
+void aes_round(std::uint8_t s[16], std::uint64_t rk_lo, std::uint64_t rk_hi, bool last) noexcept {
+  std::uint8_t t[16];
+  for (int c = 0; c < 4; ++c) {
+    for (int r = 0; r < 4; ++r) t[4 * c + r] = kSBox.v[s[4 * ((c + r) & 3) + r]];  // Sub+Shift
+  }
+  if (!last) {
+    for (int c = 0; c < 4; ++c) {
+      const std::uint8_t a0 = t[4 * c], a1 = t[4 * c + 1], a2 = t[4 * c + 2], a3 = t[4 * c + 3];
+      t[4 * c + 0] = static_cast<std::uint8_t>(xtime(a0) ^ xtime(a1) ^ a1 ^ a2 ^ a3);
+      t[4 * c + 1] = static_cast<std::uint8_t>(a0 ^ xtime(a1) ^ xtime(a2) ^ a2 ^ a3);
+      t[4 * c + 2] = static_cast<std::uint8_t>(a0 ^ a1 ^ xtime(a2) ^ xtime(a3) ^ a3);
+      t[4 * c + 3] = static_cast<std::uint8_t>(xtime(a0) ^ a0 ^ a1 ^ a2 ^ xtime(a3));
+    }
+  }
+  for (int i = 0; i < 8; ++i) {
+    s[i] = static_cast<std::uint8_t>(t[i] ^ static_cast<std::uint8_t>(rk_lo >> (8 * i)));
+    s[8 + i] = static_cast<std::uint8_t>(t[8 + i] ^ static_cast<std::uint8_t>(rk_hi >> (8 * i)));
+  }
+}
+
+ArsBlock ars_portable(const ArsBlock& counter, const ArsKeys& keys, int rounds) noexcept {
+  std::uint8_t s[16];
+  for (int w = 0; w < 4; ++w) {
+    for (int b = 0; b < 4; ++b) s[4 * w + b] = static_cast<std::uint8_t>(counter[w] >> (8 * b));
+  }
+  for (int i = 0; i < 8; ++i) {
+    s[i] = static_cast<std::uint8_t>(s[i] ^ static_cast<std::uint8_t>(keys.lo[0] >> (8 * i)));
+    s[8 + i] =
+        static_cast<std::uint8_t>(s[8 + i] ^ static_cast<std::uint8_t>(keys.hi[0] >> (8 * i)));
+  }
+  for (int r = 1; r <= rounds; ++r) aes_round(s, keys.lo[r], keys.hi[r], r == rounds);
+  ArsBlock out{};
+  for (int w = 0; w < 4; ++w) {
+    out[w] = static_cast<std::uint32_t>(s[4 * w]) | (static_cast<std::uint32_t>(s[4 * w + 1]) << 8) |
+             (static_cast<std::uint32_t>(s[4 * w + 2]) << 16) |
+             (static_cast<std::uint32_t>(s[4 * w + 3]) << 24);
+  }
+  return out;
+}
+
+// ---- the float32 Box-Muller transform (defined in noise.h) -------------------
+
+// The tables, as float32 bits: LN[j] = ln(1 + j/32) - (j >= 16) ln 2,
+// RECIP[j] = 32 / (32 + j), COS[j] / SIN[j] = cos / sin((2j + 1) pi / 32),
+// each the float32 nearest the exact value.
+alignas(64) constexpr std::uint32_t kLnBits[32] = {
+    0x00000000u, 0x3CFC14D8u, 0x3D785186u, 0x3DB78694u, 0x3DF1383Bu, 0x3E14AA98u, 0x3E2FF984u,
+    0x3E4A92D5u, 0x3E647FBEu, 0x3E7DC8C3u, 0x3E8B3AE5u, 0x3E974716u, 0x3EA30C5Eu, 0x3EAE8DEEu,
+    0x3EB9CEC0u, 0x3EC4D19Cu, 0xBE934B11u, 0xBE88BC74u, 0xBE7CC8E3u, 0xBE6881C0u, 0xBE549F6Au,
+    0xBE411E0Bu, 0xBE2DFA03u, 0xBE1B2FE6u, 0xBE08BC74u, 0xBDED393Bu, 0xBDC99AF3u, 0xBDA6988Bu,
+    0xBD842CC6u, 0xBD44A551u, 0xBD020AECu, 0xBC8102B3u};
+alignas(64) constexpr std::uint32_t kRecipBits[32] = {
+    0x3F800000u, 0x3F783E10u, 0x3F70F0F1u, 0x3F6A0EA1u, 0x3F638E39u, 0x3F5D67C9u, 0x3F579436u,
+    0x3F520D21u, 0x3F4CCCCDu, 0x3F47CE0Cu, 0x3F430C31u, 0x3F3E82FAu, 0x3F3A2E8Cu, 0x3F360B61u,
+    0x3F321643u, 0x3F2E4C41u, 0x3F2AAAABu, 0x3F272F05u, 0x3F23D70Au, 0x3F20A0A1u, 0x3F1D89D9u,
+    0x3F1A90E8u, 0x3F17B426u, 0x3F14F209u, 0x3F124925u, 0x3F0FB824u, 0x3F0D3DCBu, 0x3F0AD8F3u,
+    0x3F088889u, 0x3F064B8Au, 0x3F042108u, 0x3F020821u};
+alignas(64) constexpr std::uint32_t kCosBits[32] = {
+    0x3F7EC46Du, 0x3F74FA0Bu, 0x3F61C598u, 0x3F45E403u, 0x3F226799u, 0x3EF15AEAu, 0x3E94A031u,
+    0x3DC8BD36u, 0xBDC8BD36u, 0xBE94A031u, 0xBEF15AEAu, 0xBF226799u, 0xBF45E403u, 0xBF61C598u,
+    0xBF74FA0Bu, 0xBF7EC46Du, 0xBF7EC46Du, 0xBF74FA0Bu, 0xBF61C598u, 0xBF45E403u, 0xBF226799u,
+    0xBEF15AEAu, 0xBE94A031u, 0xBDC8BD36u, 0x3DC8BD36u, 0x3E94A031u, 0x3EF15AEAu, 0x3F226799u,
+    0x3F45E403u, 0x3F61C598u, 0x3F74FA0Bu, 0x3F7EC46Du};
+alignas(64) constexpr std::uint32_t kSinBits[32] = {
+    0x3DC8BD36u, 0x3E94A031u, 0x3EF15AEAu, 0x3F226799u, 0x3F45E403u, 0x3F61C598u, 0x3F74FA0Bu,
+    0x3F7EC46Du, 0x3F7EC46Du, 0x3F74FA0Bu, 0x3F61C598u, 0x3F45E403u, 0x3F226799u, 0x3EF15AEAu,
+    0x3E94A031u, 0x3DC8BD36u, 0xBDC8BD36u, 0xBE94A031u, 0xBEF15AEAu, 0xBF226799u, 0xBF45E403u,
+    0xBF61C598u, 0xBF74FA0Bu, 0xBF7EC46Du, 0xBF7EC46Du, 0xBF74FA0Bu, 0xBF61C598u, 0xBF45E403u,
+    0xBF226799u, 0xBEF15AEAu, 0xBE94A031u, 0xBDC8BD36u};
+
+constexpr float kLn2 = 0.693147181f;                    // 0x3F317218
+constexpr float kAngleScale = 3.14159265f / 268435456.0f;  // float(pi) 2^-28, exact scaling
+constexpr float kLog2 = -0.5f, kLog3 = 1.0f / 3.0f, kLog4 = -0.25f;
+constexpr float kSin3 = -1.0f / 6.0f, kSin5 = 1.0f / 120.0f;
+constexpr float kCos2 = -0.5f, kCos4 = 1.0f / 24.0f;
+
+inline float bits_to_float(std::uint32_t bits) noexcept {
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+inline std::uint32_t float_to_bits(float f) noexcept {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  return bits;
+}
+
+// Two standard normals from a radius word and an angle word.
+inline void box_muller(std::uint32_t wr, std::uint32_t wa, float& z0, float& z1) noexcept {
+  // radius
+  const auto k = static_cast<float>(static_cast<std::int32_t>((wr >> 8) + 1u));  // exact
+  const std::uint32_t bits = float_to_bits(k);
+  const std::uint32_t j = (bits >> 18) & 31u;
+  const float m = bits_to_float((bits & 0x007FFFFFu) | 0x3F800000u);
+  const float c = bits_to_float((bits & 0x007C0000u) | 0x3F800000u);
+  const auto n = static_cast<std::int32_t>((bits + 0x00400000u) >> 23) - 151;
+  const float t = (m - c) * bits_to_float(kRecipBits[j]);
+  const float p = t + t * (t * (kLog2 + t * (kLog3 + t * kLog4)));
+  const float ln_u = static_cast<float>(n) * kLn2 + (bits_to_float(kLnBits[j]) + p);
+  const float r = std::sqrt(std::max(-2.0f * ln_u, 0.0f));
+  // angle
+  const std::uint32_t s = wa >> 27;
+  const auto f = static_cast<std::int32_t>(wa << 5) >> 8;  // bits 26..3, signed
+  const float d = static_cast<float>(f) * kAngleScale;
+  const float d2 = d * d;
+  const float sd = d + d * (d2 * (kSin3 + d2 * kSin5));
+  const float cd = 1.0f + d2 * (kCos2 + d2 * kCos4);
+  const float cj = bits_to_float(kCosBits[s]), sj = bits_to_float(kSinBits[s]);
+  z0 = r * (cj * cd - sj * sd);
+  z1 = r * (sj * cd + cj * sd);
+}
+
+// ---- blocks of normals --------------------------------------------------------
+
+// Blocks per pass of the word-array implementations.
+constexpr std::size_t kPassBlocks = 64;
+
+struct NoiseWords {
+  std::uint32_t w0[kPassBlocks], w1[kPassBlocks], w2[kPassBlocks], w3[kPassBlocks];
+};
+
+// The transform over the first `count` blocks of `w`: out[4 b + i] = normal i.
+EVOKIT_KERNEL_TARGETS
+void transform_words(const NoiseWords& w, std::size_t count, float* out) noexcept {
+#pragma omp simd
+  for (std::size_t b = 0; b < count; ++b) {
+    float z0, z1, z2, z3;
+    box_muller(w.w0[b], w.w1[b], z0, z1);
+    box_muller(w.w2[b], w.w3[b], z2, z3);
+    out[4 * b + 0] = z0;
+    out[4 * b + 1] = z1;
+    out[4 * b + 2] = z2;
+    out[4 * b + 3] = z3;
+  }
+}
+
+using ArsBlockFn = ArsBlock (*)(const ArsBlock& counter, const ArsKeys& keys) noexcept;
+
+ArsBlock ars7_portable(const ArsBlock& counter, const ArsKeys& keys) noexcept {
+  return ars_portable(counter, keys, kNoiseArsRounds);
+}
+
+// Words of `count` <= kPassBlocks blocks through `ars`, then the transform.
+template <ArsBlockFn ars>
+void noise_blocks_words(std::uint64_t seed, std::uint64_t stream, std::uint64_t first,
+                        std::size_t count, float* out) noexcept {
+  const ArsKeys keys = noise_keys(seed);
+  NoiseWords w;
+  for (std::size_t done = 0; done < count; done += kPassBlocks) {
+    const std::size_t pass = std::min(kPassBlocks, count - done);
+    for (std::size_t b = 0; b < pass; ++b) {
+      const std::uint64_t block = first + done + b;
+      const ArsBlock x = ars({lo32(block), hi32(block), lo32(stream), hi32(stream)}, keys);
+      w.w0[b] = x[0];
+      w.w1[b] = x[1];
+      w.w2[b] = x[2];
+      w.w3[b] = x[3];
+    }
+    transform_words(w, pass, out + 4 * done);
+  }
+}
+
+#ifdef EVOKIT_NOISE_X86
+// GCC 12 warns inside avx512fintrin.h that the undefined source of some
+// intrinsics is "used uninitialized" (a false positive, GCC PR 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+__attribute__((target("aes,sse4.1"))) ArsBlock ars7_aesni(const ArsBlock& counter,
+                                                          const ArsKeys& keys) noexcept {
+  __m128i v = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(counter.data())),
+                            _mm_set_epi64x(static_cast<long long>(keys.hi[0]),
+                                           static_cast<long long>(keys.lo[0])));
+  for (int r = 1; r < kNoiseArsRounds; ++r) {
+    v = _mm_aesenc_si128(v, _mm_set_epi64x(static_cast<long long>(keys.hi[r]),
+                                           static_cast<long long>(keys.lo[r])));
+  }
+  v = _mm_aesenclast_si128(v, _mm_set_epi64x(static_cast<long long>(keys.hi[kNoiseArsRounds]),
+                                             static_cast<long long>(keys.lo[kNoiseArsRounds])));
+  ArsBlock out;
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data()), v);
+  return out;
+}
+
+// 16 normals' worth of table lookups: t[idx & 31].
+__attribute__((target("avx512f"))) inline __m512 lookup32(const std::uint32_t* table,
+                                                         __m512i idx) noexcept {
+  const __m512 lo = _mm512_castsi512_ps(_mm512_load_si512(table));
+  const __m512 hi = _mm512_castsi512_ps(_mm512_load_si512(table + 16));
+  return _mm512_permutex2var_ps(lo, idx, hi);
+}
+
+// The transform of 16 pairs (radius words wr, angle words wa): z0, z1.
+__attribute__((target("avx512f"))) inline void box_muller16(__m512i wr, __m512i wa, __m512& z0,
+                                                           __m512& z1) noexcept {
+  const __m512i bits = _mm512_castps_si512(_mm512_cvtepi32_ps(
+      _mm512_add_epi32(_mm512_srli_epi32(wr, 8), _mm512_set1_epi32(1))));
+  const __m512i j = _mm512_and_si512(_mm512_srli_epi32(bits, 18), _mm512_set1_epi32(31));
+  const __m512i one = _mm512_set1_epi32(0x3F800000);
+  // (bits & mask) | one in one ternary-logic op: A ? B : C with A = mask.
+  const __m512 m = _mm512_castsi512_ps(
+      _mm512_ternarylogic_epi32(_mm512_set1_epi32(0x007FFFFF), bits, one, 0xCA));
+  const __m512 c = _mm512_castsi512_ps(
+      _mm512_ternarylogic_epi32(_mm512_set1_epi32(0x007C0000), bits, one, 0xCA));
+  const __m512i n = _mm512_sub_epi32(
+      _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x00400000)), 23),
+      _mm512_set1_epi32(151));
+  const __m512 t = _mm512_mul_ps(_mm512_sub_ps(m, c), lookup32(kRecipBits, j));
+  __m512 q = _mm512_add_ps(_mm512_set1_ps(kLog3), _mm512_mul_ps(t, _mm512_set1_ps(kLog4)));
+  q = _mm512_add_ps(_mm512_set1_ps(kLog2), _mm512_mul_ps(t, q));
+  const __m512 p = _mm512_add_ps(t, _mm512_mul_ps(t, _mm512_mul_ps(t, q)));
+  const __m512 ln_u = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(n), _mm512_set1_ps(kLn2)),
+                                    _mm512_add_ps(lookup32(kLnBits, j), p));
+  const __m512 r = _mm512_sqrt_ps(
+      _mm512_max_ps(_mm512_mul_ps(_mm512_set1_ps(-2.0f), ln_u), _mm512_setzero_ps()));
+  const __m512i s = _mm512_srli_epi32(wa, 27);
+  const __m512i f = _mm512_srai_epi32(_mm512_slli_epi32(wa, 5), 8);
+  const __m512 d = _mm512_mul_ps(_mm512_cvtepi32_ps(f), _mm512_set1_ps(kAngleScale));
+  const __m512 d2 = _mm512_mul_ps(d, d);
+  const __m512 sd = _mm512_add_ps(
+      d, _mm512_mul_ps(d, _mm512_mul_ps(d2, _mm512_add_ps(_mm512_set1_ps(kSin3),
+                                                          _mm512_mul_ps(d2, _mm512_set1_ps(kSin5))))));
+  const __m512 cd = _mm512_add_ps(
+      _mm512_set1_ps(1.0f),
+      _mm512_mul_ps(d2, _mm512_add_ps(_mm512_set1_ps(kCos2), _mm512_mul_ps(d2, _mm512_set1_ps(kCos4)))));
+  const __m512 cj = lookup32(kCosBits, s), sj = lookup32(kSinBits, s);
+  z0 = _mm512_mul_ps(r, _mm512_sub_ps(_mm512_mul_ps(cj, cd), _mm512_mul_ps(sj, sd)));
+  z1 = _mm512_mul_ps(r, _mm512_add_ps(_mm512_mul_ps(sj, cd), _mm512_mul_ps(cj, sd)));
+}
+
+// 16 blocks per pass: four registers of four counters each through VAES,
+// then the transform of two registers (8 blocks, 32 normals) at a time.
+__attribute__((target("avx512f,vaes"))) void noise_blocks_avx512(
+    std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count,
+    float* out) noexcept {
+  constexpr std::size_t kPass = 16;
+  const ArsKeys keys = noise_keys(seed);
+  __m512i rk[kNoiseArsRounds + 1];
+  for (int r = 0; r <= kNoiseArsRounds; ++r) {
+    rk[r] = _mm512_broadcast_i32x4(_mm_set_epi64x(static_cast<long long>(keys.hi[r]),
+                                                  static_cast<long long>(keys.lo[r])));
+  }
+  const auto st = static_cast<long long>(stream);
+  // counters {block, stream} as 64-bit halves, blocks first + 0..3 in a register
+  __m512i ctr = _mm512_add_epi64(
+      _mm512_set_epi64(st, static_cast<long long>(first), st, static_cast<long long>(first), st,
+                       static_cast<long long>(first), st, static_cast<long long>(first)),
+      _mm512_set_epi64(0, 3, 0, 2, 0, 1, 0, 0));
+  const __m512i step4 = _mm512_set_epi64(0, 4, 0, 4, 0, 4, 0, 4);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512i lo_half = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi_half =
+      _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  std::size_t done = 0;
+  for (; done + kPass <= count; done += kPass) {
+    __m512i v[4];
+    for (int g = 0; g < 4; ++g) {
+      v[g] = _mm512_xor_si512(ctr, rk[0]);
+      ctr = _mm512_add_epi64(ctr, step4);
+    }
+    for (int r = 1; r < kNoiseArsRounds; ++r) {
+      for (int g = 0; g < 4; ++g) v[g] = _mm512_aesenc_epi128(v[g], rk[r]);
+    }
+    for (int g = 0; g < 4; ++g) v[g] = _mm512_aesenclast_epi128(v[g], rk[kNoiseArsRounds]);
+    for (int h = 0; h < 2; ++h) {
+      __m512 z0, z1;
+      box_muller16(_mm512_permutex2var_epi32(v[2 * h], even, v[2 * h + 1]),
+                   _mm512_permutex2var_epi32(v[2 * h], odd, v[2 * h + 1]), z0, z1);
+      float* dst = out + 4 * done + 32 * h;
+      _mm512_storeu_ps(dst, _mm512_permutex2var_ps(z0, lo_half, z1));
+      _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(z0, hi_half, z1));
+    }
+  }
+  if (done < count) {
+    noise_blocks_words<ars7_aesni>(seed, stream, first + done, count - done, out + 4 * done);
+  }
+}
+
+#pragma GCC diagnostic pop
+#endif  // EVOKIT_NOISE_X86
+
+}  // namespace detail
+
+namespace {
+
+detail::ArsBlockFn best_ars_block() {
+#ifdef EVOKIT_NOISE_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("aes")) return &detail::ars7_aesni;
+#endif
+  return &detail::ars7_portable;
+}
+
+// The best single-counter ARS and block implementation this CPU runs, chosen once.
+detail::ArsBlockFn ars_block_impl() {
+  static const detail::ArsBlockFn best = best_ars_block();
+  return best;
+}
+
+detail::NoiseBlocksFn noise_blocks_impl() {
+  static const detail::NoiseBlocksFn best = detail::noise_blocks_implementations().front().second;
+  return best;
+}
+
+// The four normals 4 * block .. 4 * block + 3 of (seed, stream).
+void gaussian_block(std::uint64_t seed, std::uint64_t stream, std::uint64_t block,
+                    float out[4]) noexcept {
+  const detail::ArsKeys keys = detail::noise_keys(seed);
+  const ArsBlock w = ars_block_impl()(
+      {detail::lo32(block), detail::hi32(block), detail::lo32(stream), detail::hi32(stream)}, keys);
+  detail::box_muller(w[0], w[1], out[0], out[1]);
+  detail::box_muller(w[2], w[3], out[2], out[3]);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, detail::NoiseBlocksFn>> detail::noise_blocks_implementations() {
+  std::vector<std::pair<std::string, NoiseBlocksFn>> found;
+#ifdef EVOKIT_NOISE_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vaes") &&
+      __builtin_cpu_supports("aes")) {
+    found.emplace_back("avx512-vaes", &noise_blocks_avx512);
+  }
+  if (__builtin_cpu_supports("aes")) found.emplace_back("aesni", &noise_blocks_words<ars7_aesni>);
+#endif
+  found.emplace_back("portable", &noise_blocks_words<ars7_portable>);
+  return found;
+}
+
+ArsBlock ars4x32(ArsBlock counter, ArsBlock key, int rounds) noexcept {
+  rounds = std::clamp(rounds, 1, detail::kMaxArsRounds);
+  return detail::ars_portable(counter, detail::ars_keys(key, rounds), rounds);
+}
+
+float gaussian_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) noexcept {
+  float block[4];
+  gaussian_block(seed, stream, index / 4, block);
+  return block[index % 4];
+}
+
+void fill_gaussian(std::uint64_t seed, std::uint64_t stream, std::uint64_t start, float* out,
+                   std::size_t n) noexcept {
+  std::uint64_t index = start;
+  std::size_t done = 0;
+  float block[4];
+  // Leading partial block when start is not a multiple of 4.
+  if (n > 0 && index % 4 != 0) {
+    gaussian_block(seed, stream, index / 4, block);
+    const std::size_t offset = static_cast<std::size_t>(index % 4);
+    const std::size_t count = std::min<std::size_t>(4 - offset, n);
+    std::copy(block + offset, block + offset + count, out);
+    done += count;
+    index += count;
+  }
+  // Whole blocks, written directly by the vectorised generator.
+  const std::size_t whole = (n - done) / 4;
+  if (whole > 0) noise_blocks_impl()(seed, stream, index / 4, whole, out + done);
+  done += 4 * whole;
+  index += 4 * whole;
+  // Trailing partial block.
+  if (done < n) {
+    gaussian_block(seed, stream, index / 4, block);
+    std::copy(block, block + (n - done), out + done);
+  }
+}
+
+}  // namespace evokit
