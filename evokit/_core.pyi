@@ -9,6 +9,7 @@ __version__: str
 TABLE_STREAM: int
 MAX_STREAM_KEY: int
 NOISE_ARS_ROUNDS: int
+NOISE_VERSION: int
 
 def philox4x32(counter: Sequence[int], key: Sequence[int]) -> List[int]: ...
 def ars4x32(counter: Sequence[int], key: Sequence[int], rounds: int = 7) -> List[int]: ...

@@ -54,6 +54,16 @@ SOLVER_FILE = "solver.pb"
 MODEL_FILE = "model.onnx"
 
 
+def noise_version_message(path, what: str, version: int) -> str:
+    """Why a file whose keys refer to another noise definition is refused."""
+    old = " (Philox4x32-10 based, EvoKit before noise version 3)" if version < 3 else \
+        " (a newer EvoKit)"
+    return (f"{path}: {what} refers to noise version {version}{old}, this EvoKit rebuilds noise "
+            f"version {_core.NOISE_VERSION} (ARS4x32-7): its keys would give different noise; "
+            f"finish it with the EvoKit that wrote it, or start afresh from its model with "
+            f"`evokit init-solver`")
+
+
 class SolverFileError(ValueError):
     """A solver state file that is missing, corrupt or belongs to another model."""
 
@@ -333,7 +343,7 @@ class ESAgent:
             steps=self.model_iter_id, model_fingerprint=self.policy.fingerprint(),
             config=config_to_text(self._config),
             params_fingerprint=params_fingerprint(self.policy, self.center),
-            fingerprint_version=FINGERPRINT_VERSION)
+            fingerprint_version=FINGERPRINT_VERSION, noise_version=_core.NOISE_VERSION)
         if self.is_gaussian:
             opt = self._core.optimizer
             for name in opt.state_names:
@@ -383,6 +393,8 @@ class ESAgent:
             raise SolverFileError(f"{path}: solver state is for optimizer {name(state.optimizer)}, "
                                   f"the config asks for {name(want)}")
         if not self.is_gaussian:
+            if state.noise_version != _core.NOISE_VERSION:
+                raise SolverFileError(noise_version_message(path, "solver state", state.noise_version))
             self._core.load(state, path)
             return
         vectors = {}

@@ -33,7 +33,9 @@ from typing import Dict, Iterable, List, Optional, Set
 import numpy as np
 
 from . import evokit_pb2 as pb
-from .agent import MODEL_FILE, SOLVER_FILE, ESAgent, SolverFileError, params_fingerprint
+from . import _core
+from .agent import (MODEL_FILE, SOLVER_FILE, ESAgent, SolverFileError, noise_version_message,
+                    params_fingerprint)
 from .config import ConfigError, config_to_text, load_config, parse_config
 from .fingerprint import FINGERPRINT_VERSION
 from .model import OnnxPolicy
@@ -136,6 +138,9 @@ class Warehouse:
             self.initial_config = parse_config(self.info.config, source=info_path)
         except Exception as exc:  # DecodeError, ConfigError
             raise WarehouseError(f"{info_path}: corrupt warehouse info ({exc})") from None
+        if self.info.noise_version != _core.NOISE_VERSION:
+            raise WarehouseError(noise_version_message(self.path, "warehouse",
+                                                       self.info.noise_version))
         self.problems: List[str] = []
         if not self.iterations():
             detail = f"; {'; '.join(self.problems)}" if self.problems else ""
@@ -162,7 +167,8 @@ class Warehouse:
         try:
             info = pb.WarehouseInfo(config=config_to_text(cfg),
                                     config_fingerprint=config_fingerprint(cfg, agent.policy),
-                                    created_iteration=0, fingerprint_version=FINGERPRINT_VERSION)
+                                    created_iteration=0, fingerprint_version=FINGERPRINT_VERSION,
+                                    noise_version=_core.NOISE_VERSION)
             atomic_write_bytes(os.path.join(tmp, INFO_FILE), info.SerializeToString())
             _write_iteration(os.path.join(tmp, ITER_PREFIX + "0"), agent, consumed=())
             if os.path.isdir(path):

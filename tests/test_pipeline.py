@@ -253,6 +253,31 @@ def test_bad_warehouses(tmp_path, setup):
                                   f"(create one with `evokit init-solver`)"
 
 
+def test_warehouse_of_another_noise_version_is_refused(setup, tmp_path):
+    # A warehouse whose logged keys name noise of another definition (EvoKit
+    # before noise version 3 wrote no noise_version) is refused by name, by
+    # the API and by the CLI, and nothing in it is touched.
+    tmp, cfg, model, wh = setup
+    info_path = os.path.join(wh, "warehouse.pb")
+    with open(info_path, "rb") as f:
+        info = pb.WarehouseInfo.FromString(f.read())
+    assert info.noise_version == evokit._core.NOISE_VERSION == 3
+    info.ClearField("noise_version")
+    with open(info_path, "wb") as f:
+        f.write(info.SerializeToString())
+    before = files(wh)
+    want = (f"{wh}: warehouse refers to noise version 2 (Philox4x32-10 based, EvoKit before noise "
+            f"version 3), this EvoKit rebuilds noise version 3 (ARS4x32-7): its keys would give "
+            f"different noise; finish it with the EvoKit that wrote it, or start afresh from its "
+            f"model with `evokit init-solver`")
+    with pytest.raises(WarehouseError) as err:
+        Warehouse(wh)
+    assert str(err.value) == want
+    proc = evokit_cli("update", "--warehouse", wh, "--log", tmp_path / "none", check=False)
+    assert proc.returncode == 1 and proc.stderr.strip() == f"evokit: error: {want}"
+    assert files(wh) == before
+
+
 def test_solver_file_from_another_model(setup):
     tmp, cfg, model, wh = setup
     other = tmp / "other.onnx"

@@ -264,6 +264,33 @@ def test_reloaded_solver_continues_bit_identically(tmp_path, model, config):
     np.testing.assert_array_equal(a.center, b.center)
 
 
+def test_strategy_state_of_another_noise_version_is_refused(tmp_path, model):
+    # CMA and GA members are rebuilt from keys, so a state whose keys name
+    # another noise definition is refused; a Gaussian state (centre and
+    # optimizer vectors only) does not depend on the noise and still loads.
+    for config in (cma_config(), ga_config()):
+        a = ESAgent(config, model)
+        a.save_solver(tmp_path)
+        state = pb.SolverState.FromString((tmp_path / "solver.pb").read_bytes())
+        assert state.noise_version == _core.NOISE_VERSION
+        state.ClearField("noise_version")  # as EvoKit before noise version 3 wrote it
+        (tmp_path / "solver.pb").write_bytes(state.SerializeToString())
+        with pytest.raises(evokit.SolverFileError,
+                           match=r"solver.pb: solver state refers to noise version 2 \(Philox4x32-10 "
+                                 r"based, EvoKit before noise version 3\), this EvoKit rebuilds noise "
+                                 r"version 3 \(ARS4x32-7\)"):
+            ESAgent(config, model).load_solver(tmp_path)
+    gaussian = load_config(os.path.join(os.path.dirname(__file__), "..", "configs", "cartpole.prototxt"))
+    a = ESAgent(gaussian, model)
+    a.save_solver(tmp_path)
+    state = pb.SolverState.FromString((tmp_path / "solver.pb").read_bytes())
+    state.ClearField("noise_version")
+    (tmp_path / "solver.pb").write_bytes(state.SerializeToString())
+    b = ESAgent(gaussian, model)
+    b.load_solver(tmp_path)
+    np.testing.assert_array_equal(b.center, a.center)
+
+
 def test_solver_file_of_another_sampler_is_refused(tmp_path, model):
     a = ESAgent(ga_config(), model)
     a.save_solver(tmp_path)

@@ -58,6 +58,11 @@ namespace evokit {
 
 using ArsBlock = std::array<std::uint32_t, 4>;
 
+// The version of this definition, written into solver and warehouse files
+// (SolverState / WarehouseInfo.noise_version) so that keys recorded under
+// another definition are refused instead of rebuilt into different noise.
+constexpr int kNoiseVersion = 3;
+
 // The number of ARS rounds the noise uses.
 constexpr int kNoiseArsRounds = 7;
 

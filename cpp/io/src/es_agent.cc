@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "evokit/noise.h"
 #include "evokit/io/config.h"
 #include "evokit/io/errors.h"
 #include "evokit/io/fingerprint.h"
@@ -176,6 +177,7 @@ std::string ESAgent::save_solver(const std::string& dir) const {
   state.set_model_fingerprint(graph_fingerprint);
   state.set_params_fingerprint(params_fingerprint(graph_fingerprint, core_->params()));
   state.set_fingerprint_version(kFingerprintVersion);
+  state.set_noise_version(kNoiseVersion);
   const std::string path = detail::join_path(dir, kSolverFile);
   write_solver_state(path, state);
   return path;

@@ -6,6 +6,7 @@
 #include <system_error>
 #include <utility>
 
+#include "evokit/noise.h"
 #include "evokit/io/config.h"
 #include "evokit/io/errors.h"
 #include "evokit/io/solver_state.h"
@@ -63,6 +64,15 @@ Warehouse::Warehouse(std::string path) : path_(std::move(path)) {
   }
   if (info_.config_fingerprint().empty()) {
     throw WarehouseError(info_path + ": corrupt warehouse info (no config_fingerprint)");
+  }
+  if (info_.noise_version() != kNoiseVersion) {
+    throw WarehouseError(
+        path_ + ": warehouse refers to noise version " + std::to_string(info_.noise_version()) +
+        (info_.noise_version() < kNoiseVersion
+             ? " (Philox4x32-10 based, EvoKit before noise version 3)"
+             : " (a newer EvoKit)") +
+        ", this library rebuilds noise version " + std::to_string(kNoiseVersion) +
+        " (ARS4x32-7): its keys would give different noise");
   }
   if (iterations().empty()) {
     std::string detail;

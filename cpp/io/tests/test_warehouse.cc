@@ -7,6 +7,7 @@
 
 #include "evokit/io/errors.h"
 #include "evokit/io/solver_state.h"
+#include "evokit/noise.h"
 #include "io_test_util.h"
 
 namespace evokit::io {
@@ -18,13 +19,14 @@ using testing::TempDir;
 
 // A warehouse laid out as Python writes it, from the fixtures: iteration 1
 // is the fixtures' iter1/.
-void MakeWarehouse(const std::string& w) {
+void MakeWarehouse(const std::string& w, int noise_version = kNoiseVersion) {
   fs::create_directories(w + "/model_iter_id-1");
   fs::copy_file(data_path("iter1/model.onnx"), w + "/model_iter_id-1/model.onnx");
   fs::copy_file(data_path("iter1/solver.pb"), w + "/model_iter_id-1/solver.pb");
   proto::WarehouseInfo info;
   info.set_config(read_solver_state(data_path("iter1/solver.pb")).config());
   info.set_config_fingerprint(std::string(64, 'f'));
+  if (noise_version != 0) info.set_noise_version(noise_version);  // 0: absent, as before version 3
   testing::write_bytes(w + "/warehouse.pb", info.SerializeAsString());
 }
 
@@ -61,6 +63,19 @@ TEST(WarehouseErrors, NotAWarehouse) {
   EXPECT_THROW_WITH(Warehouse(dir.path()), WarehouseError, "not a warehouse (warehouse.pb is missing)");
   testing::write_bytes(dir.file("warehouse.pb"), "\xff\xff\xff");
   EXPECT_THROW_WITH(Warehouse(dir.path()), WarehouseError, "warehouse.pb: corrupt warehouse info");
+}
+
+// A warehouse of another noise definition: its logged keys would be rebuilt
+// into different noise, so it is refused, naming both versions.
+TEST(WarehouseErrors, AnotherNoiseVersion) {
+  TempDir dir;
+  MakeWarehouse(dir.file("old"), 0);
+  EXPECT_THROW_WITH(Warehouse(dir.file("old")), WarehouseError,
+                    "old: warehouse refers to noise version 2 (Philox4x32-10 based, EvoKit before "
+                    "noise version 3), this library rebuilds noise version 3 (ARS4x32-7)");
+  MakeWarehouse(dir.file("new"), kNoiseVersion + 1);
+  EXPECT_THROW_WITH(Warehouse(dir.file("new")), WarehouseError,
+                    "new: warehouse refers to noise version 4 (a newer EvoKit)");
 }
 
 TEST(WarehouseErrors, NoCompleteIterationOrUnknownOne) {

@@ -28,4 +28,4 @@
   fitness_shaping: CENTERED_RANK
   num_threads: 1
 }
-:@fa0bd4ad97d8feb20c7167794f49426f0e6f7ed39ceb01a3fd84952043cb1053X
+:@fa0bd4ad97d8feb20c7167794f49426f0e6f7ed39ceb01a3fd84952043cb1053X`
