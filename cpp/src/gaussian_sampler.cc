@@ -319,18 +319,19 @@ void GaussianSampler::descent_direction(const std::int64_t* keys, const float* s
   const bool cached = options_.cached;
   const float* table = cached ? table_->data() : nullptr;
 
-  // Per thread: an accumulator block, plus a noise block when uncached.
-  const std::size_t stride = (cached ? 1 : 2) * detail::kParamBlock;
+  // Per thread: an accumulator block. Uncached keys are noise streams.
+  const std::size_t stride = detail::kParamBlock;
   std::vector<float> scratch(static_cast<std::size_t>(threads) * stride);
+  std::vector<std::uint64_t> streams;
+  if (!cached) streams.assign(keys, keys + n);
 
   detail::parallel_items(blocks, threads, [&](std::size_t b) {
     const std::size_t begin = b * detail::kParamBlock;
     const std::size_t len = std::min(detail::kParamBlock, p - begin);
     float* acc = detail::thread_slot(scratch, stride);
-    float* buffer = cached ? nullptr : acc + detail::kParamBlock;
     std::fill(acc, acc + len, 0.0f);
-    std::size_t i = 0;
     if (cached) {
+      std::size_t i = 0;
       // Groups of kSampleGroup samples, each window read in place.
       const float* group[detail::kSampleGroup];
       for (; i + detail::kSampleGroup <= n; i += detail::kSampleGroup) {
@@ -339,16 +340,12 @@ void GaussianSampler::descent_direction(const std::int64_t* keys, const float* s
         }
         detail::accumulate_group(acc, group, coef.data() + i, len);
       }
-    }
-    for (; i < n; ++i) {
-      const float* eps;
-      if (cached) {
-        eps = table + keys[i] + begin;  // read the table in place
-      } else {
-        fill_gaussian(options_.seed, static_cast<std::uint64_t>(keys[i]), begin, buffer, len);
-        eps = buffer;
+      for (; i < n; ++i) {
+        detail::accumulate_one(acc, table + keys[i] + begin, coef[i], len);  // in place
       }
-      detail::accumulate_one(acc, eps, coef[i], len);
+    } else {
+      // The noise regenerated and summed in registers, samples in index order.
+      accumulate_gaussian(options_.seed, streams.data(), coef.data(), n, begin, acc, len);
     }
     float* dst = out + begin;
     if (weight_decay != 0.0f) {

@@ -383,6 +383,65 @@ __attribute__((target("avx512f,vaes"))) void noise_blocks_avx512(
   }
 }
 
+// accumulate_gaussian over whole chunks of 16 blocks (64 normals): acc[j] +=
+// coef[s] * z_s[j] for every sample s in order, the chunk of acc held in four
+// registers across all the samples (four independent AES chains per sample
+// keep the units busy); `first` is the block of acc[0]. Returns the number of
+// floats done (a multiple of 64).
+__attribute__((target("avx512f,vaes"))) std::size_t accumulate_chunks_avx512(
+    std::uint64_t seed, const std::uint64_t* streams, const float* coef, std::size_t count,
+    std::uint64_t first, float* acc, std::size_t len) noexcept {
+  constexpr std::size_t kChunk = 64;
+  const std::size_t chunks = len / kChunk;
+  if (chunks == 0 || count == 0) return 0;
+  const ArsKeys keys = noise_keys(seed);
+  __m512i rk[kNoiseArsRounds + 1];
+  for (int r = 0; r <= kNoiseArsRounds; ++r) {
+    rk[r] = _mm512_broadcast_i32x4(_mm_set_epi64x(static_cast<long long>(keys.hi[r]),
+                                                  static_cast<long long>(keys.lo[r])));
+  }
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512i lo_half = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi_half =
+      _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  constexpr __mmask8 kHigh = 0xAA;  // the stream halves of the counters
+  for (std::size_t c = 0; c < chunks; ++c) {
+    // counter low halves (blocks 16 c + 0..15) XOR rk_0, four counters per register
+    __m512i lo[4];
+    for (int g = 0; g < 4; ++g) {
+      const auto block = static_cast<long long>(first + 16 * c + 4 * static_cast<std::size_t>(g));
+      lo[g] = _mm512_xor_si512(
+          _mm512_add_epi64(_mm512_set1_epi64(block), _mm512_set_epi64(0, 3, 0, 2, 0, 1, 0, 0)),
+          rk[0]);
+    }
+    float* dst = acc + kChunk * c;
+    __m512 a[4];
+    for (int q = 0; q < 4; ++q) a[q] = _mm512_loadu_ps(dst + 16 * q);
+    for (std::size_t s = 0; s < count; ++s) {
+      const __m512i st =
+          _mm512_xor_si512(_mm512_set1_epi64(static_cast<long long>(streams[s])), rk[0]);
+      __m512i v[4];
+      for (int g = 0; g < 4; ++g) v[g] = _mm512_mask_blend_epi64(kHigh, lo[g], st);
+      for (int r = 1; r < kNoiseArsRounds; ++r) {
+        for (int g = 0; g < 4; ++g) v[g] = _mm512_aesenc_epi128(v[g], rk[r]);
+      }
+      for (int g = 0; g < 4; ++g) v[g] = _mm512_aesenclast_epi128(v[g], rk[kNoiseArsRounds]);
+      const __m512 cs = _mm512_set1_ps(coef[s]);
+      for (int h = 0; h < 2; ++h) {
+        __m512 z0, z1;
+        box_muller16(_mm512_permutex2var_epi32(v[2 * h], even, v[2 * h + 1]),
+                     _mm512_permutex2var_epi32(v[2 * h], odd, v[2 * h + 1]), z0, z1);
+        a[2 * h] = _mm512_add_ps(a[2 * h], _mm512_mul_ps(cs, _mm512_permutex2var_ps(z0, lo_half, z1)));
+        a[2 * h + 1] =
+            _mm512_add_ps(a[2 * h + 1], _mm512_mul_ps(cs, _mm512_permutex2var_ps(z0, hi_half, z1)));
+      }
+    }
+    for (int q = 0; q < 4; ++q) _mm512_storeu_ps(dst + 16 * q, a[q]);
+  }
+  return chunks * kChunk;
+}
+
 #pragma GCC diagnostic pop
 #endif  // EVOKIT_NOISE_X86
 
@@ -433,6 +492,43 @@ std::vector<std::pair<std::string, detail::NoiseBlocksFn>> detail::noise_blocks_
 #endif
   found.emplace_back("portable", &noise_blocks_words<ars7_portable>);
   return found;
+}
+
+namespace {
+
+// accumulate_gaussian over acc[from, to): each sample's noise into a buffer,
+// then acc += coef * noise.
+void accumulate_buffered(std::uint64_t seed, const std::uint64_t* streams, const float* coef,
+                         std::size_t count, std::uint64_t start, float* acc, std::size_t from,
+                         std::size_t to) noexcept {
+  constexpr std::size_t kPiece = 1024;
+  float buffer[kPiece];
+  for (std::size_t begin = from; begin < to; begin += kPiece) {
+    const std::size_t piece = std::min(kPiece, to - begin);
+    for (std::size_t s = 0; s < count; ++s) {
+      fill_gaussian(seed, streams[s], start + begin, buffer, piece);
+      const float c = coef[s];
+      for (std::size_t j = 0; j < piece; ++j) acc[begin + j] += c * buffer[j];
+    }
+  }
+}
+
+}  // namespace
+
+void accumulate_gaussian(std::uint64_t seed, const std::uint64_t* streams, const float* coef,
+                         std::size_t count, std::uint64_t start, float* acc,
+                         std::size_t len) noexcept {
+  std::size_t from = 0, to = 0;  // [from, to): whole chunks in registers
+#ifdef EVOKIT_NOISE_X86
+  static const bool fused = noise_blocks_impl() == &detail::noise_blocks_avx512;
+  if (fused) {
+    from = std::min<std::size_t>(len, (4 - start % 4) % 4);  // up to the first whole block
+    to = from + detail::accumulate_chunks_avx512(seed, streams, coef, count, (start + from) / 4,
+                                                 acc + from, len - from);
+  }
+#endif
+  accumulate_buffered(seed, streams, coef, count, start, acc, 0, from);
+  accumulate_buffered(seed, streams, coef, count, start, acc, std::max(from, to), len);
 }
 
 ArsBlock ars4x32(ArsBlock counter, ArsBlock key, int rounds) noexcept {

@@ -189,6 +189,31 @@ TEST(NoiseBlocks, EveryImplementationMatchesGaussianAt) {
   }
 }
 
+// accumulate_gaussian gives the bits of "fill a buffer, then acc += c * z"
+// sample by sample, for any start (heads before a whole block), length
+// (tails after whole chunks) and number of samples.
+TEST(AccumulateGaussian, EqualsBufferThenMultiplyAdd) {
+  const std::uint64_t streams[] = {5, 0x0000010000000007ull, 3, 1ull << 61, 9, 11, 13};
+  const float coef[] = {0.5f, -1.25f, 3.0f, 1e-3f, -7.0f, 0.1f, 2.5f};
+  const std::uint64_t starts[] = {0, 1, 2, 3, 4096, 4099};
+  const std::size_t lengths[] = {1, 3, 31, 32, 33, 100, 4096};
+  for (std::size_t count : {std::size_t{1}, std::size_t{2}, std::size_t{7}}) {
+    for (std::uint64_t start : starts) {
+      for (std::size_t len : lengths) {
+        std::vector<float> want(len + 1), got(len + 1), z(len);
+        for (std::size_t j = 0; j < len; ++j) want[j] = got[j] = 0.01f * static_cast<float>(j);
+        want[len] = got[len] = 42.0f;
+        for (std::size_t s = 0; s < count; ++s) {
+          fill_gaussian(77, streams[s], start, z.data(), len);
+          for (std::size_t j = 0; j < len; ++j) want[j] += coef[s] * z[j];
+        }
+        accumulate_gaussian(77, streams, coef, count, start, got.data(), len);
+        ASSERT_TRUE(SameBits(got, want)) << "count " << count << " start " << start << " len " << len;
+      }
+    }
+  }
+}
+
 TEST(GaussianAt, IsAPureFunction) {
   for (std::uint64_t i = 0; i < 64; ++i) {
     EXPECT_TRUE(SameFloatBits(gaussian_at(7, 3, i), gaussian_at(7, 3, i)));

@@ -79,4 +79,13 @@ float gaussian_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t index)
 void fill_gaussian(std::uint64_t seed, std::uint64_t stream, std::uint64_t start, float* out,
                    std::size_t n) noexcept;
 
+// acc[j] = acc[j] + coef[s] * gaussian_at(seed, streams[s], start + j) for
+// s = 0 .. count - 1 in that order (the product rounded, then the sum), for j
+// in [0, len): what fill_gaussian into a buffer and that loop give, bit for
+// bit, without the buffer (the AVX-512 kernel keeps acc in registers across
+// all the samples). Serial; callers parallelise over blocks of j.
+void accumulate_gaussian(std::uint64_t seed, const std::uint64_t* streams, const float* coef,
+                         std::size_t count, std::uint64_t start, float* acc,
+                         std::size_t len) noexcept;
+
 }  // namespace evokit
