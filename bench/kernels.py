@@ -11,7 +11,7 @@ Measures, in one run and with medians over repeats:
   summation, compute bound on most machines, so it is *not* the yardstick).
 - gradient: g = sum_i w_i s_i eps(k_i) at P parameters and N samples,
   cached (windows of the noise table read in place) and uncached (noise
-  regenerated with Philox4x32-10 + Box-Muller), for EvoKit (T threads) and
+  regenerated with ARS4x32-7 + Box-Muller), for EvoKit (T threads) and
   the NumPy references: per-sample accumulate ``g += w_i * table[k:k+P]``
   and OpenAI's stack-then-dot (``batched_weighted_sum`` in openai/evolution-
   strategies-starter: stack the rows, one dot per batch of 500).
@@ -27,7 +27,12 @@ Rows (JSON list): {"kernel", "impl", "P", "N", "threads", "median_s", "gbps",
 read for a gradient; for perturb the centre and the noise read and the result
 written, 3 * P * 4, as STREAM counts its kernels; 4 vectors read for Adam), and
 ratio_to_bandwidth divides it by the T-thread read bandwidth measured on an
-array of the table's size in the same run. Bandwidth rows have kernel
+array of the table's size in the same run; for gradient_cached and perturb
+the yardstick is a plain T-thread read of the noise table itself, timed
+alternately with the kernel (``paired_times``; its GB/s in "bandwidth_gbps",
+the ratio to the run's separate measurement in "ratio_to_run_bandwidth"),
+because the machine's read bandwidth drifts by up to 30% between runs and
+the kernels drift with it. Bandwidth rows have kernel
 "bandwidth". clone_rss rows put bytes in "rss_bytes" and leave the timing
 fields null. Timings are for the machine at hand; a loaded machine (see the
 printed load average) gives noisy, pessimistic numbers. On a loaded machine
@@ -61,6 +66,25 @@ def median_time(fn: Callable[[], object], repeats: int, warmup: int = 1) -> floa
         fn()
         times.append(time.perf_counter() - start)
     return float(np.median(times))
+
+
+def paired_times(kernel: Callable[[], object], yardstick: Callable[[], object], repeats: int,
+                 warmup: int = 1):
+    """Median times of ``kernel`` and of ``yardstick``, timed alternately
+    (yardstick, kernel, yardstick, kernel, ...): both see the same moment of
+    the machine, so their ratio is steadier than two separate medians."""
+    for _ in range(warmup):
+        yardstick()
+        kernel()
+    k_times, y_times = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        yardstick()
+        y_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        kernel()
+        k_times.append(time.perf_counter() - start)
+    return float(np.median(k_times)), float(np.median(y_times))
 
 
 def rss_bytes() -> int:
@@ -138,17 +162,25 @@ def bench_size(p: int, n: int, table_size: int, threads: int, repeats: int, band
     coef = weights * signs
     grad_bytes = float(n) * p * 4
 
-    def add(kernel, impl, fn, nbytes, reps, thr):
-        s = median_time(fn, reps)
-        r = row(kernel, impl, p, n, thr, s, nbytes, bandwidth)
+    def add(kernel, impl, fn, nbytes, reps, thr, paired=False):
+        if paired:
+            # timed alternately with a plain T-thread read of the table itself
+            s, read_s = paired_times(fn, lambda: _core.sum_floats(table, num_threads=threads), reps)
+            local = table.nbytes / read_s / 1e9
+            r = row(kernel, impl, p, n, thr, s, nbytes, local, bandwidth_gbps=local,
+                    ratio_to_run_bandwidth=nbytes / s / 1e9 / bandwidth)
+        else:
+            s = median_time(fn, reps)
+            r = row(kernel, impl, p, n, thr, s, nbytes, bandwidth)
         rows.append(r)
         log(f"  {kernel:18s} {impl:18s} P={p:<8d} {s * 1e3:9.2f} ms  {r['gbps']:6.2f} GB/s"
-            f"  {r['ratio_to_bandwidth']:.2f} of bandwidth")
+            f"  {r['ratio_to_bandwidth']:.2f} of bandwidth"
+            + (f" (read alternately: {r['bandwidth_gbps']:.1f} GB/s)" if paired else ""))
         return s
 
     add("gradient_cached", "evokit",
         lambda: sampler.descent_direction(keys, signs, weights, num_threads=threads),
-        grad_bytes, repeats, threads)
+        grad_bytes, repeats, threads, paired=True)
     np_reps = max(1, min(repeats, 3))
     add("gradient_cached", "numpy_accumulate", lambda: numpy_accumulate(table, keys, coef, p),
         grad_bytes, np_reps, 1)
@@ -170,7 +202,7 @@ def bench_size(p: int, n: int, table_size: int, threads: int, repeats: int, band
     out = np.empty(p, np.float32)
     k0 = int(keys[0])
     add("perturb", "evokit", lambda: sampler.perturb(theta, k0, 1.0, out=out, num_threads=threads),
-        p * 4.0 * 3, repeats * 3, threads)
+        p * 4.0 * 3, repeats * 3, threads, paired=True)
     add("perturb", "numpy", lambda: np.add(theta, SIGMA * table[k0:k0 + p], out=out),
         p * 4.0 * 3, repeats * 3, 1)
 

@@ -128,12 +128,13 @@ def test_kernel_table_reports_the_target_ratios(bench):
                 "ratio_to_bandwidth": ratio, **extra}
 
     rows = [row("bandwidth", "evokit_read", 64, 1, 10.0, 12.5), row("bandwidth", "evokit_read", 64, 2, 5.0, 25.0),
-            row("gradient_cached", "evokit", 1000, 2, 40.0, 20.0, 0.8),
+            row("gradient_cached", "evokit", 1000, 2, 40.0, 20.0, 0.8, bandwidth_gbps=25.0),
             row("gradient_cached", "numpy_accumulate", 1000, 1, 200.0, 4.0, 0.16),
             row("gradient_uncached", "evokit", 1000, 2, 100.0, 8.0, 0.32),
             row("clone_rss", "evokit", 1000, 2, None, rss_bytes=3 * 2**20, rss_bytes_after_add_noise=0)]
     md = "\n".join(bench.kernel_table(rows))
     assert "1 thread 12.5 GB/s, 2 threads 25.0 GB/s" in md
-    assert "| gradient_cached | 1,000 | 256 | 40.00 | 20.0 | 0.80 | 200.00 | 5.0x | - | - |" in md
-    assert "| gradient_uncached | 1,000 | 256 | 100.00 | 8.0 | 0.32 | - | - | - | 2.5x |" in md
+    assert "| gradient_cached | 1,000 | 256 | 40.00 | 20.0 | 0.80 | 25.0 | 200.00 | 5.0x | - | - |" in md
+    assert "| gradient_uncached | 1,000 | 256 | 100.00 | 8.0 | 0.32 | - | - | - | - | 2.5x |" in md
+    assert "timed alternately with the kernel" in md
     assert "add 3 MiB resident beyond the agent (0 MiB after add_noise alone)" in md

@@ -145,8 +145,8 @@ ArsBlock ars_portable(const ArsBlock& counter, const ArsKeys& keys, int rounds) 
 // ---- the float32 Box-Muller transform (defined in noise.h) -------------------
 
 // The tables, as float32 bits: LN[j] = ln(1 + j/32) - (j >= 16) ln 2,
-// RECIP[j] = 32 / (32 + j), COS[j] / SIN[j] = cos / sin((2j + 1) pi / 32),
-// each the float32 nearest the exact value.
+// RECIP[j] = 32 / (32 + j), COS[j] = cos((2j + 1) pi / 32), each the float32
+// nearest the exact value; SIN below is COS rotated by a quarter turn.
 alignas(64) constexpr std::uint32_t kLnBits[32] = {
     0x00000000u, 0x3CFC14D8u, 0x3D785186u, 0x3DB78694u, 0x3DF1383Bu, 0x3E14AA98u, 0x3E2FF984u,
     0x3E4A92D5u, 0x3E647FBEu, 0x3E7DC8C3u, 0x3E8B3AE5u, 0x3E974716u, 0x3EA30C5Eu, 0x3EAE8DEEu,
@@ -165,12 +165,15 @@ alignas(64) constexpr std::uint32_t kCosBits[32] = {
     0xBF74FA0Bu, 0xBF7EC46Du, 0xBF7EC46Du, 0xBF74FA0Bu, 0xBF61C598u, 0xBF45E403u, 0xBF226799u,
     0xBEF15AEAu, 0xBE94A031u, 0xBDC8BD36u, 0x3DC8BD36u, 0x3E94A031u, 0x3EF15AEAu, 0x3F226799u,
     0x3F45E403u, 0x3F61C598u, 0x3F74FA0Bu, 0x3F7EC46Du};
-alignas(64) constexpr std::uint32_t kSinBits[32] = {
-    0x3DC8BD36u, 0x3E94A031u, 0x3EF15AEAu, 0x3F226799u, 0x3F45E403u, 0x3F61C598u, 0x3F74FA0Bu,
-    0x3F7EC46Du, 0x3F7EC46Du, 0x3F74FA0Bu, 0x3F61C598u, 0x3F45E403u, 0x3F226799u, 0x3EF15AEAu,
-    0x3E94A031u, 0x3DC8BD36u, 0xBDC8BD36u, 0xBE94A031u, 0xBEF15AEAu, 0xBF226799u, 0xBF45E403u,
-    0xBF61C598u, 0xBF74FA0Bu, 0xBF7EC46Du, 0xBF7EC46Du, 0xBF74FA0Bu, 0xBF61C598u, 0xBF45E403u,
-    0xBF226799u, 0xBEF15AEAu, 0xBE94A031u, 0xBDC8BD36u};
+// SIN[j] = sin((2j + 1) pi / 32) = cos((2j + 1) pi / 32 - pi / 2) = COS[j - 8].
+struct SinTable {
+  alignas(64) std::uint32_t v[32] = {};
+  constexpr SinTable() {
+    for (int j = 0; j < 32; ++j) v[j] = kCosBits[(j + 24) % 32];
+  }
+};
+constexpr SinTable kSinTable{};
+constexpr const std::uint32_t* kSinBits = kSinTable.v;
 
 constexpr float kLn2 = 0.693147181f;                    // 0x3F317218
 constexpr float kAngleScale = 3.14159265f / 268435456.0f;  // float(pi) 2^-28, exact scaling
