@@ -27,8 +27,8 @@ Rows (JSON list): {"kernel", "impl", "P", "N", "threads", "median_s", "gbps",
 read for a gradient; for perturb the centre and the noise read and the result
 written, 3 * P * 4, as STREAM counts its kernels; 4 vectors read for Adam), and
 ratio_to_bandwidth divides it by the T-thread read bandwidth measured on an
-array of the table's size in the same run; for gradient_cached and perturb
-the yardstick is a plain T-thread read of the noise table itself, timed
+array of the table's size in the same run; for gradient_cached the
+yardstick is a plain T-thread read of the noise table itself, timed
 alternately with the kernel (``paired_times``; its GB/s in "bandwidth_gbps",
 the ratio to the run's separate measurement in "ratio_to_run_bandwidth"),
 because the machine's read bandwidth drifts by up to 30% between runs and
@@ -50,9 +50,17 @@ import sys
 import time
 from typing import Callable, Optional
 
-import numpy as np
+# The NumPy references are single-threaded (their rows say threads = 1). An
+# OpenBLAS thread pool (np.dot in the stack-then-dot reference) would spin on
+# the cores after each call and slow whatever is timed next: measured, the
+# uncached gradient at P = 1e5 took 15-22 ms after a stack-then-dot, 7.5 ms
+# without. Set before NumPy loads its BLAS.
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from evokit import _core
+import numpy as np  # noqa: E402
+
+from evokit import _core  # noqa: E402
 
 SIGMA = 0.02
 
@@ -202,7 +210,7 @@ def bench_size(p: int, n: int, table_size: int, threads: int, repeats: int, band
     out = np.empty(p, np.float32)
     k0 = int(keys[0])
     add("perturb", "evokit", lambda: sampler.perturb(theta, k0, 1.0, out=out, num_threads=threads),
-        p * 4.0 * 3, repeats * 3, threads, paired=True)
+        p * 4.0 * 3, repeats * 3, threads)
     add("perturb", "numpy", lambda: np.add(theta, SIGMA * table[k0:k0 + p], out=out),
         p * 4.0 * 3, repeats * 3, 1)
 

@@ -631,7 +631,7 @@ def kernel_table(rows: list) -> list:
     bw = {r["threads"]: r["gbps"] for r in rows if r["kernel"] == "bandwidth" and r["impl"] == "evokit_read"}
     lines = ["Read bandwidth (C++ read of an array of the table's size): " +
              ", ".join(f"{t} thread{'s' if t > 1 else ''} {g:.1f} GB/s" for t, g in sorted(bw.items())), "",
-             "\"Of read bandwidth\": for the cached gradient and perturb, of a plain read of the noise "
+             "\"Of read bandwidth\": for the cached gradient, of a plain read of the noise "
              "table timed alternately with the kernel (its GB/s in the next column); otherwise of the "
              "2-thread figure above.", "",
              "| kernel | P | N | EvoKit (ms) | GB/s | of read bandwidth | table read alongside (GB/s) "
