@@ -164,9 +164,9 @@ TEST(GaussianAt, IsWithinAMillionthOfTheExactTransform) {
   EXPECT_NEAR(std::hypot(z0, z1), std::sqrt(48.0 * std::log(2.0)), 2e-6);
 }
 
-// Every implementation this CPU runs (AVX-512 + VAES, AES-NI, portable) gives
-// the bits of gaussian_at, at any start and length (whole passes, partial
-// passes, a block counter whose low word wraps).
+// Every implementation this CPU runs (AVX-512 + VAES, AVX2 + VAES, AVX2 +
+// AES-NI, AES-NI, portable) gives the bits of gaussian_at, at any start and
+// length (whole passes, partial passes, a block counter whose low word wraps).
 TEST(NoiseBlocks, EveryImplementationMatchesGaussianAt) {
   const auto impls = detail::noise_blocks_implementations();
   ASSERT_FALSE(impls.empty());
