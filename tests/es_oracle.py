@@ -130,7 +130,8 @@ def box_muller_f32(wr, wa):
     t = (m - c) * RECIP_TABLE[j]
     p = t + t * (t * (F(-0.5) + t * (F(1) / F(3) + t * F(-0.25))))
     ln_u = n.astype(np.float32) * F(np.log(2)) + (LN_TABLE[j] + p)
-    r = np.sqrt(np.maximum(F(-2) * ln_u, F(0)))
+    y = F(-2) * ln_u
+    r = np.sqrt(np.where(y > 0, y, F(0)))  # +0 where y is -0 (u = 1)
     s = wa >> np.uint32(27)
     f = (wa << np.uint32(5)).view(np.int32) >> 8          # bits 26..3, signed
     d = f.astype(np.float32) * (F(np.pi) * F(2.0 ** -28))

@@ -47,6 +47,15 @@ def test_gaussian_matches_numpy_reference(seed, stream):
     assert got[5] == _core.gaussian_at(seed, stream, 1006) == es_oracle.gaussian(seed, stream, 1006)
 
 
+def test_zero_radius_has_the_same_bits_as_the_oracle():
+    # normals 505560, 505561 of (seed 3, stream 5): u = 1, r = +0 (once in 2^24 pairs)
+    got = _core.fill_gaussian(3, 5, 505560 - 64, 128)
+    want = es_oracle.gaussians(3, 5, 505560 - 64, 128)
+    assert got[64] == 0 and got[65] == 0
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert (got[64:66].view(np.uint32) == [0x00000000, 0x80000000]).all()  # +0, -0
+
+
 def test_float_transform_is_close_to_the_exact_box_muller():
     # every radius word k (2^24 of them), each with a random angle word
     rng = np.random.default_rng(4)

@@ -19,4 +19,13 @@ using NoiseBlocksFn = void (*)(std::uint64_t seed, std::uint64_t stream, std::ui
 // uses the first. All give the same bits.
 std::vector<std::pair<std::string, NoiseBlocksFn>> noise_blocks_implementations();
 
+// The transform alone, for the tests: (z0[i], z1[i]) of the radius word
+// wr[i] and the angle word wa[i], i < n (n a multiple of 16).
+using NoiseTransformFn = void (*)(const std::uint32_t* wr, const std::uint32_t* wa,
+                                  std::size_t n, float* z0, float* z1) noexcept;
+
+// "avx512" and "avx2" where the CPU has them, then "scalar" (the definition
+// as gaussian_at computes it).
+std::vector<std::pair<std::string, NoiseTransformFn>> noise_transform_implementations();
+
 }  // namespace evokit::detail

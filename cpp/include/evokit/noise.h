@@ -36,7 +36,7 @@
 //     t = (m - c) * RECIP[j]                      [RECIP[j] = 32 / (32 + j)]
 //     p = t + t * (t * (-1/2 + t * (1/3 + t * (-1/4))))     [ln(1 + t)]
 //     ln u = float(n) * LN2 + (LN[j] + p)   [LN[j] = ln(1 + j/32) - (j >= 16) ln 2]
-//     r = sqrt(max(-2 * ln u, 0))
+//     y = -2 * ln u;  r = sqrt(y if y > 0 else +0)   [u = 1 gives y = -0, r = +0]
 //   angle: j = w >> 27 (one of 32 equal segments of the circle) and f = the
 //     bits 26..3 of w read as a signed 24-bit integer;
 //     d = float(f) * (float(pi) 2^-28)        [in [-pi/32, pi/32)]
