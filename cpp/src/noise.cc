@@ -449,9 +449,16 @@ __attribute__((target("avx512f,vaes"))) std::size_t accumulate_chunks_avx512(
           _mm512_add_epi64(_mm512_set1_epi64(block), _mm512_set_epi64(0, 3, 0, 2, 0, 1, 0, 0)),
           rk[0]);
     }
+    // The accumulators in the transform's order: e[h] the even and o[h] the
+    // odd floats of acc[32 h, 32 h + 32), which the z0 and z1 of the h-th
+    // transform add to; interleaved back once after the last sample.
     float* dst = acc + kChunk * c;
-    __m512 a[4];
-    for (int q = 0; q < 4; ++q) a[q] = _mm512_loadu_ps(dst + 16 * q);
+    __m512 e[2], o[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m512 lo = _mm512_loadu_ps(dst + 32 * h), hi = _mm512_loadu_ps(dst + 32 * h + 16);
+      e[h] = _mm512_permutex2var_ps(lo, even, hi);
+      o[h] = _mm512_permutex2var_ps(lo, odd, hi);
+    }
     for (std::size_t s = 0; s < count; ++s) {
       const __m512i st =
           _mm512_xor_si512(_mm512_set1_epi64(static_cast<long long>(streams[s])), rk[0]);
@@ -466,12 +473,14 @@ __attribute__((target("avx512f,vaes"))) std::size_t accumulate_chunks_avx512(
         __m512 z0, z1;
         box_muller16(_mm512_permutex2var_epi32(v[2 * h], even, v[2 * h + 1]),
                      _mm512_permutex2var_epi32(v[2 * h], odd, v[2 * h + 1]), z0, z1);
-        a[2 * h] = _mm512_add_ps(a[2 * h], _mm512_mul_ps(cs, _mm512_permutex2var_ps(z0, lo_half, z1)));
-        a[2 * h + 1] =
-            _mm512_add_ps(a[2 * h + 1], _mm512_mul_ps(cs, _mm512_permutex2var_ps(z0, hi_half, z1)));
+        e[h] = _mm512_add_ps(e[h], _mm512_mul_ps(cs, z0));
+        o[h] = _mm512_add_ps(o[h], _mm512_mul_ps(cs, z1));
       }
     }
-    for (int q = 0; q < 4; ++q) _mm512_storeu_ps(dst + 16 * q, a[q]);
+    for (int h = 0; h < 2; ++h) {
+      _mm512_storeu_ps(dst + 32 * h, _mm512_permutex2var_ps(e[h], lo_half, o[h]));
+      _mm512_storeu_ps(dst + 32 * h + 16, _mm512_permutex2var_ps(e[h], hi_half, o[h]));
+    }
   }
   return chunks * kChunk;
 }
