@@ -301,25 +301,32 @@ __attribute__((target("aes,sse4.1"))) ArsBlock ars7_aesni(const ArsBlock& counte
 // definition scaled by -2 (scaling by a power of two is exact, so y has the
 // bits of -2 * ln_u): t2 = -2 t = (m - c) * (-2 RECIP[j]); with
 // q2 = 1/4 + t2 (A3 / 4 - t2 A4 / 8) = -q / 2 (A3 = 1/3, A4 = -1/4),
-// p2 = t2 + t2 (t2 q2) = -2 p; y = NL2[n + 24] + (LN2[j] + p2) with
-// NL2[i] = -2 float((i - 24) LN2) and LN2[j] = -2 LN[j]. Two multiplies and
-// a conversion fewer per register (the tests compare it with the scalar
-// transform over every radius word).
+// p2 = t2 + t2 (t2 q2) = -2 p; y = NL2(n) + (LN2[j] + p2) with
+// NL2(n) = -2 float(n LN2) and LN2[j] = -2 LN[j]. Further, m - c is exactly
+// the low 18 mantissa bits times 2^-23, so t2 = float(B & 0x3FFFF) *
+// (RECIP2[j] 2^-23); NL2 is indexed by the biased exponent e = (B + 2^22) >> 23
+// in [127, 151] (n = e - 151) modulo 32, and vpermi2ps reads only the low five
+// bits of an index, so neither index is masked. Four multiplies, conversions
+// and integer steps fewer per register than the definition as written (the
+// tests compare it with the scalar transform over every radius word).
 struct ScaledTables {
-  alignas(64) float recip2[32] = {};
-  alignas(64) float ln2[32] = {};
-  alignas(64) float nl2[32] = {};
+  alignas(64) float recip2[32] = {};  // -2 RECIP[j] 2^-23
+  alignas(64) float ln2[32] = {};     // -2 LN[j]
+  alignas(64) float nl2[32] = {};     // at e mod 32: -2 float((e - 151) LN2)
   constexpr ScaledTables() {
     for (int j = 0; j < 32; ++j) {
-      recip2[j] = -2.0f * __builtin_bit_cast(float, kRecipBits[j]);
+      recip2[j] = -2.0f * __builtin_bit_cast(float, kRecipBits[j]) / 8388608.0f;
       ln2[j] = -2.0f * __builtin_bit_cast(float, kLnBits[j]);
-      nl2[j] = -2.0f * (static_cast<float>(j - 24) * kLn2);
+    }
+    for (int e = 127; e <= 151; ++e) {
+      nl2[e % 32] = -2.0f * (static_cast<float>(e - 151) * kLn2);
     }
   }
 };
 constexpr ScaledTables kScaled{};
 
-// 16 normals' worth of table lookups: t[idx & 31].
+// 16 normals' worth of table lookups: t[idx & 31] (vpermi2ps ignores the
+// other bits of the index).
 __attribute__((target("avx512f"))) inline __m512 lookup32(const float* table,
                                                          __m512i idx) noexcept {
   return _mm512_permutex2var_ps(_mm512_load_ps(table), idx, _mm512_load_ps(table + 16));
@@ -334,23 +341,15 @@ __attribute__((target("avx512f"))) inline void box_muller16(__m512i wr, __m512i 
                                                            __m512& z1) noexcept {
   const __m512i bits = _mm512_castps_si512(_mm512_cvtepi32_ps(
       _mm512_add_epi32(_mm512_srli_epi32(wr, 8), _mm512_set1_epi32(1))));
-  const __m512i j = _mm512_and_si512(_mm512_srli_epi32(bits, 18), _mm512_set1_epi32(31));
-  const __m512i one = _mm512_set1_epi32(0x3F800000);
-  // (bits & mask) | one in one ternary-logic op: A ? B : C with A = mask.
-  const __m512 m = _mm512_castsi512_ps(
-      _mm512_ternarylogic_epi32(_mm512_set1_epi32(0x007FFFFF), bits, one, 0xCA));
-  const __m512 c = _mm512_castsi512_ps(
-      _mm512_ternarylogic_epi32(_mm512_set1_epi32(0x007C0000), bits, one, 0xCA));
-  // n + 24 in [0, 25]: the exponent of k, plus one when j >= 16
-  const __m512i n24 = _mm512_sub_epi32(
-      _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x00400000)), 23),
-      _mm512_set1_epi32(127));
-  const __m512 t2 = _mm512_mul_ps(_mm512_sub_ps(m, c), lookup32(kScaled.recip2, j));
+  const __m512i j = _mm512_srli_epi32(bits, 18);  // j in the low five bits
+  const __m512i e = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x00400000)), 23);
+  const __m512 low = _mm512_cvtepi32_ps(_mm512_and_si512(bits, _mm512_set1_epi32(0x0003FFFF)));
+  const __m512 t2 = _mm512_mul_ps(low, lookup32(kScaled.recip2, j));
   __m512 q2 = _mm512_add_ps(_mm512_set1_ps(kLog3 / 4.0f),
                             _mm512_mul_ps(t2, _mm512_set1_ps(kLog4 / -8.0f)));
   q2 = _mm512_add_ps(_mm512_set1_ps(kLog2 / -2.0f), _mm512_mul_ps(t2, q2));
   const __m512 p2 = _mm512_add_ps(t2, _mm512_mul_ps(t2, _mm512_mul_ps(t2, q2)));
-  const __m512 y = _mm512_add_ps(lookup32(kScaled.nl2, n24),
+  const __m512 y = _mm512_add_ps(lookup32(kScaled.nl2, e),
                                  _mm512_add_ps(lookup32(kScaled.ln2, j), p2));
   const __m512 r = _mm512_sqrt_ps(_mm512_max_ps(y, _mm512_setzero_ps()));
   const __m512i s = _mm512_srli_epi32(wa, 27);
@@ -489,7 +488,7 @@ __attribute__((target("avx512f,vaes"))) std::size_t accumulate_chunks_avx512(
 
 // t[idx & 31] for 8 lanes: vpermps on each quarter of the table, then blends
 // on index bits 3 and 4 (moved to the sign bit, which blendv reads).
-__attribute__((target("avx2"))) inline __m256 lookup32_avx2(const std::uint32_t* table,
+__attribute__((target("avx2"))) inline __m256 lookup32_avx2(const float* table,
                                                           __m256i idx) noexcept {
   const auto* t = reinterpret_cast<const __m256*>(table);
   const __m256 q0 = _mm256_permutevar8x32_ps(_mm256_load_ps(reinterpret_cast<const float*>(t)), idx);
@@ -500,29 +499,30 @@ __attribute__((target("avx2"))) inline __m256 lookup32_avx2(const std::uint32_t*
   const __m256 bit4 = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 27));
   return _mm256_blendv_ps(_mm256_blendv_ps(q0, q1, bit3), _mm256_blendv_ps(q2, q3, bit3), bit4);
 }
+__attribute__((target("avx2"))) inline __m256 lookup32_avx2(const std::uint32_t* table,
+                                                          __m256i idx) noexcept {
+  return lookup32_avx2(reinterpret_cast<const float*>(table), idx);
+}
 
-// box_muller16 for 8 pairs, the same operations in the same order.
+// box_muller16 for 8 pairs, the same operations in the same order (but the
+// exponent term as float(n) * (-2 LN2): a 32-entry lookup costs more here).
 __attribute__((target("avx2"))) inline void box_muller8(__m256i wr, __m256i wa, __m256& z0,
                                                        __m256& z1) noexcept {
   const __m256i bits = _mm256_castps_si256(_mm256_cvtepi32_ps(
       _mm256_add_epi32(_mm256_srli_epi32(wr, 8), _mm256_set1_epi32(1))));
-  const __m256i j = _mm256_and_si256(_mm256_srli_epi32(bits, 18), _mm256_set1_epi32(31));
-  const __m256i one = _mm256_set1_epi32(0x3F800000);
-  const __m256 m = _mm256_castsi256_ps(
-      _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007FFFFF)), one));
-  const __m256 c = _mm256_castsi256_ps(
-      _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007C0000)), one));
+  const __m256i j = _mm256_srli_epi32(bits, 18);  // lookup32_avx2 reads its low five bits
   const __m256i n = _mm256_sub_epi32(
       _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x00400000)), 23),
       _mm256_set1_epi32(151));
-  const __m256 t = _mm256_mul_ps(_mm256_sub_ps(m, c), lookup32_avx2(kRecipBits, j));
-  __m256 q = _mm256_add_ps(_mm256_set1_ps(kLog3), _mm256_mul_ps(t, _mm256_set1_ps(kLog4)));
-  q = _mm256_add_ps(_mm256_set1_ps(kLog2), _mm256_mul_ps(t, q));
-  const __m256 p = _mm256_add_ps(t, _mm256_mul_ps(t, _mm256_mul_ps(t, q)));
-  const __m256 ln_u = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(n), _mm256_set1_ps(kLn2)),
-                                    _mm256_add_ps(lookup32_avx2(kLnBits, j), p));
-  const __m256 r = _mm256_sqrt_ps(
-      _mm256_max_ps(_mm256_mul_ps(_mm256_set1_ps(-2.0f), ln_u), _mm256_setzero_ps()));
+  const __m256 low = _mm256_cvtepi32_ps(_mm256_and_si256(bits, _mm256_set1_epi32(0x0003FFFF)));
+  const __m256 t2 = _mm256_mul_ps(low, lookup32_avx2(kScaled.recip2, j));
+  __m256 q2 = _mm256_add_ps(_mm256_set1_ps(kLog3 / 4.0f),
+                            _mm256_mul_ps(t2, _mm256_set1_ps(kLog4 / -8.0f)));
+  q2 = _mm256_add_ps(_mm256_set1_ps(kLog2 / -2.0f), _mm256_mul_ps(t2, q2));
+  const __m256 p2 = _mm256_add_ps(t2, _mm256_mul_ps(t2, _mm256_mul_ps(t2, q2)));
+  const __m256 y = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(n), _mm256_set1_ps(-2.0f * kLn2)),
+                                 _mm256_add_ps(lookup32_avx2(kScaled.ln2, j), p2));
+  const __m256 r = _mm256_sqrt_ps(_mm256_max_ps(y, _mm256_setzero_ps()));
   const __m256i s = _mm256_srli_epi32(wa, 27);
   const __m256i f = _mm256_srai_epi32(_mm256_slli_epi32(wa, 5), 8);
   const __m256 d = _mm256_mul_ps(_mm256_cvtepi32_ps(f), _mm256_set1_ps(kAngleScale));
