@@ -36,9 +36,9 @@ namespace {
 // thread's accumulator and (uncached) noise buffer stay in L1/L2.
 constexpr std::size_t kParamBlock = 4096;
 // Floats per work item when building the table. A multiple of 4, so every
-// Philox block (4 normals) lies in a single work item and is computed once.
+// noise block (4 normals) lies in a single work item and is computed once.
 constexpr std::size_t kTableChunk = 16384;
-static_assert(kTableChunk % 4 == 0, "table chunks must hold whole Philox blocks");
+static_assert(kTableChunk % 4 == 0, "table chunks must hold whole noise blocks");
 
 // draw_key folds `stream` into the seed handed to hash_draw:
 //   draw seed = seed + stream * kStreamSalt  (mod 2^64).

@@ -341,7 +341,7 @@ TEST(FillGaussian, EmpiricalCdfMatchesTheNormal) {
 }
 
 // Neighbouring normals (the two halves of a Box-Muller pair, and the two
-// pairs of a Philox block) are uncorrelated: lag-1..4 autocorrelation of 10^6
+// pairs of an ARS block) are uncorrelated: lag-1..4 autocorrelation of 10^6
 // draws is within 5 standard errors (0.005) of 0.
 TEST(FillGaussian, NeighboursAreUncorrelated) {
   const std::size_t n = 1000000;

@@ -12,7 +12,7 @@
 // where x0 is the initial vector the user supplies (e.g. a policy's own
 // weights), sigma is the mutation power, and eps(tau)[j] =
 // gaussian_at(options.seed, tau, j) (fill_gaussian(seed, tau, 0, ...)): the
-// seed option is the Philox key and the individual's seed names the stream.
+// seed option is the noise seed and the individual's seed names the stream.
 // Rebuilding performs exactly these float operations in this order (with
 // init_sigma == 0, theta_0 = x0 and no noise is drawn for tau_0), so a list
 // of seeds gives the same bits in any thread, process or run, and for any
@@ -62,7 +62,7 @@ struct GeneticAlgorithmOptions {
   // num_elites <= elite_candidates <= N.
   std::size_t elite_candidates = 10;
   std::size_t elite_evaluations = 30;
-  std::uint64_t seed = 0;  // Philox key of the noise and of every draw
+  std::uint64_t seed = 0;  // seed of the noise and of every draw
   int num_threads = 1;     // >= 1; threads of rebuild_population
 };
 
