@@ -367,18 +367,57 @@ __attribute__((target("avx512f"))) inline void box_muller16(__m512i wr, __m512i 
   z1 = _mm512_mul_ps(r, _mm512_add_ps(_mm512_mul_ps(sj, cd), _mm512_mul_ps(cj, sd)));
 }
 
+// Lane indices: the even / odd 32-bit lanes of two registers.
+__attribute__((target("avx512f"))) inline __m512i kEven512() noexcept {
+  return _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+}
+__attribute__((target("avx512f"))) inline __m512i kOdd512() noexcept {
+  return _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+
+// The transform of the 8 blocks whose ARS words are in a (blocks 0-3) and b
+// (blocks 4-7): radius words are the even lanes, angle words the odd ones.
+__attribute__((target("avx512f"))) inline void box_muller_8_blocks(__m512i a, __m512i b,
+                                                                  __m512& z0, __m512& z1) noexcept {
+  box_muller16(_mm512_permutex2var_epi32(a, kEven512(), b),
+               _mm512_permutex2var_epi32(a, kOdd512(), b), z0, z1);
+}
+
+// out[2 p] = z0[p], out[2 p + 1] = z1[p] for p < 16: the 32 normals in order.
+__attribute__((target("avx512f"))) inline void store_interleaved(__m512 z0, __m512 z1,
+                                                                float* out) noexcept {
+  const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  _mm512_storeu_ps(out, _mm512_permutex2var_ps(z0, lo, z1));
+  _mm512_storeu_ps(out + 16, _mm512_permutex2var_ps(z0, hi, z1));
+}
+
+// The ARS round keys broadcast to every 128-bit lane, and the rounds after
+// the whitening (v = counter XOR rk[0]) on four registers at once.
+struct ArsKeys512 {
+  __m512i rk[kNoiseArsRounds + 1];
+  __attribute__((target("avx512f"))) explicit ArsKeys512(const ArsKeys& keys) noexcept {
+    for (int r = 0; r <= kNoiseArsRounds; ++r) {
+      rk[r] = _mm512_broadcast_i32x4(_mm_set_epi64x(static_cast<long long>(keys.hi[r]),
+                                                    static_cast<long long>(keys.lo[r])));
+    }
+  }
+  __attribute__((target("avx512f"))) __m512i operator[](int r) const noexcept { return rk[r]; }
+  __attribute__((target("avx512f,vaes"))) void encrypt4(__m512i* v) const noexcept {
+    for (int r = 1; r < kNoiseArsRounds; ++r) {
+      for (int g = 0; g < 4; ++g) v[g] = _mm512_aesenc_epi128(v[g], rk[r]);
+    }
+    for (int g = 0; g < 4; ++g) v[g] = _mm512_aesenclast_epi128(v[g], rk[kNoiseArsRounds]);
+  }
+};
+
 // 16 blocks per pass: four registers of four counters each through VAES,
 // then the transform of two registers (8 blocks, 32 normals) at a time.
 __attribute__((target("avx512f,vaes"))) void noise_blocks_avx512(
     std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::size_t count,
     float* out) noexcept {
   constexpr std::size_t kPass = 16;
-  const ArsKeys keys = noise_keys(seed);
-  __m512i rk[kNoiseArsRounds + 1];
-  for (int r = 0; r <= kNoiseArsRounds; ++r) {
-    rk[r] = _mm512_broadcast_i32x4(_mm_set_epi64x(static_cast<long long>(keys.hi[r]),
-                                                  static_cast<long long>(keys.lo[r])));
-  }
+  const ArsKeys512 rk(noise_keys(seed));
   const auto st = static_cast<long long>(stream);
   // counters {block, stream} as 64-bit halves, blocks first + 0..3 in a register
   __m512i ctr = _mm512_add_epi64(
@@ -386,11 +425,6 @@ __attribute__((target("avx512f,vaes"))) void noise_blocks_avx512(
                        static_cast<long long>(first), st, static_cast<long long>(first)),
       _mm512_set_epi64(0, 3, 0, 2, 0, 1, 0, 0));
   const __m512i step4 = _mm512_set_epi64(0, 4, 0, 4, 0, 4, 0, 4);
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  const __m512i lo_half = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const __m512i hi_half =
-      _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
   std::size_t done = 0;
   for (; done + kPass <= count; done += kPass) {
     __m512i v[4];
@@ -398,17 +432,11 @@ __attribute__((target("avx512f,vaes"))) void noise_blocks_avx512(
       v[g] = _mm512_xor_si512(ctr, rk[0]);
       ctr = _mm512_add_epi64(ctr, step4);
     }
-    for (int r = 1; r < kNoiseArsRounds; ++r) {
-      for (int g = 0; g < 4; ++g) v[g] = _mm512_aesenc_epi128(v[g], rk[r]);
-    }
-    for (int g = 0; g < 4; ++g) v[g] = _mm512_aesenclast_epi128(v[g], rk[kNoiseArsRounds]);
+    rk.encrypt4(v);
     for (int h = 0; h < 2; ++h) {
       __m512 z0, z1;
-      box_muller16(_mm512_permutex2var_epi32(v[2 * h], even, v[2 * h + 1]),
-                   _mm512_permutex2var_epi32(v[2 * h], odd, v[2 * h + 1]), z0, z1);
-      float* dst = out + 4 * done + 32 * h;
-      _mm512_storeu_ps(dst, _mm512_permutex2var_ps(z0, lo_half, z1));
-      _mm512_storeu_ps(dst + 16, _mm512_permutex2var_ps(z0, hi_half, z1));
+      box_muller_8_blocks(v[2 * h], v[2 * h + 1], z0, z1);
+      store_interleaved(z0, z1, out + 4 * done + 32 * h);
     }
   }
   if (done < count) {
@@ -427,17 +455,7 @@ __attribute__((target("avx512f,vaes"))) std::size_t accumulate_chunks_avx512(
   constexpr std::size_t kChunk = 64;
   const std::size_t chunks = len / kChunk;
   if (chunks == 0 || count == 0) return 0;
-  const ArsKeys keys = noise_keys(seed);
-  __m512i rk[kNoiseArsRounds + 1];
-  for (int r = 0; r <= kNoiseArsRounds; ++r) {
-    rk[r] = _mm512_broadcast_i32x4(_mm_set_epi64x(static_cast<long long>(keys.hi[r]),
-                                                  static_cast<long long>(keys.lo[r])));
-  }
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  const __m512i lo_half = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const __m512i hi_half =
-      _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const ArsKeys512 rk(noise_keys(seed));
   constexpr __mmask8 kHigh = 0xAA;  // the stream halves of the counters
   for (std::size_t c = 0; c < chunks; ++c) {
     // counter low halves (blocks 16 c + 0..15) XOR rk_0, four counters per register
@@ -455,31 +473,24 @@ __attribute__((target("avx512f,vaes"))) std::size_t accumulate_chunks_avx512(
     __m512 e[2], o[2];
     for (int h = 0; h < 2; ++h) {
       const __m512 lo = _mm512_loadu_ps(dst + 32 * h), hi = _mm512_loadu_ps(dst + 32 * h + 16);
-      e[h] = _mm512_permutex2var_ps(lo, even, hi);
-      o[h] = _mm512_permutex2var_ps(lo, odd, hi);
+      e[h] = _mm512_permutex2var_ps(lo, kEven512(), hi);
+      o[h] = _mm512_permutex2var_ps(lo, kOdd512(), hi);
     }
     for (std::size_t s = 0; s < count; ++s) {
       const __m512i st =
           _mm512_xor_si512(_mm512_set1_epi64(static_cast<long long>(streams[s])), rk[0]);
       __m512i v[4];
       for (int g = 0; g < 4; ++g) v[g] = _mm512_mask_blend_epi64(kHigh, lo[g], st);
-      for (int r = 1; r < kNoiseArsRounds; ++r) {
-        for (int g = 0; g < 4; ++g) v[g] = _mm512_aesenc_epi128(v[g], rk[r]);
-      }
-      for (int g = 0; g < 4; ++g) v[g] = _mm512_aesenclast_epi128(v[g], rk[kNoiseArsRounds]);
+      rk.encrypt4(v);
       const __m512 cs = _mm512_set1_ps(coef[s]);
       for (int h = 0; h < 2; ++h) {
         __m512 z0, z1;
-        box_muller16(_mm512_permutex2var_epi32(v[2 * h], even, v[2 * h + 1]),
-                     _mm512_permutex2var_epi32(v[2 * h], odd, v[2 * h + 1]), z0, z1);
+        box_muller_8_blocks(v[2 * h], v[2 * h + 1], z0, z1);
         e[h] = _mm512_add_ps(e[h], _mm512_mul_ps(cs, z0));
         o[h] = _mm512_add_ps(o[h], _mm512_mul_ps(cs, z1));
       }
     }
-    for (int h = 0; h < 2; ++h) {
-      _mm512_storeu_ps(dst + 32 * h, _mm512_permutex2var_ps(e[h], lo_half, o[h]));
-      _mm512_storeu_ps(dst + 32 * h + 16, _mm512_permutex2var_ps(e[h], hi_half, o[h]));
-    }
+    for (int h = 0; h < 2; ++h) store_interleaved(e[h], o[h], dst + 32 * h);
   }
   return chunks * kChunk;
 }
