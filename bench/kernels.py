@@ -11,7 +11,7 @@ Measures, in one run and with medians over repeats:
   summation, compute bound on most machines, so it is *not* the yardstick).
 - gradient: g = sum_i w_i s_i eps(k_i) at P parameters and N samples,
   cached (windows of the noise table read in place) and uncached (noise
-  regenerated with ARS4x32-7 + Box-Muller), for EvoKit (T threads) and
+  regenerated with ARS4x32-5 + Box-Muller), for EvoKit (T threads) and
   the NumPy references: per-sample accumulate ``g += w_i * table[k:k+P]``
   and OpenAI's stack-then-dot (``batched_weighted_sum`` in openai/evolution-
   strategies-starter: stack the rows, one dot per batch of 500).

@@ -56,10 +56,10 @@ MODEL_FILE = "model.onnx"
 
 def noise_version_message(path, what: str, version: int) -> str:
     """Why a file whose keys refer to another noise definition is refused."""
-    old = " (Philox4x32-10 based, EvoKit before noise version 3)" if version < 3 else \
-        " (a newer EvoKit)"
-    return (f"{path}: {what} refers to noise version {version}{old}, this EvoKit rebuilds noise "
-            f"version {_core.NOISE_VERSION} (ARS4x32-7): its keys would give different noise; "
+    return (f"{path}: {what} refers to noise version {version} "
+            f"({_core.noise_version_name(version)}), this EvoKit rebuilds noise version "
+            f"{_core.NOISE_VERSION} ({_core.noise_version_name(_core.NOISE_VERSION)}): its keys "
+            f"would give different noise; "
             f"finish it with the EvoKit that wrote it, or start afresh from its model with "
             f"`evokit init-solver`")
 

@@ -1,7 +1,7 @@
 """A compact NumPy reference of what EvoKit computes, used as a test oracle.
 
 - ``philox4x32``: Philox4x32-10, which draws sampling keys (hash_draw);
-- ``ars4x32`` / ``gaussians``: the counter-based noise (ARS4x32-7 and a
+- ``ars4x32`` / ``gaussians``: the counter-based noise (ARS4x32-5 and a
   float32 Box-Muller transform), written from the Random123 paper, FIPS-197
   and the transform's specification in noise.h, not from our C++;
   ``box_muller_exact`` is the textbook transform it must stay close to.
@@ -84,7 +84,10 @@ def _words_to_bytes(words):
     return np.asarray(words, dtype="<u4").reshape(-1, 4).view(np.uint8).reshape(-1, 16)
 
 
-def ars4x32(counters, key, rounds=7):
+NOISE_ARS_ROUNDS = 5  # the rounds of the noise (noise version 4)
+
+
+def ars4x32(counters, key, rounds=NOISE_ARS_ROUNDS):
     """ARS4x32-``rounds`` of each counter (rows of four 32-bit words) under
     one key of four words: rk_r = key + r * WEYL per 64-bit half,
     v = ctr ^ rk_0, AESENC with rk_1 .. rk_{R-1}, AESENCLAST with rk_R."""
@@ -109,6 +112,10 @@ def _tables():
 
 
 LN_TABLE, RECIP_TABLE, COS_TABLE, SIN_TABLE = _tables()
+# Taylor coefficients of sin and cos of a h, h = pi / 16, as float32.
+_H = np.pi / 16
+SIN1, SIN3, SIN5 = F(_H), F(-_H ** 3 / 6), F(_H ** 5 / 120)
+COS2, COS4 = F(-_H ** 2 / 2), F(_H ** 4 / 24)
 
 
 def _f32(x):
@@ -133,11 +140,10 @@ def box_muller_f32(wr, wa):
     y = F(-2) * ln_u
     r = np.sqrt(np.where(y > 0, y, F(0)))  # +0 where y is -0 (u = 1)
     s = wa >> np.uint32(27)
-    f = (wa << np.uint32(5)).view(np.int32) >> 8          # bits 26..3, signed
-    d = f.astype(np.float32) * (F(np.pi) * F(2.0 ** -28))
-    d2 = d * d
-    sd = d + d * (d2 * (-F(1) / F(6) + d2 * (F(1) / F(120))))
-    cd = F(1) + d2 * (F(-0.5) + d2 * (F(1) / F(24)))
+    a = ((wa & np.uint32(0x007FFFFF)) | np.uint32(0x3F800000)).view(np.float32) - F(1.5)
+    a2 = a * a
+    sd = a * (SIN1 + a2 * (SIN3 + a2 * SIN5))
+    cd = F(1) + a2 * (COS2 + a2 * COS4)
     cj, sj = COS_TABLE[s], SIN_TABLE[s]
     return _f32(r * (cj * cd - sj * sd)), _f32(r * (sj * cd + cj * sd))
 
@@ -146,8 +152,8 @@ def uniforms(wr, wa):
     """The uniforms the transform realises: u in (0, 1] and theta in [0, 2 pi)."""
     u = ((np.asarray(wr, np.uint64) >> 8) + 1) * 2.0 ** -24
     wa = np.asarray(wa, np.uint32)
-    f = (wa << np.uint32(5)).view(np.int32) >> 8
-    theta = (2 * (wa >> np.uint32(27)).astype(np.float64) + 1) * np.pi / 32 + f * np.pi * 2.0 ** -28
+    a = (wa & np.uint32(0x007FFFFF)).astype(np.float64) * 2.0 ** -23 - 0.5
+    theta = (2 * (wa >> np.uint32(27)).astype(np.float64) + 1) * np.pi / 32 + a * np.pi / 16
     return u, theta
 
 

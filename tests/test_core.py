@@ -30,7 +30,7 @@ def test_ars_known_answers():
     for ctr, key, want in cases:
         assert tuple(_core.ars4x32(ctr, key, rounds=10)) == want
         assert tuple(es_oracle.ars4x32([ctr], key, rounds=10)[0]) == want
-    assert _core.NOISE_ARS_ROUNDS == 7
+    assert _core.NOISE_ARS_ROUNDS == es_oracle.NOISE_ARS_ROUNDS == 5
     for ctr, key in [([1, 2, 3, 4], [5, 6, 7, 8]), ([2**32 - 1, 0, 7, 2**31], [123456789, 0, 1, 2**32 - 1])]:
         assert tuple(_core.ars4x32(ctr, key)) == tuple(es_oracle.ars4x32([ctr], key)[0])
     with pytest.raises(ValueError, match=r"rounds must be in \[1, 10\], got 0"):
@@ -48,9 +48,9 @@ def test_gaussian_matches_numpy_reference(seed, stream):
 
 
 def test_zero_radius_has_the_same_bits_as_the_oracle():
-    # normals 505560, 505561 of (seed 3, stream 5): u = 1, r = +0 (once in 2^24 pairs)
-    got = _core.fill_gaussian(3, 5, 505560 - 64, 128)
-    want = es_oracle.gaussians(3, 5, 505560 - 64, 128)
+    # normals 21105006, 21105007 of (seed 3, stream 6): u = 1, r = +0 (once in 2^24 pairs)
+    got = _core.fill_gaussian(3, 6, 21105006 - 64, 128)
+    want = es_oracle.gaussians(3, 6, 21105006 - 64, 128)
     assert got[64] == 0 and got[65] == 0
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
     assert (got[64:66].view(np.uint32) == [0x00000000, 0x80000000]).all()  # +0, -0

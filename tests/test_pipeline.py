@@ -255,27 +255,32 @@ def test_bad_warehouses(tmp_path, setup):
 
 def test_warehouse_of_another_noise_version_is_refused(setup, tmp_path):
     # A warehouse whose logged keys name noise of another definition (EvoKit
-    # before noise version 3 wrote no noise_version) is refused by name, by
-    # the API and by the CLI, and nothing in it is touched.
+    # before noise version 3 wrote no noise_version; version 3 was ARS4x32-7)
+    # is refused by name, by the API and by the CLI, and nothing in it is touched.
     tmp, cfg, model, wh = setup
     info_path = os.path.join(wh, "warehouse.pb")
     with open(info_path, "rb") as f:
         info = pb.WarehouseInfo.FromString(f.read())
-    assert info.noise_version == evokit._core.NOISE_VERSION == 3
-    info.ClearField("noise_version")
-    with open(info_path, "wb") as f:
-        f.write(info.SerializeToString())
-    before = files(wh)
-    want = (f"{wh}: warehouse refers to noise version 2 (Philox4x32-10 based, EvoKit before noise "
-            f"version 3), this EvoKit rebuilds noise version 3 (ARS4x32-7): its keys would give "
-            f"different noise; finish it with the EvoKit that wrote it, or start afresh from its "
-            f"model with `evokit init-solver`")
-    with pytest.raises(WarehouseError) as err:
-        Warehouse(wh)
-    assert str(err.value) == want
-    proc = evokit_cli("update", "--warehouse", wh, "--log", tmp_path / "none", check=False)
-    assert proc.returncode == 1 and proc.stderr.strip() == f"evokit: error: {want}"
-    assert files(wh) == before
+    assert info.noise_version == evokit._core.NOISE_VERSION == 4
+    for version, name in ((None, "2 (Philox4x32-10, EvoKit before noise version 3)"),
+                          (3, "3 (ARS4x32-7, EvoKit before noise version 4)"),
+                          (5, "5 (a newer EvoKit)")):
+        if version is None:
+            info.ClearField("noise_version")
+        else:
+            info.noise_version = version
+        with open(info_path, "wb") as f:
+            f.write(info.SerializeToString())
+        before = files(wh)
+        want = (f"{wh}: warehouse refers to noise version {name}, this EvoKit rebuilds noise "
+                f"version 4 (ARS4x32-5): its keys would give different noise; finish it with the "
+                f"EvoKit that wrote it, or start afresh from its model with `evokit init-solver`")
+        with pytest.raises(WarehouseError) as err:
+            Warehouse(wh)
+        assert str(err.value) == want
+        proc = evokit_cli("update", "--warehouse", wh, "--log", tmp_path / "none", check=False)
+        assert proc.returncode == 1 and proc.stderr.strip() == f"evokit: error: {want}"
+        assert files(wh) == before
 
 
 def test_solver_file_from_another_model(setup):

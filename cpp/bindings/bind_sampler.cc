@@ -28,6 +28,9 @@ void bind_sampler(py::module_& m) {
       py::arg("counter"), py::arg("key"), "Philox4x32-10 of one 128-bit counter.");
   m.attr("NOISE_ARS_ROUNDS") = py::int_(kNoiseArsRounds);
   m.attr("NOISE_VERSION") = py::int_(kNoiseVersion);
+  m.def("noise_version_name", &noise_version_name, py::arg("version"),
+        "What noise version `version` is (its generator, or which EvoKit wrote it), for "
+        "messages that refuse files of another version.");
   m.def(
       "ars4x32",
       [](std::array<std::uint32_t, 4> counter, std::array<std::uint32_t, 4> key, int rounds) {

@@ -1,13 +1,13 @@
-// The noise of noise.h: ARS4x32-7 and the float32 Box-Muller transform.
+// The noise of noise.h: ARS4x32-5 and the float32 Box-Muller transform.
 //
 // Five implementations give the same bits (tested), the best the CPU runs is
 // used:
 // - "avx512-vaes": 16 counters per pass through VAES on 512-bit registers and
 //   the transform in AVX-512, its 32-entry tables looked up with vpermi2ps
-//   (0.57 ns per normal on one Zen 4 core);
+//   (0.44 ns per normal on one Zen 4 core);
 // - "avx2-vaes" / "avx2-aesni": 16 counters per pass through VAES on 256-bit
 //   registers or AESENC per counter, the transform in AVX2 with the tables
-//   looked up by vpermps and blends (1.3 / 1.6 ns on the same core);
+//   looked up by vpermps and blends (1.1 / 1.1 ns on the same core);
 // - "aesni": one counter per AESENC and the transform as a loop the compiler
 //   vectorises (SSE2 / AVX2 / AVX-512 clones, tables as gathers);
 // - "portable": a software AES round (FIPS-197, S-box computed at compile
@@ -181,10 +181,15 @@ constexpr SinTable kSinTable{};
 constexpr const std::uint32_t* kSinBits = kSinTable.v;
 
 constexpr float kLn2 = 0.693147181f;                    // 0x3F317218
-constexpr float kAngleScale = 3.14159265f / 268435456.0f;  // float(pi) 2^-28, exact scaling
 constexpr float kLog2 = -0.5f, kLog3 = 1.0f / 3.0f, kLog4 = -0.25f;
-constexpr float kSin3 = -1.0f / 6.0f, kSin5 = 1.0f / 120.0f;
-constexpr float kCos2 = -0.5f, kCos4 = 1.0f / 24.0f;
+// sin(a pi / 16) ~ a (S1 + a^2 (S3 + a^2 S5)), cos(a pi / 16) ~ 1 + a^2 (C2 + a^2 C4)
+// for a in [-1/2, 1/2): the Taylor coefficients of h = pi / 16 rounded to
+// float32 (S1 = h, S3 = -h^3 / 6, S5 = h^5 / 120, C2 = -h^2 / 2, C4 = h^4 / 24).
+constexpr float kSin1 = __builtin_bit_cast(float, 0x3E490FDBu);  // 1.963495463e-01
+constexpr float kSin3 = __builtin_bit_cast(float, 0xBAA55DE7u);  // -1.261648606e-03
+constexpr float kSin5 = __builtin_bit_cast(float, 0x362335E3u);  // 2.432025894e-06
+constexpr float kCos2 = __builtin_bit_cast(float, 0xBC9DE9E6u);  // -1.927657053e-02
+constexpr float kCos4 = __builtin_bit_cast(float, 0x3881E0F8u);  // 6.193103036e-05
 
 inline float bits_to_float(std::uint32_t bits) noexcept {
   float f;
@@ -214,11 +219,10 @@ inline void box_muller(std::uint32_t wr, std::uint32_t wa, float& z0, float& z1)
   const float r = std::sqrt(y > 0.0f ? y : 0.0f);  // +0 for u = 1 (where y is -0), as maxps
   // angle
   const std::uint32_t s = wa >> 27;
-  const auto f = static_cast<std::int32_t>(wa << 5) >> 8;  // bits 26..3, signed
-  const float d = static_cast<float>(f) * kAngleScale;
-  const float d2 = d * d;
-  const float sd = d + d * (d2 * (kSin3 + d2 * kSin5));
-  const float cd = 1.0f + d2 * (kCos2 + d2 * kCos4);
+  const float a = bits_to_float((wa & 0x007FFFFFu) | 0x3F800000u) - 1.5f;  // exact
+  const float a2 = a * a;
+  const float sd = a * (kSin1 + a2 * (kSin3 + a2 * kSin5));
+  const float cd = 1.0f + a2 * (kCos2 + a2 * kCos4);
   const float cj = bits_to_float(kCosBits[s]), sj = bits_to_float(kSinBits[s]);
   z0 = r * (cj * cd - sj * sd);
   z1 = r * (sj * cd + cj * sd);
@@ -250,7 +254,7 @@ void transform_words(const NoiseWords& w, std::size_t count, float* out) noexcep
 
 using ArsBlockFn = ArsBlock (*)(const ArsBlock& counter, const ArsKeys& keys) noexcept;
 
-ArsBlock ars7_portable(const ArsBlock& counter, const ArsKeys& keys) noexcept {
+ArsBlock ars_noise_portable(const ArsBlock& counter, const ArsKeys& keys) noexcept {
   return ars_portable(counter, keys, kNoiseArsRounds);
 }
 
@@ -281,7 +285,7 @@ void noise_blocks_words(std::uint64_t seed, std::uint64_t stream, std::uint64_t 
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-__attribute__((target("aes,sse4.1"))) ArsBlock ars7_aesni(const ArsBlock& counter,
+__attribute__((target("aes,sse4.1"))) ArsBlock ars_noise_aesni(const ArsBlock& counter,
                                                           const ArsKeys& keys) noexcept {
   __m128i v = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(counter.data())),
                             _mm_set_epi64x(static_cast<long long>(keys.hi[0]),
@@ -353,15 +357,18 @@ __attribute__((target("avx512f"))) inline void box_muller16(__m512i wr, __m512i 
                                  _mm512_add_ps(lookup32(kScaled.ln2, j), p2));
   const __m512 r = _mm512_sqrt_ps(_mm512_max_ps(y, _mm512_setzero_ps()));
   const __m512i s = _mm512_srli_epi32(wa, 27);
-  const __m512i f = _mm512_srai_epi32(_mm512_slli_epi32(wa, 5), 8);
-  const __m512 d = _mm512_mul_ps(_mm512_cvtepi32_ps(f), _mm512_set1_ps(kAngleScale));
-  const __m512 d2 = _mm512_mul_ps(d, d);
-  const __m512 sd = _mm512_add_ps(
-      d, _mm512_mul_ps(d, _mm512_mul_ps(d2, _mm512_add_ps(_mm512_set1_ps(kSin3),
-                                                          _mm512_mul_ps(d2, _mm512_set1_ps(kSin5))))));
+  const __m512 a = _mm512_sub_ps(
+      _mm512_castsi512_ps(_mm512_or_si512(_mm512_and_si512(wa, _mm512_set1_epi32(0x007FFFFF)),
+                                          _mm512_set1_epi32(0x3F800000))),
+      _mm512_set1_ps(1.5f));
+  const __m512 a2 = _mm512_mul_ps(a, a);
+  const __m512 sd = _mm512_mul_ps(
+      a, _mm512_add_ps(_mm512_set1_ps(kSin1),
+                       _mm512_mul_ps(a2, _mm512_add_ps(_mm512_set1_ps(kSin3),
+                                                       _mm512_mul_ps(a2, _mm512_set1_ps(kSin5))))));
   const __m512 cd = _mm512_add_ps(
       _mm512_set1_ps(1.0f),
-      _mm512_mul_ps(d2, _mm512_add_ps(_mm512_set1_ps(kCos2), _mm512_mul_ps(d2, _mm512_set1_ps(kCos4)))));
+      _mm512_mul_ps(a2, _mm512_add_ps(_mm512_set1_ps(kCos2), _mm512_mul_ps(a2, _mm512_set1_ps(kCos4)))));
   const __m512 cj = lookup32(kCosBits, s), sj = lookup32(kSinBits, s);
   z0 = _mm512_mul_ps(r, _mm512_sub_ps(_mm512_mul_ps(cj, cd), _mm512_mul_ps(sj, sd)));
   z1 = _mm512_mul_ps(r, _mm512_add_ps(_mm512_mul_ps(sj, cd), _mm512_mul_ps(cj, sd)));
@@ -440,7 +447,7 @@ __attribute__((target("avx512f,vaes"))) void noise_blocks_avx512(
     }
   }
   if (done < count) {
-    noise_blocks_words<ars7_aesni>(seed, stream, first + done, count - done, out + 4 * done);
+    noise_blocks_words<ars_noise_aesni>(seed, stream, first + done, count - done, out + 4 * done);
   }
 }
 
@@ -535,15 +542,18 @@ __attribute__((target("avx2"))) inline void box_muller8(__m256i wr, __m256i wa, 
                                  _mm256_add_ps(lookup32_avx2(kScaled.ln2, j), p2));
   const __m256 r = _mm256_sqrt_ps(_mm256_max_ps(y, _mm256_setzero_ps()));
   const __m256i s = _mm256_srli_epi32(wa, 27);
-  const __m256i f = _mm256_srai_epi32(_mm256_slli_epi32(wa, 5), 8);
-  const __m256 d = _mm256_mul_ps(_mm256_cvtepi32_ps(f), _mm256_set1_ps(kAngleScale));
-  const __m256 d2 = _mm256_mul_ps(d, d);
-  const __m256 sd = _mm256_add_ps(
-      d, _mm256_mul_ps(d, _mm256_mul_ps(d2, _mm256_add_ps(_mm256_set1_ps(kSin3),
-                                                          _mm256_mul_ps(d2, _mm256_set1_ps(kSin5))))));
+  const __m256 a = _mm256_sub_ps(
+      _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(wa, _mm256_set1_epi32(0x007FFFFF)),
+                                          _mm256_set1_epi32(0x3F800000))),
+      _mm256_set1_ps(1.5f));
+  const __m256 a2 = _mm256_mul_ps(a, a);
+  const __m256 sd = _mm256_mul_ps(
+      a, _mm256_add_ps(_mm256_set1_ps(kSin1),
+                       _mm256_mul_ps(a2, _mm256_add_ps(_mm256_set1_ps(kSin3),
+                                                       _mm256_mul_ps(a2, _mm256_set1_ps(kSin5))))));
   const __m256 cd = _mm256_add_ps(
       _mm256_set1_ps(1.0f),
-      _mm256_mul_ps(d2, _mm256_add_ps(_mm256_set1_ps(kCos2), _mm256_mul_ps(d2, _mm256_set1_ps(kCos4)))));
+      _mm256_mul_ps(a2, _mm256_add_ps(_mm256_set1_ps(kCos2), _mm256_mul_ps(a2, _mm256_set1_ps(kCos4)))));
   const __m256 cj = lookup32_avx2(kCosBits, s), sj = lookup32_avx2(kSinBits, s);
   z0 = _mm256_mul_ps(r, _mm256_sub_ps(_mm256_mul_ps(cj, cd), _mm256_mul_ps(sj, sd)));
   z1 = _mm256_mul_ps(r, _mm256_add_ps(_mm256_mul_ps(sj, cd), _mm256_mul_ps(cj, sd)));
@@ -562,7 +572,7 @@ __attribute__((target("avx2"))) inline void normals_of_4_blocks(__m256i a, __m25
   _mm256_storeu_ps(out + 8, _mm256_unpackhi_ps(z0, z1));  // blocks 2 | 3
 }
 
-// ARS4x32-7 of the counters in v[0..7] (two per register), in place: by
+// ARS4x32-5 of the counters in v[0..7] (two per register), in place: by
 // VAES on 256-bit registers, or by AESENC on each 128-bit half.
 __attribute__((target("avx2,aes,vaes"))) void ars8_vaes(__m256i* v, const ArsKeys& keys) noexcept {
   __m256i rk[kNoiseArsRounds + 1];
@@ -614,7 +624,7 @@ __attribute__((target("avx2"))) void noise_blocks_avx2(std::uint64_t seed, std::
     for (int h = 0; h < 4; ++h) normals_of_4_blocks(v[2 * h], v[2 * h + 1], out + 4 * done + 16 * h);
   }
   if (done < count) {
-    noise_blocks_words<ars7_aesni>(seed, stream, first + done, count - done, out + 4 * done);
+    noise_blocks_words<ars_noise_aesni>(seed, stream, first + done, count - done, out + 4 * done);
   }
 }
 
@@ -651,9 +661,9 @@ namespace {
 detail::ArsBlockFn best_ars_block() {
 #ifdef EVOKIT_NOISE_X86
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("aes")) return &detail::ars7_aesni;
+  if (__builtin_cpu_supports("aes")) return &detail::ars_noise_aesni;
 #endif
-  return &detail::ars7_portable;
+  return &detail::ars_noise_portable;
 }
 
 // The best single-counter ARS and block implementation this CPU runs, chosen once.
@@ -694,9 +704,9 @@ std::vector<std::pair<std::string, detail::NoiseBlocksFn>> detail::noise_blocks_
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("aes")) {
     found.emplace_back("avx2-aesni", &noise_blocks_avx2<ars8_aesni>);
   }
-  if (__builtin_cpu_supports("aes")) found.emplace_back("aesni", &noise_blocks_words<ars7_aesni>);
+  if (__builtin_cpu_supports("aes")) found.emplace_back("aesni", &noise_blocks_words<ars_noise_aesni>);
 #endif
-  found.emplace_back("portable", &noise_blocks_words<ars7_portable>);
+  found.emplace_back("portable", &noise_blocks_words<ars_noise_portable>);
   return found;
 }
 
@@ -754,6 +764,15 @@ detail::noise_transform_implementations() {
 #endif
   found.emplace_back("scalar", &transform_scalar);
   return found;
+}
+
+const char* noise_version_name(int version) noexcept {
+  static_assert(kNoiseVersion == 4, "name the new version and the one it replaces");
+  if (version < 1) return "not a noise version";
+  if (version <= 2) return "Philox4x32-10, EvoKit before noise version 3";
+  if (version == 3) return "ARS4x32-7, EvoKit before noise version 4";
+  if (version == kNoiseVersion) return "ARS4x32-5";
+  return "a newer EvoKit";
 }
 
 ArsBlock ars4x32(ArsBlock counter, ArsBlock key, int rounds) noexcept {

@@ -68,11 +68,9 @@ Warehouse::Warehouse(std::string path) : path_(std::move(path)) {
   if (info_.noise_version() != kNoiseVersion) {
     throw WarehouseError(
         path_ + ": warehouse refers to noise version " + std::to_string(info_.noise_version()) +
-        (info_.noise_version() < kNoiseVersion
-             ? " (Philox4x32-10 based, EvoKit before noise version 3)"
-             : " (a newer EvoKit)") +
-        ", this library rebuilds noise version " + std::to_string(kNoiseVersion) +
-        " (ARS4x32-7): its keys would give different noise");
+        " (" + noise_version_name(info_.noise_version()) +
+        "), this library rebuilds noise version " + std::to_string(kNoiseVersion) + " (" +
+        noise_version_name(kNoiseVersion) + "): its keys would give different noise");
   }
   if (iterations().empty()) {
     std::string detail;

@@ -100,8 +100,8 @@ TEST(IoESAgent, SaveAndLoadRoundTrip) {
   EXPECT_EQ(saved.params_fingerprint(), loaded.params_fingerprint());
   EXPECT_EQ(saved.model_fingerprint(), loaded.model_fingerprint());
   EXPECT_EQ(saved.steps(), 1);
-  EXPECT_EQ(saved.noise_version(), 3);  // the noise its keys refer to (evokit/noise.h)
-  EXPECT_EQ(loaded.noise_version(), 3);  // and so do Python's files
+  EXPECT_EQ(saved.noise_version(), 4);  // the noise its keys refer to (evokit/noise.h)
+  EXPECT_EQ(loaded.noise_version(), 4);  // and so do Python's files
 
   ESAgent c = agent.clone();
   agent.update({c.add_noise(), agent.clone().add_noise()}, {1.0f, 2.0f});
