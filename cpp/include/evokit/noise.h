@@ -18,9 +18,9 @@
 //   v = c XOR rk_0;  v = AESENC(v, rk_r) for r = 1 .. R-1;  v = AESENCLAST(v, rk_R)
 // with AESENC / AESENCLAST the AES round (FIPS-197: SubBytes, ShiftRows,
 // MixColumns except in the last, AddRoundKey) as x86's AESENC instructions
-// compute it. The noise uses R = 5: the fewest rounds Random123 found free of
-// statistical flaws (BigCrush), the rounds of Intel oneMKL's ars5 engine; its
-// default, 7, adds a safety margin at 10% of the uncached gradient's time.
+// compute it. The noise uses R = 5, the rounds of Intel oneMKL's ARS5
+// generator; Random123's default, 7, adds a safety margin that costs 10% of
+// the uncached gradient's time.
 //
 // Blocks. Normal `index` is word (index mod 4) of block b = index / 4:
 // ARS4x32-5 of the counter {lo32(b), hi32(b), lo32(stream), hi32(stream)}
@@ -43,9 +43,10 @@
 //   angle: j = w >> 27 (one of 32 equal segments of the circle) and
 //     a = float(w & 0x7FFFFF | 0x3F800000) - 1.5 in [-1/2, 1/2) (exact: the low
 //     23 bits of w as a fraction; bits 23..26 are not used);
-//     a2 = a * a;  sd = a * (S1 + a2 * (S3 + a2 * S5));  cd = 1 + a2 * (C2 + a2 * C4)
-//                  [sin and cos of a pi / 16: S1 = h, S3 = -h^3/6, S5 = h^5/120,
-//                   C2 = -h^2/2, C4 = h^4/24 for h = pi / 16, as float32]
+//     a2 = a * a;  sd = a * (S1 + a2 * S3);  cd = 1 + a2 * (C2 + a2 * C4)
+//                  [sin and cos of a pi / 16: S1, S3 the float32 bits 0x3E490FD7,
+//                   0xBAA54469 (minimax on [-1/2, 1/2], error 8e-9); C2 = -h^2/2,
+//                   C4 = h^4/24 for h = pi / 16, rounded to float32]
 //     cos = COS[j] * cd - SIN[j] * sd;  sin = SIN[j] * cd + COS[j] * sd
 //                                    [COS[j], SIN[j] of the segment centre (2j + 1) pi / 32]
 //   z0 = r * cos, z1 = r * sin.
