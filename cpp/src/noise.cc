@@ -4,10 +4,10 @@
 // used:
 // - "avx512-vaes": 16 counters per pass through VAES on 512-bit registers and
 //   the transform in AVX-512, its 32-entry tables looked up with vpermi2ps
-//   (0.44 ns per normal on one Zen 4 core);
+//   (0.39 ns per normal on one Zen 4 core);
 // - "avx2-vaes" / "avx2-aesni": 16 counters per pass through VAES on 256-bit
 //   registers or AESENC per counter, the transform in AVX2 with the tables
-//   looked up by vpermps and blends (1.1 / 1.1 ns on the same core);
+//   looked up by vpermps and blends (0.87 / 1.1 ns on the same core);
 // - "aesni": one counter per AESENC and the transform as a loop the compiler
 //   vectorises (SSE2 / AVX2 / AVX-512 clones, tables as gathers);
 // - "portable": a software AES round (FIPS-197, S-box computed at compile
