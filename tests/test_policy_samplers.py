@@ -273,20 +273,18 @@ def test_strategy_state_of_another_noise_version_is_refused(tmp_path, model):
         a.save_solver(tmp_path)
         state = pb.SolverState.FromString((tmp_path / "solver.pb").read_bytes())
         assert state.noise_version == _core.NOISE_VERSION
-        state.ClearField("noise_version")  # as EvoKit before noise version 3 wrote it
-        (tmp_path / "solver.pb").write_bytes(state.SerializeToString())
-        with pytest.raises(evokit.SolverFileError,
-                           match=r"solver.pb: solver state refers to noise version 2 \(Philox4x32-10, "
-                                 r"EvoKit before noise version 3\), this EvoKit rebuilds noise "
-                                 r"version 4 \(ARS4x32-5\)"):
-            ESAgent(config, model).load_solver(tmp_path)
-        state.noise_version = 3  # as the EvoKit of ARS4x32-7 wrote it
-        (tmp_path / "solver.pb").write_bytes(state.SerializeToString())
-        with pytest.raises(evokit.SolverFileError,
-                           match=r"solver.pb: solver state refers to noise version 3 \(ARS4x32-7, "
-                                 r"EvoKit before noise version 4\), this EvoKit rebuilds noise "
-                                 r"version 4 \(ARS4x32-5\)"):
-            ESAgent(config, model).load_solver(tmp_path)
+        # absent: as EvoKit before noise version 3 wrote it; 3: the EvoKit of ARS4x32-7
+        for version, name in ((None, r"2 \(Philox4x32-10, EvoKit before noise version 3\)"),
+                              (3, r"3 \(ARS4x32-7, EvoKit before noise version 4\)")):
+            if version is None:
+                state.ClearField("noise_version")
+            else:
+                state.noise_version = version
+            (tmp_path / "solver.pb").write_bytes(state.SerializeToString())
+            with pytest.raises(evokit.SolverFileError,
+                               match=rf"solver.pb: solver state refers to noise version {name}, "
+                                     r"this EvoKit rebuilds noise version 4 \(ARS4x32-5\)"):
+                ESAgent(config, model).load_solver(tmp_path)
     gaussian = load_config(os.path.join(os.path.dirname(__file__), "..", "configs", "cartpole.prototxt"))
     a = ESAgent(gaussian, model)
     a.save_solver(tmp_path)
