@@ -327,7 +327,7 @@ void GaussianSampler::descent_direction(const std::int64_t* keys, const float* s
   if (!cached) blocks = detail::ceil_div(blocks, threads) * static_cast<std::size_t>(threads);
   const auto edge = [&](std::size_t b) {
     if (cached) return std::min(p, b * detail::kParamBlock);
-    return b >= blocks ? p : std::min(p, detail::ceil_div(b * p / blocks, kChunk) * kChunk);
+    return std::min(p, detail::ceil_div(b * p / blocks, kChunk) * kChunk);  // edge(blocks) = p
   };
 
   // Per thread: an accumulator block. Uncached keys are noise streams.
