@@ -20,15 +20,15 @@ shaping and mirrored sampling)::
 where ``w_i`` are the shaped rewards (centered ranks by default) and the
 optimizer (SGD, momentum or Adam) minimises its argument.
 
-With ``sampling { type: CMA_SAMPLING }`` or ``GA_SAMPLING`` the same calls
-drive CMA-ES or the GA of Such et al. instead (the C++ core's
-``StrategySampler``, adapted by :mod:`evokit.policy_samplers`): a clone's
-noise is a member of the current generation, ``update`` is CMA's tell or the
-GA's selection, and the centre is the CMA mean or the best elite.
+The sampling family is the config's ``solver.sampling.type``: the core's
+one ``Solver`` interface (cpp/include/evokit/solver.h) runs Gaussian
+sampling (the update above), CMA-ES or the GA of Such et al. behind the same
+calls, and this class never asks which: a clone's noise is a member the solver
+draws, ``update`` tells the solver the rewards, the centre is the solver's.
 
-The original agent owns the centre parameters and the solver. Clones share the
-ONNX session, the noise table and the centre parameters (a clone sees every
-update at once); each clone owns only its perturbed parameter vector.
+The original agent owns the solver (and so the centre parameters). Clones share
+the ONNX session and the solver (a clone sees every update at once); each clone
+owns only its SamplingInfo, its parameters materialised on demand.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ import numpy as np
 
 from . import _core
 from . import evokit_pb2 as pb
-from .config import FITNESS_SHAPING_NAMES, ConfigError, config_to_text, load_config, validate_config
+from .config import config_to_text, load_config, validate_config
 from .fingerprint import FINGERPRINT_VERSION, params_digest
 from .model import OnnxPolicy, select_action
-from .policy_samplers import make_policy_sampler
+from .solvers import solver_options, state_from_proto, state_to_proto
 from .util import atomic_write_bytes
 
 __all__ = ["ESAgent", "SamplingInfo", "SolverFileError", "params_fingerprint"]
@@ -121,7 +121,8 @@ class ESAgent:
         self._set_core(None)
 
     def init_solver(self) -> None:
-        """Build the sampler (and its shared noise table) and the optimizer."""
+        """Build the solver the config's ``solver`` section describes (for
+        Gaussian sampling the sampler, its noise table and the optimizer)."""
         self._require_original("init_solver")
         if self._config is None:
             raise RuntimeError("init_solver() needs a config: call load_config() first")
@@ -132,21 +133,29 @@ class ESAgent:
         self._core.sampling_stream = self._stream
 
     @classmethod
-    def _replica(cls, config: pb.EvoKitConfig, policy: OnnxPolicy, params: np.ndarray,
-                 model_iter_id: int) -> "ESAgent":
-        """An agent for an evaluation worker: same config, model and centre
-        parameters at iteration ``model_iter_id``, used only to clone and set noise."""
-        if config.solver.sampling.type != pb.SamplingConfig.GAUSSIAN_SAMPLING:
-            name = pb.SamplingConfig.Type.Name(config.solver.sampling.type)
-            raise ConfigError("config", f"solver.sampling.type {name}: its samples are rebuilt from "
-                                        f"the strategy's state, which only the agent that owns it "
-                                        f"holds; evaluate them in this process (SerialEvaluator)")
+    def _replica(cls, config: pb.EvoKitConfig, policy: OnnxPolicy) -> "ESAgent":
+        """An agent for an evaluation worker: same config and model, its
+        solver set from the owner's :meth:`sampling_state` before each use
+        (:meth:`load_sampling_state`), used only to clone and set noise."""
         agent = cls()
         agent._config = config
         agent._policy = policy
-        agent._set_core(_make_core_agent(config, np.asarray(params, dtype=np.float32), num_threads=1))
-        agent._core.optimizer.steps = model_iter_id
+        agent._set_core(_make_core_agent(config, policy.initial_params(), num_threads=1))
         return agent
+
+    def sampling_state(self) -> bytes:
+        """What a replica needs to rebuild this agent's members, as
+        ``SolverState`` bytes (for Gaussian sampling: the centre and the
+        iteration; for CMA / GA: the strategy's state)."""
+        self._require_solver("sampling_state")
+        return state_to_proto(self._root()._core.solver.sampling_state(),
+                              pb.SolverState()).SerializeToString()
+
+    def load_sampling_state(self, data: bytes) -> None:
+        """Take the owner's :meth:`sampling_state` (a replica)."""
+        self._require_original("load_sampling_state")
+        message = pb.SolverState.FromString(data)
+        self._core.solver.load_sampling_state(state_from_proto(message, "sampling state"))
 
     def _set_core(self, core) -> None:
         self._core = core
@@ -179,7 +188,7 @@ class ESAgent:
     @property
     def params(self) -> np.ndarray:
         """The parameters this agent predicts with (read-only view): the
-        perturbed ones for a clone with noise, else the centre."""
+        member's for a clone with noise, else the centre."""
         return self._current_params()
 
     @property
@@ -201,29 +210,25 @@ class ESAgent:
         return 0 if core is None else int(core.model_iter_id)
 
     @property
+    def solver(self):
+        """The core's solver (``evokit._core.Solver``: a ``GaussianSolver``
+        with ``sampler`` and ``optimizer``, a ``CMASolver`` with ``cma``, a
+        ``GASolver`` with ``ga``), shared with the clones."""
+        self._require_solver("solver")
+        return self._root()._core.solver
+
+    @property
     def sampler(self):
         """The Gaussian sampler (``evokit._core.GaussianSampler``): noise from keys."""
-        self._require_solver("sampler")
-        if not self.is_gaussian:
-            raise RuntimeError(f"sampler: {self.sampling_type} has no Gaussian sampler")
-        return self._core.sampler
+        solver = self.solver
+        if not hasattr(solver, "sampler"):
+            raise RuntimeError(f"sampler: {solver.family} has no Gaussian sampler")
+        return solver.sampler
 
     @property
     def sampling_type(self) -> str:
-        """``"GAUSSIAN_SAMPLING"``, ``"CMA_SAMPLING"`` or ``"GA_SAMPLING"``."""
+        """The sampling family: ``"GAUSSIAN_SAMPLING"``, ``"CMA_SAMPLING"``, ``"GA_SAMPLING"``."""
         return pb.SamplingConfig.Type.Name(self.config.solver.sampling.type)
-
-    @property
-    def is_gaussian(self) -> bool:
-        return self.config.solver.sampling.type == pb.SamplingConfig.GAUSSIAN_SAMPLING
-
-    @property
-    def strategy(self):
-        """The CMA / GA policy sampler (:class:`evokit.policy_samplers.PolicySampler`,
-        whose ``core`` is the C++ ``_core.CMASampler`` / ``_core.GASampler``);
-        None for Gaussian sampling."""
-        self._require_solver("strategy")
-        return None if self.is_gaussian else self._root()._core
 
     @property
     def sampling_stream(self) -> int:
@@ -249,10 +254,11 @@ class ESAgent:
     # ------------------------------------------------------------ sampling
 
     def clone(self) -> "ESAgent":
-        """A sampling agent sharing this agent's model session, noise table
-        and centre parameters. With antithetic sampling, clones are paired in
-        the order they are made: clones 2j and 2j+1 draw the same noise with
-        opposite signs (call add_noise on both equally often)."""
+        """A sampling agent sharing this agent's model session and solver.
+        Clones are numbered in the order they are made; the solver's keys
+        depend on the number (with antithetic Gaussian sampling, clones 2j
+        and 2j+1 draw the same noise with opposite signs: call add_noise on
+        both equally often)."""
         root = self._root()
         root._require_solver("clone")
         c = ESAgent()
@@ -264,8 +270,9 @@ class ESAgent:
         return c
 
     def add_noise(self) -> pb.SamplingInfo:
-        """Perturb this clone's parameters, theta + sign * sigma * eps(key), and
-        return the SamplingInfo from which the noise can be rebuilt."""
+        """Take the next member the solver draws for this clone (for Gaussian
+        sampling theta + sign * sigma * eps(key)) and return the SamplingInfo
+        from which it can be rebuilt."""
         if self._parent is None:
             raise RuntimeError("add_noise() is for sampling agents: call it on agent.clone(), "
                                "not on the agent that owns the solver")
@@ -274,14 +281,32 @@ class ESAgent:
         return info
 
     def set_noise(self, info: pb.SamplingInfo) -> None:
-        """Perturb this clone with the noise that ``info`` names (e.g. to
-        re-evaluate a logged sample)."""
+        """Take the member ``info`` names (e.g. to re-evaluate a logged sample)."""
         if self._parent is None:
             raise RuntimeError("set_noise() is for sampling agents: call it on agent.clone()")
         self._core.set_noise(_to_core(info))
         self._info = pb.SamplingInfo()
         self._info.CopyFrom(info)
         self._info.model_iter_id = self.model_iter_id
+
+    def draw_members(self, count: int):
+        """The next ``count`` members, as clones 0 .. count-1 would draw them
+        with add_noise() (a training generation that evaluates members
+        without making clones)."""
+        self._require_original("draw_members")
+        self._require_solver("draw_members")
+        return [_to_proto(i) for i in self._core.draw_members(count)]
+
+    def check_member(self, info: pb.SamplingInfo) -> None:
+        """Raise (``ValueError`` or ``IndexError``, naming the problem) unless
+        the solver can rebuild ``info`` now."""
+        self.solver.check_member(_to_core(info))
+
+    def population(self, infos, num_threads: int = 1):
+        """A ``_core.Population`` of these members (None = the centre) for
+        the batched forward pass of ``NativePolicy``."""
+        return self.solver.population([None if i is None else _to_core(i) for i in infos],
+                                      num_threads)
 
     # ------------------------------------------------------------ inference
 
@@ -297,11 +322,12 @@ class ESAgent:
     # --------------------------------------------------------------- update
 
     def update(self, infos: Sequence[pb.SamplingInfo], rewards, history=None) -> dict:
-        """One ES step from the samples' infos and rewards (larger is better).
+        """One step of the solver from the samples' infos and rewards (larger is better).
 
-        ``history`` maps older iterations to their centre parameters: a
-        sample drawn at an older iteration u is used with EvoKit's correction,
-        its noise taken as ``s * eps(key) + (theta_u - theta) / sigma``.
+        ``history`` maps older iterations to their centre parameters: with
+        Gaussian sampling a sample drawn at an older iteration u is used with
+        EvoKit's correction, its noise taken as
+        ``s * eps(key) + (theta_u - theta) / sigma``.
         Every input is checked before anything changes: on error the
         parameters and the solver state are left as they were. Returns a dict
         with the sample counts and the reward statistics.
@@ -310,7 +336,21 @@ class ESAgent:
             raise RuntimeError("update() must be called on the agent that owns the solver, "
                                "not on a clone")
         self._require_solver("update")
-        infos = list(infos)
+        core_infos, rewards = self._samples(infos, rewards)
+        stats = self._core.update(core_infos, rewards, history)
+        stats.update(reward_mean=float(rewards.mean()), reward_max=float(rewards.max()),
+                     reward_min=float(rewards.min()))
+        return stats
+
+    def shortfall(self, infos: Sequence[pb.SamplingInfo], rewards) -> Optional[str]:
+        """Why these samples are not yet enough for an update (None when they
+        are); raises like :meth:`update` for a sample that cannot be told."""
+        self._require_solver("shortfall")
+        core_infos, rewards = self._samples(infos, rewards)
+        return self._root()._core.shortfall(core_infos, rewards)
+
+    @staticmethod
+    def _samples(infos, rewards):
         rewards = np.asarray(rewards, dtype=np.float64)
         if rewards.ndim != 1:
             raise ValueError(f"rewards must be a 1-D sequence, got shape {rewards.shape}")
@@ -319,10 +359,7 @@ class ESAgent:
             if not isinstance(info, pb.SamplingInfo):
                 raise TypeError(f"sampling info {i} is a {type(info).__name__}, expected SamplingInfo")
             core_infos.append(_to_core(info))
-        stats = self._core.update(core_infos, rewards, history)
-        stats.update(reward_mean=float(rewards.mean()), reward_max=float(rewards.max()),
-                     reward_min=float(rewards.min()))
-        return stats
+        return core_infos, rewards
 
     # -------------------------------------------------------------- save/load
 
@@ -333,32 +370,30 @@ class ESAgent:
         self.policy.save(path, self.center)
         return path
 
-    def save_solver(self, directory: Union[str, os.PathLike]) -> str:
-        """Write the solver state (optimizer vectors, step count, config,
-        model fingerprint) to ``directory/solver.pb``, atomically."""
-        self._require_original("save_solver")
-        self._require_solver("save_solver")
+    def solver_state(self) -> pb.SolverState:
+        """The solver state as saved in ``solver.pb``: the solver's full
+        state (key-draw counters included), the config and the fingerprints."""
+        self._require_original("solver_state")
+        self._require_solver("solver_state")
         state = pb.SolverState(
             num_params=self.num_params, optimizer=self._config.solver.optimizer.type,
-            steps=self.model_iter_id, model_fingerprint=self.policy.fingerprint(),
-            config=config_to_text(self._config),
+            model_fingerprint=self.policy.fingerprint(), config=config_to_text(self._config),
             params_fingerprint=params_fingerprint(self.policy, self.center),
-            fingerprint_version=FINGERPRINT_VERSION, noise_version=_core.NOISE_VERSION)
-        if self.is_gaussian:
-            opt = self._core.optimizer
-            for name in opt.state_names:
-                state.vectors.add(name=name, data=opt.get_state(name).astype("<f4").tobytes())
-        else:
-            state.draws = self._core.draws
-            self._core.save(state)
+            fingerprint_version=FINGERPRINT_VERSION)
+        return state_to_proto(self._core.solver.save(), state)
+
+    def save_solver(self, directory: Union[str, os.PathLike]) -> str:
+        """Write :meth:`solver_state` to ``directory/solver.pb``, atomically."""
         path = os.path.join(os.fspath(directory), SOLVER_FILE)
-        atomic_write_bytes(path, state.SerializeToString())
+        atomic_write_bytes(path, self.solver_state().SerializeToString())
         return path
 
     def load_solver(self, directory: Union[str, os.PathLike]) -> None:
         """Restore the solver state written by :meth:`save_solver`. The model
         loaded must be the one the state was saved with (same graph and
-        parameter count) and the optimizer type must match the config."""
+        parameter count) and the optimizer type must match the config.
+        A reloaded agent continues as the saved one would have: the same keys
+        and the same updates, bit for bit."""
         self._require_original("load_solver")
         self._require_solver("load_solver")
         path = os.path.join(os.fspath(directory), SOLVER_FILE)
@@ -371,6 +406,11 @@ class ESAgent:
             state.ParseFromString(data)
         except Exception as exc:  # google.protobuf.message.DecodeError
             raise SolverFileError(f"{path}: not a solver state file ({exc})") from None
+        self.load_solver_state(state, path)
+
+    def load_solver_state(self, state: pb.SolverState, path: str = "<solver state>") -> None:
+        """Restore a :meth:`solver_state` message (checked as
+        :meth:`load_solver` checks a file; ``path`` names it in errors)."""
         if not state.HasField("num_params"):
             raise SolverFileError(f"{path}: not a solver state file (no num_params)")
         if state.num_params != self.num_params:
@@ -392,25 +432,15 @@ class ESAgent:
             name = pb.OptimizerConfig.Type.Name
             raise SolverFileError(f"{path}: solver state is for optimizer {name(state.optimizer)}, "
                                   f"the config asks for {name(want)}")
-        if not self.is_gaussian:
-            if state.noise_version != _core.NOISE_VERSION:
-                raise SolverFileError(noise_version_message(path, "solver state", state.noise_version))
-            self._core.load(state, path)
-            return
-        vectors = {}
-        for v in state.vectors:
-            arr = np.frombuffer(v.data, dtype="<f4")
-            if arr.size != self.num_params:
-                raise SolverFileError(f"{path}: state vector {v.name!r} holds {arr.size} values, "
-                                      f"expected {self.num_params}")
-            vectors[v.name] = arr
-        opt = self._core.optimizer
-        missing = set(opt.state_names) - set(vectors)
-        if missing:
-            raise SolverFileError(f"{path}: state vectors {sorted(missing)} are missing")
-        for name, arr in vectors.items():
-            opt.set_state(name, arr.astype(np.float32))
-        opt.steps = state.steps
+        try:
+            self._core.solver.load(state_from_proto(state, path))
+        except SolverFileError:
+            raise
+        except (ValueError, IndexError) as exc:
+            message = str(exc)
+            if not message.startswith(path):
+                message = f"{path}: invalid solver state: {message}"
+            raise SolverFileError(message) from None
 
     # ---------------------------------------------------------------- helpers
 
@@ -455,23 +485,7 @@ def _to_proto(info) -> pb.SamplingInfo:
                            mirrored=bool(info.mirrored))
 
 
-_OPTIMIZER_NAMES = {pb.OptimizerConfig.SGD: "SGD", pb.OptimizerConfig.MOMENTUM: "MOMENTUM",
-                    pb.OptimizerConfig.ADAM: "ADAM"}
-
-
 def _make_core_agent(cfg: pb.EvoKitConfig, params: np.ndarray, num_threads: Optional[int] = None):
-    s = cfg.solver
-    threads = s.num_threads if num_threads is None else num_threads
-    if s.sampling.type in (pb.SamplingConfig.CMA_SAMPLING, pb.SamplingConfig.GA_SAMPLING):
-        return make_policy_sampler(s, params, threads)
-    if s.sampling.type != pb.SamplingConfig.GAUSSIAN_SAMPLING:
-        raise ConfigError("config", f"solver.sampling.type {s.sampling.type} is not supported")
-    g, o = s.sampling.gaussian_sampling, s.optimizer
-    if o.type not in _OPTIMIZER_NAMES:
-        raise ConfigError("config", f"solver.optimizer.type: unknown optimizer type {o.type}")
-    return _core.ESAgent(
-        params, seed=g.seed, sigma=g.std, cached=g.cached, cache_size=g.cache_size,
-        optimizer=_OPTIMIZER_NAMES[o.type], learning_rate=o.base_lr, momentum=o.momentum.momentum,
-        beta1=o.adam.beta1, beta2=o.adam.beta2, epsilon=o.adam.epsilon, antithetic=s.antithetic,
-        fitness_shaping=FITNESS_SHAPING_NAMES[s.fitness_shaping], weight_decay=s.weight_decay,
-        num_threads=threads)
+    threads = cfg.solver.num_threads if num_threads is None else num_threads
+    return _core.ESAgent(np.ascontiguousarray(params, dtype=np.float32),
+                         solver_options(cfg.solver), num_threads=threads)

@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Tuple, Union
 from google.protobuf import text_format
 
 from . import evokit_pb2 as pb
+from .solvers.options import validate_solver_options
 
 __all__ = ["ConfigError", "load_config", "parse_config", "validate_config", "config_to_text"]
 
@@ -25,13 +26,6 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 ACTIVATIONS = ("tanh", "relu", "sigmoid", "identity")
 BACKENDS = ("auto", "native", "onnxruntime")  # as evokit.model.BACKENDS
-
-FITNESS_SHAPING_NAMES = {
-    pb.CENTERED_RANK: "centered_rank",
-    pb.Z_SCORE: "z_score",
-    pb.RAW: "raw",
-}
-
 
 class ConfigError(ValueError):
     """A config that cannot be parsed or holds an invalid value.
@@ -207,38 +201,19 @@ def validate_config(config: pb.EvoKitConfig, source: str = "<config>",
     c = _Checker(source, text)
     solver = config.solver
     s = "solver"
-    c.at_least(f"{s}.population_size", solver.population_size, 1)
-    if solver.antithetic and solver.population_size % 2:
-        c.fail(f"{s}.population_size",
-               f"must be even when solver.antithetic is true, got {solver.population_size}")
-    c.non_negative(f"{s}.weight_decay", solver.weight_decay)
-    c.at_least(f"{s}.num_threads", solver.num_threads, 1)
     try:
         re.compile(solver.param_pattern)
     except re.error as exc:
         c.fail(f"{s}.param_pattern", f"is not a valid regular expression: {exc}")
     if solver.backend not in BACKENDS:
         c.fail(f"{s}.backend", f"must be one of {', '.join(BACKENDS)}, got {solver.backend!r}")
-
-    opt = solver.optimizer
-    c.positive(f"{s}.optimizer.base_lr", opt.base_lr)
-    c.unit_interval(f"{s}.optimizer.momentum.momentum", opt.momentum.momentum)
-    c.unit_interval(f"{s}.optimizer.adam.beta1", opt.adam.beta1)
-    c.unit_interval(f"{s}.optimizer.adam.beta2", opt.adam.beta2)
-    c.positive(f"{s}.optimizer.adam.epsilon", opt.adam.epsilon)
-
-    g = solver.sampling.gaussian_sampling
-    gs = f"{s}.sampling.gaussian_sampling"
-    c.positive(f"{gs}.std", g.std)
-    if g.cached:
-        c.at_least(f"{gs}.cache_size", g.cache_size, 1)
-        if num_params is not None and g.cache_size < num_params:
-            c.fail(f"{gs}.cache_size",
-                   f"({g.cache_size}) is smaller than the model ({num_params} parameters): "
-                   f"raise {gs}.cache_size to at least {num_params} "
-                   f"(a table many times larger gives more distinct noise)")
-
-    _validate_sampler(c, solver)
+    # Every option the solver reads is checked by the core's registry, the
+    # same checks the C++ io component runs: "solver.<name> <what>, got <value>".
+    try:
+        validate_solver_options(solver, num_params)
+    except ValueError as exc:
+        field, _, message = str(exc).partition(" ")
+        c.fail(field, message)
 
     t = config.train
     c.at_least("train.max_generations", t.max_generations, 1)
@@ -255,40 +230,3 @@ def validate_config(config: pb.EvoKitConfig, source: str = "<config>",
         c.fail("train.observation_clip", f"must be finite and > 0, got {t.observation_clip:g}")
     if not math.isfinite(t.target_return):
         c.fail("train.target_return", f"must be finite, got {t.target_return}")
-
-
-def _validate_sampler(c: _Checker, solver: pb.SolverConfig) -> None:
-    """The CMA and GA sections (only the one solver.sampling.type selects)."""
-    kind = solver.sampling.type
-    if kind == pb.SamplingConfig.GAUSSIAN_SAMPLING:
-        return
-    name = pb.SamplingConfig.Type.Name(kind)
-    n = solver.population_size
-    if solver.antithetic:
-        c.fail("solver.antithetic", f"must be false with {name} (mirrored pairs are a "
-                                    f"Gaussian-sampling scheme), got true")
-    c.at_least("solver.population_size", n, 2)
-    if kind == pb.SamplingConfig.CMA_SAMPLING:
-        cma, f = solver.sampling.cma_sampling, "solver.sampling.cma_sampling"
-        c.positive(f"{f}.sigma0", cma.sigma0)
-        return
-    ga, f = solver.sampling.ga_sampling, "solver.sampling.ga_sampling"
-    if not 1 <= ga.truncation_size <= n:
-        c.fail(f"{f}.truncation_size", f"must be in [1, {n}] (solver.population_size), "
-                                       f"got {ga.truncation_size}")
-    if not 1 <= ga.num_elites <= n - 1:
-        c.fail(f"{f}.num_elites", f"must be in [1, {n - 1}] (solver.population_size - 1), "
-                                  f"got {ga.num_elites}")
-    c.positive(f"{f}.mutation_power", ga.mutation_power)
-    c.non_negative(f"{f}.init_sigma", ga.init_sigma)
-    c.at_least(f"{f}.elite_evaluations", ga.elite_evaluations, 0)
-    if ga.elite_evaluations > 0:
-        if not ga.num_elites <= ga.elite_candidates <= n:
-            c.fail(f"{f}.elite_candidates", f"must be in [{ga.num_elites}, {n}] (num_elites to "
-                                            f"solver.population_size), got {ga.elite_candidates}")
-        need = (ga.elite_candidates + ga.num_elites) * ga.elite_evaluations
-        if need > n:
-            c.fail(f"{f}.elite_evaluations",
-                   f"({ga.elite_evaluations}) times the at most {ga.elite_candidates + ga.num_elites} "
-                   f"candidates (elite_candidates + num_elites) is {need}, more than the "
-                   f"{n} samples of a generation (solver.population_size)")

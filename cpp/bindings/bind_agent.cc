@@ -1,4 +1,5 @@
 #include <evokit/es_agent.h>
+#include <evokit/solver.h>
 
 #include <map>
 #include <optional>
@@ -57,22 +58,33 @@ void bind_agent(py::module_& m) {
       .def("__repr__", &repr);
 
   py::class_<ESAgent>(m, "ESAgent",
-                      "The agent that owns the centre parameters, the sampler and the "
-                      "optimizer; clone() makes the sampling agents.")
+                      "The agent that owns a solver (Gaussian, CMA-ES, GA, ...); clone() makes "
+                      "the sampling agents.")
+      .def(py::init([](const FloatIn& params, const py::dict& options, int num_threads,
+                       std::int64_t params_pool_bytes) {
+             const OptionSet o = to_option_set(options);
+             std::vector<float> theta = to_vector<float>(params, "params");
+             const std::size_t pool = to_size(params_pool_bytes, "params_pool_bytes");
+             py::gil_scoped_release release;  // a Gaussian noise table takes a while
+             return std::make_unique<ESAgent>(make_solver(o, std::move(theta), num_threads),
+                                              num_threads, pool);
+           }),
+           py::arg("params"), py::arg("options"), py::kw_only(), py::arg("num_threads") = 1,
+           py::arg("params_pool_bytes") = static_cast<std::int64_t>(kDefaultParamsPoolBytes),
+           "The original agent over the solver `options` describe (SolverConfig flattened to "
+           "dotted names, see evokit.solvers), starting from a copy of `params`. Clones "
+           "materialise their parameters into a shared pool of at most "
+           "max(1, params_pool_bytes // (4 * num_params)) buffers.")
       .def(py::init([](const FloatIn& params, std::uint64_t seed, float sigma, bool cached,
                        std::int64_t cache_size, const std::string& optimizer, float learning_rate,
                        float momentum, float beta1, float beta2, float epsilon, bool antithetic,
                        const std::string& fitness_shaping, float weight_decay, int num_threads,
                        std::int64_t params_pool_bytes) {
-             if (cache_size < 0) {
-               throw std::invalid_argument("gaussian_sampling.cache_size must be >= 0, got " +
-                                           std::to_string(cache_size));
-             }
-             SolverOptions options;
+             GaussianSolverOptions options;
              options.sampling.seed = seed;
              options.sampling.sigma = sigma;
              options.sampling.cached = cached;
-             options.sampling.cache_size = static_cast<std::size_t>(cache_size);
+             options.sampling.cache_size = to_size(cache_size, "gaussian_sampling.cache_size");
              options.sampling.num_threads = num_threads;
              options.optimizer.type = parse_optimizer(optimizer);
              options.optimizer.learning_rate = learning_rate;
@@ -84,11 +96,7 @@ void bind_agent(py::module_& m) {
              options.fitness_shaping = parse_fitness_shaping(fitness_shaping);
              options.weight_decay = weight_decay;
              options.num_threads = num_threads;
-             if (params_pool_bytes < 0) {
-               throw std::invalid_argument("params_pool_bytes must be >= 0, got " +
-                                           std::to_string(params_pool_bytes));
-             }
-             options.params_pool_bytes = static_cast<std::size_t>(params_pool_bytes);
+             options.params_pool_bytes = to_size(params_pool_bytes, "params_pool_bytes");
              std::vector<float> theta = to_vector<float>(params, "params");
              py::gil_scoped_release release;  // building the table takes a while
              return std::make_unique<ESAgent>(options, std::move(theta));
@@ -99,23 +107,20 @@ void bind_agent(py::module_& m) {
            py::arg("epsilon") = 1e-8, py::arg("antithetic") = true,
            py::arg("fitness_shaping") = "centered_rank", py::arg("weight_decay") = 0.0,
            py::arg("num_threads") = 1,
-           py::arg("params_pool_bytes") = static_cast<std::int64_t>(SolverOptions{}.params_pool_bytes),
-           "The original agent over a copy of `params`; optimizer is 'SGD', 'MOMENTUM' or "
-           "'ADAM'. Clones materialise their parameters into a shared pool of at most "
-           "max(1, params_pool_bytes // (4 * num_params)) buffers.")
-      .def("clone", &ESAgent::clone,
-           "A sampling agent sharing this agent's parameters, sampler and optimizer.")
+           py::arg("params_pool_bytes") = static_cast<std::int64_t>(kDefaultParamsPoolBytes),
+           "A Gaussian agent from keyword options (optimizer is 'SGD', 'MOMENTUM' or 'ADAM').")
+      .def("clone", &ESAgent::clone, "A sampling agent sharing this agent's solver.")
       .def_property_readonly("is_clone", &ESAgent::is_clone)
       .def_property_readonly("clone_id", &ESAgent::clone_id, "-1 for the original.")
       .def("add_noise", &ESAgent::add_noise, py::call_guard<py::gil_scoped_release>(),
-           "Clones only: perturb with the next key and return its SamplingInfo.")
+           "Clones only: the solver draws the next member; returns its SamplingInfo.")
       .def(
           "set_noise",
           [](ESAgent& self, SamplingInfo info) {  // a copy: Python cannot change it meanwhile
             py::gil_scoped_release release;
             self.set_noise(info);
           },
-          py::arg("info"), "Clones only: perturb with the noise `info` names.")
+          py::arg("info"), "Clones only: take the member `info` names.")
       .def_property_readonly("has_noise", &ESAgent::has_noise,
                              "Whether this clone holds noise drawn at the current iteration.")
       .def_property_readonly(
@@ -129,10 +134,10 @@ void bind_agent(py::module_& m) {
             }
             return view_of(*params, self);
           },
-          "Read-only view (no copy) of the parameters to predict with: a clone's perturbed "
-          "ones while it has current noise, else the centre. A clone's view is valid until "
-          "the pool gives its buffer to another clone (only when more clones than "
-          "param_buffer_capacity ask for their parameters).")
+          "Read-only view (no copy) of the parameters to predict with: a clone's member while "
+          "it has current noise, else the centre. A clone's view is valid until the pool gives "
+          "its buffer to another clone (only when more clones than param_buffer_capacity ask "
+          "for their parameters).")
       .def_property_readonly("num_param_buffers", &ESAgent::num_param_buffers,
                              "How many buffers the clones' parameter pool holds now.")
       .def_property_readonly("param_buffer_capacity", &ESAgent::param_buffer_capacity,
@@ -146,9 +151,9 @@ void bind_agent(py::module_& m) {
                              "The number of updates so far.")
       .def(
           "update",
-          [](ESAgent& self, const std::vector<SamplingInfo>& infos, const FloatIn& rewards,
+          [](ESAgent& self, const std::vector<SamplingInfo>& infos, const DoubleIn& rewards,
              const std::optional<py::dict>& history) {
-            const std::vector<float> r = to_vector<float>(rewards, "rewards");
+            const std::vector<double> r = to_vector<double>(rewards, "rewards");
             // Copy the parameters of the older iterations the samples need.
             std::map<std::int64_t, std::vector<float>> older;
             const std::int64_t current = self.model_iter_id();
@@ -157,7 +162,7 @@ void bind_agent(py::module_& m) {
                 const std::int64_t t = info.model_iter_id;
                 if (t >= current || older.count(t) != 0) continue;
                 const py::int_ key(t);
-                if (!history->contains(key)) continue;  // the core names the missing one
+                if (!history->contains(key)) continue;  // the solver names the missing one
                 const FloatIn value = FloatIn::ensure((*history)[key]);
                 if (!value) {
                   throw std::invalid_argument("history[" + std::to_string(t) +
@@ -182,25 +187,28 @@ void bind_agent(py::module_& m) {
             return out;
           },
           py::arg("infos"), py::arg("rewards"), py::arg("history") = py::none(),
-          "One ES step (original only). `history` maps an older model iteration to its centre "
-          "parameters, for samples drawn before the last update.")
+          "One update of the solver (original only). `history` maps an older model iteration to "
+          "its centre parameters, for samples drawn before the last update (Gaussian sampling).")
+      .def(
+          "shortfall",
+          [](const ESAgent& self, const std::vector<SamplingInfo>& infos,
+             const DoubleIn& rewards) -> std::optional<std::string> {
+            std::string s = self.shortfall(infos, to_vector<double>(rewards, "rewards"));
+            if (s.empty()) return std::nullopt;
+            return s;
+          },
+          py::arg("infos"), py::arg("rewards"),
+          "Why these samples are not yet enough for an update (None when they are).")
+      .def("draw_members", &ESAgent::draw_members, py::arg("count"),
+           py::call_guard<py::gil_scoped_release>(),
+           "The next members for clones 0 .. count-1, as their add_noise() would draw them "
+           "(original only).")
       .def_property("sampling_stream", &ESAgent::sampling_stream, &ESAgent::set_sampling_stream,
                     "Salt for the keys of clones made afterwards.")
-      .def_property_readonly("sampler", &ESAgent::sampler,
-                             py::return_value_policy::reference_internal,
-                             "The GaussianSampler (kept alive by the agent).")
-      .def_property_readonly("optimizer", &ESAgent::optimizer,
-                             py::return_value_policy::reference_internal,
-                             "The optimizer (original only).")
-      .def(
-          "set_center",
-          [](ESAgent& self, const FloatIn& params) {
-            const std::vector<float> theta = to_vector<float>(params, "params");
-            py::gil_scoped_release release;
-            self.set_center(theta);
-          },
-          py::arg("params"),
-          "Replace the centre parameters (original only); keeps the optimizer state.");
+      .def_property_readonly(
+          "solver", [](ESAgent& self) -> Solver& { return self.solver(); },
+          py::return_value_policy::reference_internal,
+          "The solver (shared with the clones; kept alive by the agent).");
 }
 
 }  // namespace evokit::bindings

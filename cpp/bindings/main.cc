@@ -63,5 +63,5 @@ PYBIND11_MODULE(_core, m) {
   evokit::bindings::bind_policy(m);
   evokit::bindings::bind_cma(m);
   evokit::bindings::bind_ga(m);
-  evokit::bindings::bind_strategy_sampler(m);
+  evokit::bindings::bind_solver(m);
 }

@@ -18,6 +18,7 @@
 
 #include <evokit/fitness.h>
 #include <evokit/ga.h>
+#include <evokit/solver.h>
 
 namespace evokit::bindings {
 
@@ -71,6 +72,8 @@ void bind_agent(py::module_& m);
 void bind_policy(py::module_& m);
 void bind_cma(py::module_& m);
 void bind_ga(py::module_& m);
-void bind_strategy_sampler(py::module_& m);
+void bind_solver(py::module_& m);
+// A Python dict (str -> bool, int, float or str) as solver options.
+OptionSet to_option_set(const py::dict& options);
 
 }  // namespace evokit::bindings

@@ -199,4 +199,20 @@ void Adam::do_step(float* params, const float* grad, int num_threads) {
   });
 }
 
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options,
+                                          std::size_t num_params) {
+  switch (options.type) {
+    case OptimizerOptions::Type::kSGD:
+      return std::make_unique<SGD>(options.learning_rate, num_params);
+    case OptimizerOptions::Type::kMomentum:
+      return std::make_unique<Momentum>(options.learning_rate, options.momentum, num_params);
+    case OptimizerOptions::Type::kAdam:
+      return std::make_unique<Adam>(options.learning_rate, options.beta1, options.beta2,
+                                    options.epsilon, num_params);
+  }
+  throw std::invalid_argument("optimizer.type: unknown value " +
+                              std::to_string(static_cast<int>(options.type)) +
+                              ", expected one of SGD, MOMENTUM, ADAM");
+}
+
 }  // namespace evokit

@@ -47,7 +47,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "evokit/es_agent.h"  // SamplingInfo
+#include "evokit/solver.h"  // SamplingInfo
 
 namespace evokit {
 

@@ -86,4 +86,17 @@ class Adam final : public Optimizer {
   float beta1_, beta2_, epsilon_;
 };
 
+struct OptimizerOptions {
+  enum class Type { kSGD, kMomentum, kAdam };
+  Type type = Type::kSGD;
+  float learning_rate = 0.01f;
+  float momentum = 0.9f;  // kMomentum
+  float beta1 = 0.9f;     // kAdam
+  float beta2 = 0.999f;
+  float epsilon = 1e-8f;
+};
+
+// Makes the optimizer the options describe; throws std::invalid_argument.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, std::size_t num_params);
+
 }  // namespace evokit

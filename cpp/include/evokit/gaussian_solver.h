@@ -1,0 +1,99 @@
+// GaussianSolver: OpenAI-ES over flat parameter vectors (family
+// GAUSSIAN_SAMPLING of solver.h), with EvoKit's correction for samples drawn
+// at older iterations.
+//
+//   T. Salimans, J. Ho, X. Chen, S. Sidor, I. Sutskever, "Evolution
+//   Strategies as a Scalable Alternative to Reinforcement Learning",
+//   arXiv:1703.03864 (2017): Eq. (3), with fitness shaping and mirrored
+//   sampling.
+//
+// Keys. The n-th draw for clone c at model iteration t is
+//   key = sampler.draw_key(t, pair, n, stream),
+//   pair = c / 2 with antithetic sampling (clones 2j and 2j+1 share the key,
+//          2j+1 with the mirrored sign), else pair = c,
+// n counted per clone; the counters are part of the state (save / load), so
+// an agent reloaded from its solver state draws the keys the uninterrupted
+// one would have drawn.
+//
+// Update. For samples i with keys k_i, signs s_i, rewards r_i drawn at
+// iterations t_i <= t (the current one), w = shape(r), N = #samples:
+//   eps'_i = s_i * eps(k_i) + (theta_{t_i} - theta_t) / sigma
+//   g      = 1 / (N * sigma) * sum_i w_i * eps'_i
+//   theta <- optimizer(theta, -g + weight_decay * theta)
+// (sample i perturbed theta_{t_i} by s_i sigma eps(k_i), i.e. theta_t by
+// sigma * eps'_i). The correction is summed per distinct iteration. Rewards
+// are rounded to float32 before shaping.
+//
+// State: "optimizer.<name>" (float32 vectors of the optimizer, e.g. m and v
+// for Adam) and "draws.counters" (clone c's draw count at index c).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "evokit/fitness.h"
+#include "evokit/gaussian_sampler.h"
+#include "evokit/optimizer.h"
+#include "evokit/solver.h"
+
+namespace evokit {
+
+struct GaussianSolverOptions {
+  GaussianSamplerOptions sampling;  // num_params is set from the parameters
+  OptimizerOptions optimizer;
+  bool antithetic = true;
+  FitnessShaping fitness_shaping = FitnessShaping::kCenteredRank;
+  float weight_decay = 0.0f;  // >= 0, finite
+  int num_threads = 1;        // >= 1
+  // Memory for the clones' materialised parameters (ESAgent's pool): at most
+  // max(1, params_pool_bytes / (4 * num_params)) buffers.
+  std::size_t params_pool_bytes = std::size_t{256} << 20;
+};
+
+class GaussianSolver final : public Solver {
+ public:
+  // Validates options (std::invalid_argument naming the option) and params
+  // (non-empty, finite), then builds sampler and optimizer.
+  GaussianSolver(const GaussianSolverOptions& options, std::vector<float> params);
+
+  SamplingInfo draw(int clone, std::uint64_t stream) override;
+  void check_member(const SamplingInfo& info) const override;
+  void rebuild(const SamplingInfo& info, float* out, int num_threads) const override;
+  Population population(const std::vector<const SamplingInfo*>& members,
+                        int num_threads) const override;
+  UpdateStats update(const std::vector<SamplingInfo>& infos, const std::vector<double>& rewards,
+                     const ParamsLookup& history = nullptr) override;
+  SolverState save() const override;
+  void load(const SolverState& state) override;
+  // A replica needs only the centre and the iteration.
+  SolverState sampling_state() const override;
+  void load_sampling_state(const SolverState& state) override;
+
+  const GaussianSolverOptions& options() const noexcept { return options_; }
+  const GaussianSampler& sampler() const noexcept { return sampler_; }
+  Optimizer& optimizer() noexcept { return *optimizer_; }
+  const Optimizer& optimizer() const noexcept { return *optimizer_; }
+  // Replace the centre parameters (same size, finite), e.g. after loading a
+  // model; keeps the optimizer state. Not concurrently with sampling.
+  void set_center(const std::vector<float>& params);
+  // Clone c's draw count (0 for a clone that never drew).
+  std::uint64_t draws(int clone) const;
+
+ private:
+  std::int64_t single_key(const SamplingInfo& info, const std::string& what) const;
+
+  const GaussianSolverOptions options_;
+  const GaussianSampler sampler_;
+  std::unique_ptr<Optimizer> optimizer_;
+  mutable std::mutex mutex_;             // guards counters_
+  std::vector<std::uint64_t> counters_;  // counters_[c]: clone c's draws
+};
+
+// The registry's hooks (solver.h) for GAUSSIAN_SAMPLING.
+void validate_gaussian_options(const OptionSet& options, std::optional<std::size_t> num_params);
+GaussianSolverOptions gaussian_options(const OptionSet& options, int num_threads);
+
+}  // namespace evokit

@@ -1,0 +1,257 @@
+// The Solver base, its state and options, and the family registry; see
+// evokit/solver.h.
+#include "evokit/solver.h"
+
+#include <stdexcept>
+#include <utility>
+
+#include "evokit/gaussian_solver.h"
+#include "evokit/noise.h"
+#include "evokit/population.h"
+#include "evokit/strategy_solver.h"
+#include "messages.h"
+#include "option_checks.h"
+
+namespace evokit {
+
+// ---- SolverState ------------------------------------------------------------
+
+namespace {
+
+template <class T>
+const std::vector<T>& array_of(const std::map<std::string, std::vector<T>>& arrays,
+                               const std::string& name, std::optional<std::size_t> size,
+                               const char* type) {
+  const auto it = arrays.find(name);
+  if (it == arrays.end()) {
+    throw std::invalid_argument("state entry '" + name + "' (" + type + ") is missing");
+  }
+  if (size && it->second.size() != *size) {
+    throw std::invalid_argument("state entry '" + name + "' holds " +
+                                std::to_string(it->second.size()) + " values, expected " +
+                                std::to_string(*size));
+  }
+  return it->second;
+}
+
+}  // namespace
+
+const std::vector<float>& SolverState::float_array(const std::string& name,
+                                                   std::optional<std::size_t> size) const {
+  return array_of(floats, name, size, "float32");
+}
+
+const std::vector<double>& SolverState::double_array(const std::string& name,
+                                                     std::optional<std::size_t> size) const {
+  return array_of(doubles, name, size, "float64");
+}
+
+const std::vector<std::int64_t>& SolverState::int_array(const std::string& name,
+                                                        std::optional<std::size_t> size) const {
+  return array_of(ints, name, size, "int64");
+}
+
+double SolverState::double_value(const std::string& name) const {
+  return double_array(name, 1)[0];
+}
+
+std::int64_t SolverState::int_value(const std::string& name) const {
+  return int_array(name, 1)[0];
+}
+
+// ---- OptionSet --------------------------------------------------------------
+
+void OptionSet::set(const std::string& name, Value value) { values_[name] = std::move(value); }
+
+bool OptionSet::has(const std::string& name) const { return values_.count(name) != 0; }
+
+const OptionSet::Value& OptionSet::at(const std::string& name) const {
+  const auto it = values_.find(name);
+  if (it == values_.end()) throw std::invalid_argument("solver option '" + name + "' is missing");
+  return it->second;
+}
+
+namespace {
+
+[[noreturn]] void wrong_type(const std::string& name, const char* expected) {
+  throw std::invalid_argument("solver option '" + name + "' must be " + expected);
+}
+
+}  // namespace
+
+bool OptionSet::flag(const std::string& name) const {
+  const Value& v = at(name);
+  if (const bool* b = std::get_if<bool>(&v)) return *b;
+  wrong_type(name, "a bool");
+}
+
+std::int64_t OptionSet::integer(const std::string& name) const {
+  const Value& v = at(name);
+  if (const std::int64_t* i = std::get_if<std::int64_t>(&v)) return *i;
+  wrong_type(name, "an integer");
+}
+
+double OptionSet::real(const std::string& name) const {
+  const Value& v = at(name);
+  if (const double* d = std::get_if<double>(&v)) return *d;
+  if (const std::int64_t* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
+  wrong_type(name, "a number");
+}
+
+const std::string& OptionSet::text(const std::string& name) const {
+  const Value& v = at(name);
+  if (const std::string* s = std::get_if<std::string>(&v)) return *s;
+  wrong_type(name, "a string");
+}
+
+// ---- Solver -------------------------------------------------------------------
+
+Solver::Solver(std::string family, std::vector<float> x0)
+    : center_(std::move(x0)), family_(std::move(family)) {}
+
+Population Solver::population(const std::vector<const SamplingInfo*>& members,
+                              int num_threads) const {
+  const std::size_t p = num_params();
+  std::vector<float> rows(members.size() * p);
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    float* row = rows.data() + i * p;
+    if (members[i] == nullptr) {
+      std::copy(center_.begin(), center_.end(), row);
+      continue;
+    }
+    try {
+      rebuild(*members[i], row, num_threads);
+    } catch (const std::out_of_range& e) {
+      throw std::out_of_range("sampling info " + std::to_string(i) + ": " + e.what());
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("sampling info " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  return Population(std::move(rows), members.size(), p);
+}
+
+std::string Solver::shortfall(const std::vector<SamplingInfo>& infos,
+                              const std::vector<double>& rewards) const {
+  if (infos.size() != rewards.size()) {
+    throw std::invalid_argument("got " + std::to_string(infos.size()) + " sampling infos and " +
+                                std::to_string(rewards.size()) + " rewards");
+  }
+  return infos.empty() ? "an update needs at least one sample" : "";
+}
+
+void Solver::check_state(const SolverState& state, bool needs_noise_version) const {
+  if (state.family != family_) {
+    throw std::invalid_argument("the state is of " +
+                                (state.family.empty() ? std::string("no family") : state.family) +
+                                ", this solver is " + family_);
+  }
+  if (needs_noise_version && state.noise_version != kNoiseVersion) {
+    throw std::invalid_argument(
+        std::string("the state refers to noise version ") + std::to_string(state.noise_version) +
+        " (" + noise_version_name(state.noise_version) + "), this EvoKit rebuilds noise version " +
+        std::to_string(kNoiseVersion) + " (" + noise_version_name(kNoiseVersion) +
+        "): its keys would give different noise");
+  }
+}
+
+// ---- options shared by the families ---------------------------------------
+
+namespace detail {
+
+void validate_common_options(const OptionSet& o) {
+  at_least(o, "population_size", 1);
+  non_negative(o, "weight_decay");
+  at_least(o, "num_threads", 1);
+  fitness_shaping(o);
+  optimizer_options(o);
+  positive(o, "optimizer.base_lr");
+  unit_interval(o, "optimizer.momentum.momentum");
+  unit_interval(o, "optimizer.adam.beta1");
+  unit_interval(o, "optimizer.adam.beta2");
+  positive(o, "optimizer.adam.epsilon");
+}
+
+OptimizerOptions optimizer_options(const OptionSet& o) {
+  OptimizerOptions opt;
+  const std::string& type = o.text("optimizer.type");
+  if (type == "SGD") {
+    opt.type = OptimizerOptions::Type::kSGD;
+  } else if (type == "MOMENTUM") {
+    opt.type = OptimizerOptions::Type::kMomentum;
+  } else if (type == "ADAM") {
+    opt.type = OptimizerOptions::Type::kAdam;
+  } else {
+    fail("optimizer.type", "must be one of SGD, MOMENTUM, ADAM, got " + type);
+  }
+  opt.learning_rate = static_cast<float>(o.real("optimizer.base_lr"));
+  opt.momentum = static_cast<float>(o.real("optimizer.momentum.momentum"));
+  opt.beta1 = static_cast<float>(o.real("optimizer.adam.beta1"));
+  opt.beta2 = static_cast<float>(o.real("optimizer.adam.beta2"));
+  opt.epsilon = static_cast<float>(o.real("optimizer.adam.epsilon"));
+  return opt;
+}
+
+FitnessShaping fitness_shaping(const OptionSet& o) {
+  const std::string& name = o.text("fitness_shaping");
+  if (name == "CENTERED_RANK") return FitnessShaping::kCenteredRank;
+  if (name == "Z_SCORE") return FitnessShaping::kZScore;
+  if (name == "RAW") return FitnessShaping::kRaw;
+  fail("fitness_shaping", "must be one of CENTERED_RANK, Z_SCORE, RAW, got " + name);
+}
+
+}  // namespace detail
+
+// ---- the registry -------------------------------------------------------------
+
+namespace {
+
+std::unique_ptr<Solver> make_gaussian_solver(const OptionSet& o, std::vector<float> x0,
+                                             int num_threads) {
+  return std::make_unique<GaussianSolver>(gaussian_options(o, num_threads), std::move(x0));
+}
+
+struct Family {
+  const char* name;
+  void (*validate)(const OptionSet&, std::optional<std::size_t>);
+  std::unique_ptr<Solver> (*make)(const OptionSet&, std::vector<float>, int);
+};
+
+// One line per family, in SamplingConfig.Type order.
+const Family kFamilies[] = {
+    {"GAUSSIAN_SAMPLING", &validate_gaussian_options, &make_gaussian_solver},
+    {"CMA_SAMPLING", &validate_cma_options, &make_cma_solver},
+    {"GA_SAMPLING", &validate_ga_options, &make_ga_solver},
+};
+
+const Family& family_of(const OptionSet& o) {
+  const std::string& name = o.text("sampling.type");
+  std::string known;
+  for (const Family& f : kFamilies) {
+    if (name == f.name) return f;
+    known += (known.empty() ? "" : ", ") + std::string(f.name);
+  }
+  detail::fail("sampling.type", "must be one of " + known + ", got " + name);
+}
+
+}  // namespace
+
+std::vector<std::string> solver_families() {
+  std::vector<std::string> names;
+  for (const Family& f : kFamilies) names.emplace_back(f.name);
+  return names;
+}
+
+void validate_solver_options(const OptionSet& options, std::optional<std::size_t> num_params) {
+  const Family& family = family_of(options);
+  detail::validate_common_options(options);
+  family.validate(options, num_params);
+}
+
+std::unique_ptr<Solver> make_solver(const OptionSet& options, std::vector<float> x0,
+                                    int num_threads) {
+  validate_solver_options(options, x0.size());
+  detail::require_num_threads(num_threads);
+  return family_of(options).make(options, std::move(x0), num_threads);
+}
+
+}  // namespace evokit
