@@ -31,7 +31,7 @@ def solver_options(solver) -> Dict[str, Option]:
 
 def _walk(message, prefix: str, out: Dict[str, Option]) -> None:
     for field in message.DESCRIPTOR.fields:
-        if field.label == FieldDescriptor.LABEL_REPEATED:
+        if field.is_repeated:
             continue  # no solver option is a list
         name = prefix + field.name
         value = getattr(message, field.name)

@@ -55,9 +55,10 @@ def state_from_proto(message: pb.SolverState, path: str):
     elif version == STATE_VERSION:
         dtypes = {kind: (dtype, attr) for kind, dtype, attr in _TYPES}
         for v in message.vectors:
-            if v.type not in dtypes:
-                raise ValueError(f"{path}: state vector {v.name!r} has element type {v.type}, "
-                                 f"this EvoKit reads FLOAT32, FLOAT64 and INT64")
+            # An element type this EvoKit does not know parses as absent.
+            if not v.HasField("type") or v.type not in dtypes:
+                raise ValueError(f"{path}: state vector {v.name!r} has no element type this "
+                                 f"EvoKit knows (FLOAT32, FLOAT64, INT64): a newer EvoKit wrote it?")
             dtype, attr = dtypes[v.type]
             if v.name in arrays[attr]:
                 raise ValueError(f"{path}: state vector {v.name!r} appears twice")
