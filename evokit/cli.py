@@ -116,9 +116,7 @@ def _cmd_evaluate(args) -> int:
         wh = Warehouse(model)
         agent = wh.load_agent()
         what = f"{model} iteration {agent.model_iter_id}"
-        # A CMA / GA agent's samples need its strategy state, which evaluation
-        # workers do not have; its centre is the iteration's model.onnx.
-        model = None if agent.is_gaussian else wh.iteration_dir(agent.model_iter_id)
+        model = None
     if model is not None:
         agent = ESAgent()
         agent.load_config(parse_config(""))

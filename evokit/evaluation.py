@@ -187,22 +187,25 @@ _worker = {}
 
 
 def _worker_init(config_bytes: bytes, policy, env_id: str) -> None:
-    config = pb.EvoKitConfig()
-    config.ParseFromString(config_bytes)
-    env = make_env(env_id)
-    _worker.update(config=config, policy=policy, env=env,
-                   discrete=check_policy_fits(policy, env), agent=None, clone=None, key=None)
-
-
-def _worker_run(params: bytes, model_iter_id: int, items, norm=None):
     from .agent import ESAgent
 
+    config = pb.EvoKitConfig.FromString(config_bytes)
+    env = make_env(env_id)
+    agent = ESAgent._replica(config, policy)
+    _worker.update(env=env, discrete=check_policy_fits(policy, env), agent=agent,
+                   clone=agent.clone(), state=None)
+
+
+def _take_state(w: dict, state: bytes) -> None:
+    """Bring the worker's replica to the owner's sampling state (once per state)."""
+    if w["state"] != state:
+        w["agent"].load_sampling_state(state)
+        w["state"] = state
+
+
+def _worker_run(state: bytes, items, norm=None):
     w = _worker
-    if w["key"] != (params, model_iter_id):
-        w["agent"] = ESAgent._replica(w["config"], w["policy"], np.frombuffer(params, np.float32),
-                                      model_iter_id)
-        w["clone"] = w["agent"].clone()
-        w["key"] = (params, model_iter_id)
+    _take_state(w, state)
     decoded = [(None if b is None else pb.SamplingInfo.FromString(b), s) for b, s in items]
     return _evaluate_items(w["agent"], w["clone"], w["env"], w["discrete"], decoded, norm)
 
@@ -237,8 +240,10 @@ class _PooledEvaluator(Evaluator):
 
 class ProcessEvaluator(_PooledEvaluator):
     """Evaluates in ``num_workers`` worker processes (spawned, so that each
-    has its own onnxruntime session). Only the centre parameters, the keys and
-    the seeds travel to the workers; the noise is rebuilt there."""
+    has its own onnxruntime session). Only the solver's sampling state (for
+    Gaussian sampling the centre and the iteration), the infos and the seeds
+    travel to the workers; each member is rebuilt there by a replica of the
+    solver, whatever its family."""
 
     def __init__(self, env_id: str, num_workers: int, chunks_per_worker: int = 4):
         if num_workers < 1:
@@ -264,13 +269,12 @@ class ProcessEvaluator(_PooledEvaluator):
 
     def evaluate(self, agent, infos, seeds) -> EvalResult:
         self._ensure_pool(agent)
-        params = np.ascontiguousarray(agent.center, dtype=np.float32).tobytes()
-        it = agent.model_iter_id
+        state = agent.sampling_state()
         items = [(None if i is None else i.SerializeToString(), list(map(int, s)))
                  for i, s in zip(infos, seeds)]
         n_chunks = max(1, min(len(items), self.num_workers * self.chunks_per_worker))
         bounds = np.linspace(0, len(items), n_chunks + 1).astype(int)
-        futures = [self._pool.submit(_worker_run, params, it, items[a:b], self.obs_norm)
+        futures = [self._pool.submit(_worker_run, state, items[a:b], self.obs_norm)
                    for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
         return self._collect(futures)
 
@@ -528,37 +532,6 @@ class _Lockstep:
         self._envs.clear()
 
 
-def _keys_and_signs(infos) -> Tuple[np.ndarray, np.ndarray]:
-    """The population's keys and signs (+1, -1 for a mirrored sample, 0 for the
-    centre), from SamplingInfos (None = the centre)."""
-    keys = np.zeros(len(infos), np.int64)
-    signs = np.zeros(len(infos), np.float32)
-    for i, info in enumerate(infos):
-        if info is None:
-            continue
-        if len(info.key) != 1:
-            raise ValueError(f"sampling info {i}: expected exactly one key, got {len(info.key)}")
-        keys[i] = info.key[0]
-        signs[i] = -1.0 if info.mirrored else 1.0
-    return keys, signs
-
-
-def _strategy_members(agent, strategy, infos) -> np.ndarray:
-    """The parameters of CMA / GA members (None = the centre), one row each."""
-    rows = np.empty((len(infos), agent.num_params), dtype=np.float32)
-    for i, info in enumerate(infos):
-        if info is None:
-            rows[i] = agent.center
-        else:
-            try:
-                strategy.core.rebuild(_core.SamplingInfo(key=list(info.key),
-                                                         model_iter_id=int(info.model_iter_id)),
-                                      rows[i])
-            except (ValueError, IndexError) as exc:
-                raise ValueError(f"sampling info {i}: {exc}") from None
-    return rows
-
-
 def _native_policy(policy):
     if policy.native is None:
         raise ValueError(
@@ -572,20 +545,21 @@ _vworker = {}
 
 
 def _vector_worker_init(config_bytes: bytes, policy, env_id: str, mode: str) -> None:
+    from .agent import ESAgent
+
     config = pb.EvoKitConfig.FromString(config_bytes)
-    g = config.solver.sampling.gaussian_sampling
     env = make_env(env_id)
     runner = _Lockstep(env_id, mode)
     runner.fit(policy, env)
     env.close()
-    _vworker.update(policy=policy, runner=runner,
-                    sampler=_core.GaussianSampler(g.seed, g.std, g.cached, g.cache_size,
-                                                  policy.num_params))
+    _vworker.update(policy=policy, runner=runner, agent=ESAgent._replica(config, policy), state=None)
 
 
-def _vector_worker_run(centre: bytes, keys, signs, seeds, norm=None):
+def _vector_worker_run(state: bytes, infos, seeds, norm=None):
     w = _vworker
-    population = _core.Population(w["sampler"], np.frombuffer(centre, np.float32), keys, signs)
+    _take_state(w, state)
+    population = w["agent"].population([None if b is None else pb.SamplingInfo.FromString(b)
+                                        for b in infos])
     return w["runner"].run(w["policy"].native.graph, population, seeds, 1, norm)
 
 
@@ -636,7 +610,8 @@ class VectorEvaluator(_PooledEvaluator):
     ``num_workers > 1`` runs worker processes (spawned), each with a contiguous
     slice of the population on its own vector environment with the same
     batched call: the way to spread environments without a vectorised form
-    over cores. Only the centre, keys and seeds travel to the workers.
+    over cores. Only the solver's sampling state, the infos and the seeds
+    travel to the workers.
 
     The policy must run natively (``agent.policy.backend == "native"``).
     """
@@ -702,33 +677,26 @@ class VectorEvaluator(_PooledEvaluator):
         seeds = [list(map(int, s)) for s in seeds]
         if len(seeds) != len(infos):
             raise ValueError(f"got {len(infos)} sampling infos and {len(seeds)} seed lists")
-        strategy = getattr(agent, "strategy", None)
-        if strategy is not None:
-            # CMA / GA: members are rebuilt from the strategy's state, which
-            # lives in this process only; they run here as explicit rows.
-            population = _core.Population.from_params(_strategy_members(agent, strategy, infos))
-        else:
-            keys, signs = _keys_and_signs(infos)
+        in_process = (self.vectorization_mode == "native" or self.num_workers == 1
+                      or len(infos) == 1)
+        if in_process:
+            # Gaussian members are read from the noise keys in place; CMA /
+            # GA members are rebuilt as rows once (the solver decides).
+            population = agent.population(infos, self.num_threads)
         if self.vectorization_mode == "native" and self.obs_norm is None:
-            if strategy is None:
-                population = native.population(agent.center, keys, signs, agent.sampler,
-                                               self.num_threads)
             return self._native_rollouts(native, population, seeds)
         # The core's CartPole does not normalise observations: with obs_norm,
         # native mode runs the lockstep runner (CartPoleVectorEnv) here.
-        if (strategy is not None or self.num_workers == 1 or len(infos) == 1
-                or self.vectorization_mode == "native"):
-            if strategy is None:
-                population = native.population(agent.center, keys, signs, agent.sampler,
-                                               self.num_threads)
+        if in_process:
             rewards, steps, stats = self._runner.run(native.graph, population, seeds,
                                                      self.num_threads, self.obs_norm)
             return EvalResult(np.asarray(rewards, dtype=np.float64), steps, stats)
         self._ensure_pool(agent)
-        centre = np.ascontiguousarray(agent.center, dtype=np.float32).tobytes()
-        n_slices = min(len(keys), self.num_workers)
-        bounds = np.linspace(0, len(keys), n_slices + 1).astype(int)
-        futures = [self._pool.submit(_vector_worker_run, centre, keys[a:b], signs[a:b], seeds[a:b],
+        state = agent.sampling_state()
+        items = [None if i is None else i.SerializeToString() for i in infos]
+        n_slices = min(len(items), self.num_workers)
+        bounds = np.linspace(0, len(items), n_slices + 1).astype(int)
+        futures = [self._pool.submit(_vector_worker_run, state, items[a:b], seeds[a:b],
                                      self.obs_norm)
                    for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
         return self._collect(futures)

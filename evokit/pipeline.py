@@ -35,8 +35,9 @@ update runs once every member of the generation has a reward (several rewards
 of one member, e.g. from several samplers, are averaged; GA elite
 re-evaluation needs ``elite_evaluations`` per candidate); until then the
 warehouse is left as it is, the report says what is missing, and the records
-stay unconsumed for a later update. Samples are evaluated in the sampling
-process (the strategy's state is there), whatever ``num_workers`` says.
+stay unconsumed for a later update. Which samples a family can use is the
+solver's to say (``corrects_older_samples``, ``check_member``,
+``shortfall``); this module never asks which family it is.
 """
 
 from __future__ import annotations
@@ -135,8 +136,6 @@ def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
     seeds = [episode_seeds(seed, k, i // 2 if antithetic else i, episodes_per_sample, _SAMPLER_SEEDS)
              for i in range(num_samples)]
     own = evaluator is None
-    if own and not agent.is_gaussian:
-        num_workers = 1  # CMA / GA samples are rebuilt from the strategy state held here
     evaluator = evaluator or make_evaluator(env_id, num_workers)
     try:
         result = evaluator.evaluate(agent, infos, seeds)
@@ -192,7 +191,7 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
                 dropped["from another config or model (config fingerprint differs)"] += 1
             elif it > k or it < 0:
                 dropped[f"from a future or unknown iteration (the warehouse is at {k})"] += 1
-            elif it != k and not agent.is_gaussian:
+            elif it != k and not agent.solver.corrects_older_samples:
                 dropped[f"{agent.sampling_type} sample drawn at an older iteration (a sample is "
                         f"rebuilt only from the distribution/population it was drawn from)"] += 1
             elif it not in window:
@@ -205,9 +204,8 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
                 dropped["duplicate of another record in these logs"] += 1
             elif not np.isfinite(r.reward):
                 dropped["reward is not finite"] += 1
-            elif not _valid_key(agent, r.info):
-                dropped["invalid key" if agent.is_gaussian
-                        else "key is not a member of the current generation"] += 1
+            elif not _rebuildable(agent, r.info):
+                dropped["invalid key"] += 1
             else:
                 seen.add(rec.record_id)
                 infos.append(r.info)
@@ -216,10 +214,9 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
     report.dropped = dict(dropped)
     if not infos:
         return report
-    if not agent.is_gaussian:
-        report.incomplete = agent.strategy.rewards_shortfall(infos, rewards)
-        if report.incomplete is not None:
-            return report
+    report.incomplete = agent.shortfall(infos, rewards)
+    if report.incomplete is not None:
+        return report
     history = {u: wh.params(u) for u in {i.model_iter_id for i in infos} if u != k}
     stats = agent.update(infos, rewards, history=history)
     wh.commit(agent, consumed=ids)
@@ -230,13 +227,11 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
     return report
 
 
-def _valid_key(agent, info: pb.SamplingInfo) -> bool:
-    if not agent.is_gaussian:
-        return agent.strategy.is_member(info)
-    if len(info.key) != 1:
-        return False
+def _rebuildable(agent, info: pb.SamplingInfo) -> bool:
+    """Whether the solver can rebuild ``info`` (a key in range; for CMA / GA
+    a member of the current generation)."""
     try:
-        agent.sampler.check_key(int(info.key[0]))
-    except IndexError:
+        agent.check_member(info)
+    except (ValueError, IndexError):
         return False
     return True

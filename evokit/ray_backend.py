@@ -3,7 +3,10 @@
 The driver (the process running :func:`evokit.train`) keeps the solver. Each
 generation it
 
-1. puts the centre parameters into the Ray object store once (``ray.put``);
+1. puts the solver's sampling state into the Ray object store once
+   (``ray.put``): what a replica needs to rebuild the members (for Gaussian
+   sampling the centre and the iteration; for CMA-ES or the GA the
+   strategy's state, see docs/ray.md for its size);
 2. splits the population into chunks of (noise key, episode seeds) and hands
    them to actors, one chunk at a time per actor, the next chunk to whichever
    actor is free first;
@@ -11,12 +14,13 @@ generation it
    (and, with observation normalisation, the chunk's per-sample observation
    statistics: three numbers per sample and observation value).
 
-Each actor builds its own agent from the config (sampler, noise rebuilt from
-the seed: no noise table travels) and evaluates its chunk with the local
-evaluator :func:`~evokit.evaluation.make_evaluator` picks for one core
+Each actor builds its own replica agent from the config once (for Gaussian
+sampling the sampler, its noise rebuilt from the seed: no noise table
+travels), takes each new sampling state, and evaluates its chunk with the
+local evaluator :func:`~evokit.evaluation.make_evaluator` picks for one core
 (the batched native lockstep evaluator for a native policy). Rewards are a
-pure function of (centre, key, episode seeds), so they do not depend on which
-actor ran a chunk, nor on how many actors there are.
+pure function of (sampling state, key, episode seeds), so they do not depend
+on which actor ran a chunk, nor on how many actors there are.
 
 Fault tolerance. A chunk whose actor dies (the process is killed, the node is
 lost) is put back at the head of the queue and re-run on another actor; a
@@ -90,22 +94,23 @@ class _Worker:
         self.policy = policy
         self.evaluator = make_evaluator(env_id, 1, kind=kind, policy=policy)
         self.agent = None
-        self.key = None
+        self.state = None
 
     def pid(self) -> int:
         return os.getpid()
 
-    def evaluate(self, centre: np.ndarray, model_iter_id: int, infos: List[Optional[bytes]],
-                 seeds: List[List[int]], norm=None):
+    def evaluate(self, state: bytes, infos: List[Optional[bytes]], seeds: List[List[int]],
+                 norm=None):
         """(rewards, steps, seconds spent evaluating, observation statistics)
-        for one chunk."""
+        for one chunk of the members of sampling state ``state``."""
         from .agent import ESAgent
 
         t0 = time.perf_counter()
-        key = (centre.tobytes(), model_iter_id)
-        if self.key != key:
-            self.agent = ESAgent._replica(self.config, self.policy, centre, model_iter_id)
-            self.key = key
+        if self.agent is None:
+            self.agent = ESAgent._replica(self.config, self.policy)
+        if self.state != state:
+            self.agent.load_sampling_state(state)
+            self.state = state
         decoded = [None if b is None else pb.SamplingInfo.FromString(b) for b in infos]
         self.evaluator.obs_norm = norm
         result = self.evaluator.evaluate(self.agent, decoded, seeds)
@@ -126,7 +131,7 @@ class RayEvaluator(Evaluator):
     per actor and generation balance the load.
 
     After each :meth:`evaluate`, :attr:`last_timing` holds the wall time of
-    the call, of the ``ray.put`` of the centre, and the evaluation time summed
+    the call, of the ``ray.put`` of the sampling state, and the evaluation time summed
     over chunks, as measured inside the actors; :attr:`worker_failures`
     counts the actors that died so far.
     """
@@ -165,9 +170,9 @@ class RayEvaluator(Evaluator):
         # Test hook: called once per evaluate() with the in-flight tasks'
         # actors, right after the first chunks are submitted.
         self._after_submit = None
-        self._centre_ref = None
-        self._centre_key = None
-        self.centre_puts = 0  # ray.put calls of a centre so far
+        self._state_ref = None
+        self._state_key = None
+        self.state_puts = 0  # ray.put calls of a sampling state so far
 
     @property
     def actors(self) -> list:
@@ -228,15 +233,14 @@ class RayEvaluator(Evaluator):
             raise ValueError(f"got {len(infos)} sampling infos and {len(seeds)} seed lists")
         t0 = time.perf_counter()
         self._ensure_actors(agent)
-        it = agent.model_iter_id
-        centre_bytes = np.ascontiguousarray(agent.center, dtype=np.float32).tobytes()
-        if self._centre_key != (it, centre_bytes):
-            # One put per centre: the centre evaluation after an update and the
+        state_bytes = agent.sampling_state()
+        if self._state_key != state_bytes:
+            # One put per state: the centre evaluation after an update and the
             # next generation's samples share it.
-            self._centre_ref = ray.put(np.frombuffer(centre_bytes, dtype=np.float32))
-            self._centre_key = (it, centre_bytes)
-            self.centre_puts += 1
-        centre = self._centre_ref
+            self._state_ref = ray.put(state_bytes)
+            self._state_key = state_bytes
+            self.state_puts += 1
+        state = self._state_ref
         t_put = time.perf_counter() - t0
         items_infos = [None if i is None else i.SerializeToString() for i in infos]
         items_seeds = [list(map(int, s)) for s in seeds]
@@ -254,7 +258,7 @@ class RayEvaluator(Evaluator):
                 idx = queue.popleft()
                 actor = idle.popleft()
                 a, b = chunks[idx]
-                ref = actor.evaluate.remote(centre, it, items_infos[a:b], items_seeds[a:b],
+                ref = actor.evaluate.remote(state, items_infos[a:b], items_seeds[a:b],
                                             self.obs_norm)
                 pending[ref] = (idx, actor)
             if hook is not None:
@@ -310,7 +314,7 @@ class RayEvaluator(Evaluator):
     def close(self) -> None:
         ray = import_ray()
         self._kill_actors()
-        self._centre_ref = self._centre_key = None
+        self._state_ref = self._state_key = None
         self._env.close()
         if self._started_ray and ray.is_initialized():
             ray.shutdown()

@@ -57,7 +57,7 @@ from .obsnorm import ObsNorm, RunningStat, save_with_model
 from .progress import NORMAL, Progress
 from .util import atomic_write_bytes
 
-__all__ = ["TrainResult", "train", "episode_seeds", "generation_infos"]
+__all__ = ["TrainResult", "train", "episode_seeds"]
 
 _SAMPLE_SEEDS = 0
 _EVAL_SEEDS = 1
@@ -84,23 +84,6 @@ def episode_seeds(seed: int, generation: int, index: int, count: int, tag: int) 
     its arguments (``tag`` separates sample episodes from centre evaluations)."""
     return [int(_core.hash_draw(seed, generation, index, tag * 1_000_003 + j) & 0x7FFFFFFF)
             for j in range(count)]
-
-
-def generation_infos(agent: ESAgent, generation: int) -> List[pb.SamplingInfo]:
-    """The SamplingInfos of the population of ``generation`` (1-based): a
-    pure function of the config, the agent's iteration and the generation."""
-    cfg = agent.config.solver
-    antithetic = cfg.antithetic
-    it = agent.model_iter_id
-    if not agent.is_gaussian:  # CMA / GA: the strategy's members, in turn
-        keys = agent.strategy.core.member_keys
-        return [pb.SamplingInfo(key=keys[i % len(keys)], model_iter_id=it)
-                for i in range(cfg.population_size)]
-    draw = agent.sampler.draw_key
-    stream = agent.sampling_stream
-    return [pb.SamplingInfo(key=[draw(it, i // 2 if antithetic else i, generation - 1, stream)],
-                            model_iter_id=it, mirrored=antithetic and i % 2 == 1)
-            for i in range(cfg.population_size)]
 
 
 def _resolve_config(config, env_id, seed, num_workers, max_generations) -> pb.EvoKitConfig:
@@ -217,20 +200,7 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
 
     population = cfg.solver.population_size
     own_evaluator = evaluator is None
-    if not agent.is_gaussian and evaluator is None:
-        # CMA / GA samples are rebuilt from the strategy's state, held in this
-        # process only: the vector evaluator (one process, threads) or serial.
-        if evaluator_kind not in ("auto", "serial", "vector"):
-            raise ValueError(f"evaluator_kind {evaluator_kind!r} rebuilds Gaussian noise only; "
-                             f"{agent.sampling_type} samples are evaluated in this process: "
-                             f"use 'auto', 'vector' or 'serial'")
-        if evaluator_kind == "auto":
-            evaluator_kind = "vector" if agent.policy.native is not None else "serial"
     if evaluator is None and backend == "ray":
-        if not agent.is_gaussian:
-            raise ValueError(f"backend 'ray' rebuilds Gaussian noise on the workers; "
-                             f"{agent.sampling_type} samples are evaluated in this process: use "
-                             f"backend='local'")
         from .ray_backend import RayEvaluator
 
         evaluator = RayEvaluator(t.env_id, t.num_workers, address=address, kind=evaluator_kind)
@@ -358,7 +328,9 @@ def _generation(run: _Run, generation: int, agent: ESAgent, evaluator: Evaluator
     t = cfg.train
     antithetic = cfg.solver.antithetic
     tick = time.perf_counter()
-    infos = generation_infos(agent, generation)
+    # The solver draws the population as clones 0 .. N-1 would (its draw
+    # counters are in solver.pb, so a resumed run draws the same members).
+    infos = agent.draw_members(cfg.solver.population_size)
     seeds = [episode_seeds(t.seed, generation, i // 2 if antithetic else i,
                            t.episodes_per_sample, _SAMPLE_SEEDS) for i in range(len(infos))]
     evaluator.obs_norm = _normalizer(run.obs_stat, t)

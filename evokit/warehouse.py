@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import re
@@ -39,6 +40,7 @@ from .agent import (MODEL_FILE, SOLVER_FILE, ESAgent, SolverFileError, noise_ver
 from .config import ConfigError, config_to_text, load_config, parse_config
 from .fingerprint import FINGERPRINT_VERSION
 from .model import OnnxPolicy
+from .solvers import solver_options
 from .util import atomic_write_bytes, fsync_dir
 
 __all__ = ["Warehouse", "WarehouseError", "config_fingerprint",
@@ -50,36 +52,19 @@ CONSUMED_FILE = "consumed.pb"
 _ITER_RE = re.compile(r"^model_iter_id-(\d+)$")
 _TMP_PREFIX = ".tmp-"
 
-# Fields that give a key its meaning: changing them between iterations would
-# make the keys in existing logs name different noise.
-_KEY_FIELDS = [
-    ("solver.sampling.type", lambda c: c.solver.sampling.type),
-    ("solver.sampling.gaussian_sampling.seed", lambda c: c.solver.sampling.gaussian_sampling.seed),
-    ("solver.sampling.gaussian_sampling.cached", lambda c: c.solver.sampling.gaussian_sampling.cached),
-    ("solver.sampling.gaussian_sampling.cache_size",
-     lambda c: c.solver.sampling.gaussian_sampling.cache_size),
-    ("solver.sampling.gaussian_sampling.std", lambda c: c.solver.sampling.gaussian_sampling.std),
-    ("solver.param_pattern", lambda c: c.solver.param_pattern),
-    ("solver.optimizer.type", lambda c: c.solver.optimizer.type),
-]
+def _key_fields(config: pb.EvoKitConfig) -> List[str]:
+    """The fields that give a key its meaning (the solver's registry names
+    them per family): changing one between iterations would make the keys in
+    existing logs name other members."""
+    return ["solver." + name for name in _core.solver_key_options(solver_options(config.solver))]
 
 
-# The same for CMA_SAMPLING / GA_SAMPLING (fingerprinted only with those, so
-# that the fingerprints of Gaussian warehouses stay as they were): what the
-# keys of CMA samples and the seed lists of GA individuals mean, and what the
-# saved strategy state is shaped by.
-_STRATEGY_KEY_FIELDS = [
-    ("solver.population_size", lambda c: c.solver.population_size),
-    ("solver.sampling.cma_sampling.seed", lambda c: c.solver.sampling.cma_sampling.seed),
-    ("solver.sampling.cma_sampling.separable", lambda c: c.solver.sampling.cma_sampling.separable),
-    ("solver.sampling.ga_sampling.seed", lambda c: c.solver.sampling.ga_sampling.seed),
-    ("solver.sampling.ga_sampling.mutation_power",
-     lambda c: c.solver.sampling.ga_sampling.mutation_power),
-    ("solver.sampling.ga_sampling.init_sigma", lambda c: c.solver.sampling.ga_sampling.init_sigma),
-    ("solver.sampling.ga_sampling.num_elites", lambda c: c.solver.sampling.ga_sampling.num_elites),
-    ("solver.sampling.ga_sampling.elite_evaluations",
-     lambda c: c.solver.sampling.ga_sampling.elite_evaluations),
-]
+def _field(config: pb.EvoKitConfig, name: str):
+    return functools.reduce(getattr, name.split("."), config)
+
+
+# Also refused between iterations: it shapes the saved solver state.
+_STATE_FIELDS = ["solver.optimizer.type"]
 
 
 class WarehouseError(ValueError):
@@ -92,11 +77,8 @@ def config_fingerprint(config: pb.EvoKitConfig, policy: OnnxPolicy,
     and the model's graph (architecture and which initializers are parameters;
     its fingerprint of ``version``)."""
     h = hashlib.sha256()
-    for name, get in _KEY_FIELDS[:-1]:
-        h.update(f"{name}={get(config)!r};".encode())
-    if config.solver.sampling.type != pb.SamplingConfig.GAUSSIAN_SAMPLING:
-        for name, get in _STRATEGY_KEY_FIELDS:
-            h.update(f"{name}={get(config)!r};".encode())
+    for name in _key_fields(config):
+        h.update(f"{name}={_field(config, name)!r};".encode())
     h.update(policy.fingerprint(version).encode())
     return h.hexdigest()
 
@@ -104,12 +86,10 @@ def config_fingerprint(config: pb.EvoKitConfig, policy: OnnxPolicy,
 def check_config_compatible(old: pb.EvoKitConfig, new: pb.EvoKitConfig, source: str) -> None:
     """Refuse a config change that would make old keys (or the solver state)
     meaningless."""
-    fields = list(_KEY_FIELDS)
-    if old.solver.sampling.type != pb.SamplingConfig.GAUSSIAN_SAMPLING:
-        fields += _STRATEGY_KEY_FIELDS
-    for name, get in fields:
-        if get(old) != get(new):
-            raise ConfigError(source, f"{name} changes from {get(old)!r} to {get(new)!r}; the keys "
+    for name in _key_fields(old) + _STATE_FIELDS:
+        before, after = _field(old, name), _field(new, name)
+        if before != after:
+            raise ConfigError(source, f"{name} changes from {before!r} to {after!r}; the keys "
                                       f"in existing logs (and the solver state) would no longer match: "
                                       f"start a new warehouse with `evokit init-solver` instead",
                               field=name)

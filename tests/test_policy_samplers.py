@@ -13,7 +13,6 @@ from evokit import ConfigError, ESAgent, _core, load_config, parse_config
 from evokit import evokit_pb2 as pb
 from evokit.model import init_mlp
 from evokit.pipeline import sample, update
-from evokit.policy_samplers import SampleError
 from evokit.samplelog import append_records, read_log
 from evokit.warehouse import Warehouse
 
@@ -146,19 +145,19 @@ def test_cma_agent_is_the_cpp_cma_step_for_step(model, separable):
         ref.tell(-np.asarray(rewards))  # CMA minimises
         assert stats["num_samples"] == 8 and agent.model_iter_id == it + 1
         np.testing.assert_array_equal(agent.center, ref.mean_solution.astype(np.float32))
-        assert agent.strategy.core.cma.get_state()["sigma"] == ref.get_state()["sigma"]
+        assert agent.solver.cma.get_state()["sigma"] == ref.get_state()["sigma"]
 
 
 def test_cma_update_checks_every_sample(model):
     agent = ESAgent(cma_config(), model)
     clones = [agent.clone() for _ in range(8)]
     infos, rewards = generation(agent, clones)
-    with pytest.raises(SampleError) as e:
+    with pytest.raises(ValueError) as e:
         agent.update(infos[:6], rewards[:6])
     assert str(e.value) == ("CMA update needs 1 reward(s) for each of the 8 members of iteration 0; "
                             "2 have fewer (first: member 6 with 0)")
     bad = pb.SamplingInfo(key=[12345], model_iter_id=0)
-    with pytest.raises(SampleError, match=r"^sampling info 8: key \[12345\] is not a member of "
+    with pytest.raises(ValueError, match=r"^sampling info 8: key \[12345\] is not a member of "
                                           r"iteration 0$"):
         agent.update(infos + [bad], rewards + [0.0])
     with pytest.raises(ValueError, match=r"^reward 2 is nan, expected a finite value$"):
@@ -172,17 +171,24 @@ def test_cma_update_checks_every_sample(model):
     ref.update(ref_infos, [rewards[0] + 1.0] + rewards[1:])
     np.testing.assert_array_equal(agent.center, ref.center)
     # a sample of the old distribution is refused, naming both iterations
-    with pytest.raises(SampleError) as e:
+    with pytest.raises(ValueError) as e:
         clones[0].set_noise(infos[0])
     assert str(e.value) == ("a CMA sample of iteration 0 cannot be rebuilt at iteration 1: its "
                             "distribution is gone (only samples of the current iteration are usable)")
 
 
-def test_strategy_samples_are_not_rebuilt_in_worker_processes(model):
+def test_strategy_members_are_rebuilt_by_a_replica_in_a_worker(model):
     agent = ESAgent(cma_config(), model)
-    with pytest.raises(ConfigError, match=r"solver.sampling.type CMA_SAMPLING: its samples are rebuilt "
-                                          r"from the strategy's state"):
-        ESAgent._replica(agent.config, agent.policy, agent.center, 0)
+    clones = [agent.clone() for _ in range(8)]
+    infos, rewards = generation(agent, clones)
+    agent.update(infos, rewards)
+    replica = ESAgent._replica(agent.config, agent.policy)
+    replica.load_sampling_state(agent.sampling_state())
+    mine, theirs = agent.clone(), replica.clone()
+    for info in [c.add_noise() for c in clones]:
+        mine.set_noise(info)
+        theirs.set_noise(info)
+        np.testing.assert_array_equal(theirs.params, mine.params)
     with pytest.raises(RuntimeError, match=r"^sampler: CMA_SAMPLING has no Gaussian sampler$"):
         agent.sampler
 
@@ -224,13 +230,13 @@ def test_ga_elite_reevaluation_takes_two_updates(model):
     infos, _ = generation(agent, clones[:4])
     assert [list(i.key) for i in infos] == candidates * 2
     rewards = [1.0, 5.0, 3.0, -1.0]  # candidate means: 2 and 2 -> the first wins the tie
-    with pytest.raises(SampleError, match=r"GA update needs 2 reward\(s\) for each of the 2 elite "
+    with pytest.raises(ValueError, match=r"GA update needs 2 reward\(s\) for each of the 2 elite "
                                           r"candidates of iteration 1; 1 have fewer"):
         agent.update(infos[:3], rewards[:3])
     agent.update(infos, rewards)
     ref.tell_elite_candidates([1.0, 3.0, 5.0, -1.0])  # candidate-major
     assert agent.model_iter_id == 2
-    assert [list(i.key) for i in agent.strategy.core.ga.elites] == [list(i.key) for i in ref.elites]
+    assert [list(i.key) for i in agent.solver.ga.elites] == [list(i.key) for i in ref.elites]
     np.testing.assert_array_equal(agent.center, ref.rebuild(list(ref.elites[0].key)))
 
 
@@ -282,8 +288,9 @@ def test_strategy_state_of_another_noise_version_is_refused(tmp_path, model):
                 state.noise_version = version
             (tmp_path / "solver.pb").write_bytes(state.SerializeToString())
             with pytest.raises(evokit.SolverFileError,
-                               match=rf"solver.pb: solver state refers to noise version {name}, "
-                                     r"this EvoKit rebuilds noise version 4 \(ARS4x32-5\)"):
+                               match=rf"solver.pb: invalid solver state: the state refers to noise "
+                                     rf"version {name}, this EvoKit rebuilds noise version 4 "
+                                     r"\(ARS4x32-5\)"):
                 ESAgent(config, model).load_solver(tmp_path)
     gaussian = load_config(os.path.join(os.path.dirname(__file__), "..", "configs", "cartpole.prototxt"))
     a = ESAgent(gaussian, model)
@@ -300,13 +307,13 @@ def test_solver_file_of_another_sampler_is_refused(tmp_path, model):
     a = ESAgent(ga_config(), model)
     a.save_solver(tmp_path)
     b = ESAgent(cma_config(), model)
-    with pytest.raises(evokit.SolverFileError, match=r"solver state has no CMA state \(saved by "
-                                                     r"another sampler\?\)"):
+    with pytest.raises(evokit.SolverFileError, match=r"solver.pb: invalid solver state: the state is "
+                                                     r"of GA_SAMPLING, this solver is CMA_SAMPLING$"):
         b.load_solver(tmp_path)
     state = pb.SolverState.FromString((tmp_path / "solver.pb").read_bytes())
     del state.vectors[:]
     (tmp_path / "solver.pb").write_bytes(state.SerializeToString())
-    with pytest.raises(evokit.SolverFileError, match=r"state vectors \['ga.x0'\] are missing"):
+    with pytest.raises(evokit.SolverFileError, match=r"state entry 'draws' \(int64\) is missing"):
         a.load_solver(tmp_path)
 
 
@@ -389,24 +396,31 @@ def test_evokit_train_solves_cartpole(tmp_path, name):
     assert result.rewards.mean() >= 475
 
 
-def test_strategy_samplers_are_evaluated_in_the_training_process(tmp_path):
-    cfg = load_config(os.path.join(ROOT, "configs", "cartpole_cma.prototxt"))
-    with pytest.raises(ValueError, match=r"^evaluator_kind 'process' rebuilds Gaussian noise only; "
-                                         r"CMA_SAMPLING samples are evaluated in this process: use "
-                                         r"'auto', 'vector' or 'serial'$"):
-        evokit.train(cfg, out_dir=str(tmp_path), evaluator_kind="process", log=lambda s: None)
+@pytest.mark.parametrize("name", ["cartpole_cma.prototxt", "cartpole_ga.prototxt"])
+def test_strategy_samplers_train_on_worker_processes_as_in_process(tmp_path, name):
+    """Every evaluator works for every solver: worker processes rebuild the
+    members from the solver's sampling state and give the same run."""
+    cfg = load_config(os.path.join(ROOT, "configs", name))
+    cfg.train.max_generations = 2
+    cfg.train.num_workers = 2
+    centres = []
+    for kind in ("process", "vector"):
+        out = tmp_path / kind
+        evokit.train(cfg, out_dir=str(out), evaluator_kind=kind, log=lambda s: None)
+        centres.append(evokit.OnnxPolicy.load(str(out / "model.onnx")).initial_params())
+    np.testing.assert_array_equal(centres[0], centres[1])
 
 
 @pytest.mark.parametrize("name", ["cartpole_cma.prototxt", "cartpole_ga.prototxt"])
 @pytest.mark.parametrize("mode", ["native", "vector_entry_point", "sync"])
 def test_vector_evaluator_runs_strategy_members_as_the_serial_one_does(tmp_path, name, mode):
     from evokit.evaluation import SerialEvaluator, VectorEvaluator
-    from evokit.training import episode_seeds, generation_infos
+    from evokit.training import episode_seeds
 
     path = tmp_path / "mlp.onnx"
     path.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=3).SerializeToString())
     agent = ESAgent(os.path.join(ROOT, "configs", name), str(path))
-    infos = generation_infos(agent, 1)[:6] + [None]
+    infos = agent.draw_members(agent.config.solver.population_size)[:6] + [None]
     seeds = [episode_seeds(5, 1, i, 2, 0) for i in range(len(infos))]
     with SerialEvaluator("CartPole-v1") as serial, \
             VectorEvaluator("CartPole-v1", num_threads=2, vectorization_mode=mode) as vector:

@@ -50,10 +50,10 @@ def test_rewards_equal_serial_evaluator(tmp_path):
         assert ev.last_timing["chunks"] == 4 and ev.last_timing["failures"] == 0
         assert 0 < ev.last_timing["put"] < ev.last_timing["wall"]
         again = ev.evaluate(agent, [None, None], [[7], [8]])  # the same centre: no new put
-        assert ev.centre_puts == 1
+        assert ev.state_puts == 1
         agent.update(infos[:7], np.arange(7.0))
         ev.evaluate(agent, [None], [[7]])
-        assert ev.centre_puts == 2
+        assert ev.state_puts == 2
     np.testing.assert_array_equal(got.rewards, want.rewards)
     assert got.steps == want.steps
     with SerialEvaluator("CartPole-v1") as serial:
@@ -128,14 +128,17 @@ def test_bad_backend_and_address_are_errors(tmp_path, capsys):
         "evokit: error: address='10.0.0.1:6379' is for backend='ray', got backend='local'")
 
 
-def test_ray_backend_refuses_non_gaussian_sampling(tmp_path):
-    cfg = evokit.load_config(os.path.join(ROOT, "configs", "cartpole_cma.prototxt"))
-    cfg.train.max_generations = 1
-    with pytest.raises(ValueError, match=r"^backend 'ray' rebuilds Gaussian noise on the workers; "
-                                         r"\w+ samples are evaluated in this process: use "
-                                         r"backend='local'$"):
-        evokit.train(cfg, backend="ray", out_dir=str(tmp_path), log=quiet)
-
+@pytest.mark.parametrize("name", ["cartpole_cma.prototxt", "cartpole_ga.prototxt"])
+def test_ray_backend_trains_every_solver_as_locally(tmp_path, name):
+    """CMA and GA members are rebuilt on the actors from the solver's
+    sampling state: the run is the local one, bit for bit."""
+    cfg = evokit.load_config(os.path.join(ROOT, "configs", name))
+    cfg.train.max_generations = 2
+    cfg.train.num_workers = 2
+    for backend in ("ray", "local"):
+        evokit.train(cfg, backend=backend, out_dir=str(tmp_path / backend), log=quiet)
+    assert read(tmp_path / "ray" / "model.onnx") == read(tmp_path / "local" / "model.onnx")
+    assert read(tmp_path / "ray" / "solver.pb") == read(tmp_path / "local" / "solver.pb")
 
 
 def test_workers_the_cluster_cannot_place_are_given_up_not_waited_for(tmp_path, caplog):

@@ -20,7 +20,6 @@ from evokit.config import config_to_text
 from evokit.checkpoint import CHECKPOINT_FILE, config_differences, read_checkpoint
 from evokit.metrics import COLUMNS, MetricsError, read_metrics
 from evokit.progress import NORMAL, QUIET, VERBOSE, Progress, format_duration
-from evokit.training import generation_infos
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")
@@ -62,15 +61,18 @@ def without_wall_time(rows):
 # ---------------------------------------------------------------- keys
 
 def test_generation_infos_are_the_keys_clones_draw(seed_config, mlp_path):
+    """A training generation evaluates the members its clones would draw."""
     agent = evokit.ESAgent(seed_config, mlp_path)
-    agent.sampling_stream = 7
+    trainer = evokit.ESAgent(seed_config, mlp_path)
+    agent.sampling_stream = trainer.sampling_stream = 7
     clones = [agent.clone() for _ in range(agent.config.solver.population_size)]
     for generation in (1, 2, 3):
         drawn = [c.add_noise() for c in clones]
-        computed = generation_infos(agent, generation)
+        computed = trainer.draw_members(trainer.config.solver.population_size)
         assert [(list(i.key), i.model_iter_id, i.mirrored) for i in computed] == \
                [(list(i.key), i.model_iter_id, i.mirrored) for i in drawn]
         agent.update(drawn, np.arange(len(drawn), dtype=float))
+        trainer.update(computed, np.arange(len(drawn), dtype=float))
     assert computed[0].model_iter_id == 2 and computed[1].mirrored == agent.config.solver.antithetic
 
 

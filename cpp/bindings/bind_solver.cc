@@ -151,6 +151,9 @@ void bind_solver(py::module_& m) {
           },
           py::arg("infos"), py::arg("rewards"),
           "Why these samples are not yet enough for an update (None when they are).")
+      .def_property_readonly("corrects_older_samples", &Solver::corrects_older_samples,
+                             "Whether samples of older iterations can be told (with the "
+                             "centres of their iterations as history).")
       .def("save", &Solver::save, "The full state (draw counters included).")
       .def("load", &Solver::load, py::arg("state"),
            "Restore a state from save(); checks everything before changing anything.")
@@ -206,6 +209,11 @@ void bind_solver(py::module_& m) {
       py::arg("options"), py::arg("num_params") = py::none(),
       "Check solver options (SolverConfig flattened to dotted names); raises ValueError "
       "'solver.<name> <what>, got <value>'.");
+  m.def(
+      "solver_key_options",
+      [](const py::dict& options) { return solver_key_options(to_option_set(options)); },
+      py::arg("options"),
+      "The option names (below solver) whose change would give existing keys another meaning.");
   m.def(
       "make_solver",
       [](const py::dict& options, const FloatIn& x0, int num_threads) {

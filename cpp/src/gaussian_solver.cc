@@ -73,19 +73,18 @@ std::vector<float> checked(const GaussianSolverOptions& options, std::vector<flo
   return params;
 }
 
-GaussianSamplerOptions sampler_options(const GaussianSolverOptions& options, std::size_t n) {
-  GaussianSamplerOptions s = options.sampling;
-  s.num_params = n;
-  return s;
+GaussianSolverOptions resolved(GaussianSolverOptions options, std::size_t n) {
+  options.sampling.num_params = n;
+  return options;
 }
 
 }  // namespace
 
 GaussianSolver::GaussianSolver(const GaussianSolverOptions& options, std::vector<float> params)
     : Solver(kFamily, checked(options, std::move(params))),
-      options_(options),
+      options_(resolved(options, center_.size())),
       // The sampler validates its options before it builds the table.
-      sampler_(sampler_options(options, center_.size())),
+      sampler_(options_.sampling),
       optimizer_(make_optimizer(options.optimizer, center_.size())) {}
 
 std::int64_t GaussianSolver::single_key(const SamplingInfo& info, const std::string& what) const {
@@ -108,9 +107,10 @@ SamplingInfo GaussianSolver::draw(int clone, std::uint64_t stream) {
     counter = counters_[c]++;
   }
   SamplingInfo info;
-  info.key = {sampler_.draw_key(static_cast<std::uint64_t>(model_iter_id_),
+  const std::int64_t iteration = model_iter_id();
+  info.key = {sampler_.draw_key(static_cast<std::uint64_t>(iteration),
                                 antithetic ? c / 2 : c, counter, stream)};
-  info.model_iter_id = model_iter_id_;
+  info.model_iter_id = iteration;
   info.mirrored = antithetic && c % 2 == 1;
   return info;
 }
@@ -147,7 +147,7 @@ UpdateStats GaussianSolver::update(const std::vector<SamplingInfo>& infos,
                                    const ParamsLookup& history) {
   const std::size_t n = infos.size();
   const std::size_t p = center_.size();
-  const std::int64_t current = model_iter_id_;
+  const std::int64_t current = model_iter_id();
 
   // ---- validate everything; nothing changes until the optimizer step ----
   if (n != rewards.size()) {
@@ -256,13 +256,12 @@ UpdateStats GaussianSolver::update(const std::vector<SamplingInfo>& infos,
 
   // Validates the direction (finite) before it changes anything.
   optimizer_->step(center_.data(), direction.data(), p, options_.num_threads);
-  model_iter_id_ = optimizer_->steps();
   center_changed();
 
   UpdateStats stats;
   stats.num_samples = n;
   stats.num_corrected = num_corrected;
-  stats.model_iter_id = model_iter_id_;
+  stats.model_iter_id = model_iter_id();
   return stats;
 }
 
@@ -303,21 +302,17 @@ void GaussianSolver::load(const SolverState& state) {
                                   optimizer_->name() + " optimizer");
     }
   }
-  std::vector<std::uint64_t> counters;
-  const auto found = state.ints.find(kCounters);
-  if (found != state.ints.end()) {
-    for (std::size_t c = 0; c < found->second.size(); ++c) {
-      if (found->second[c] < 0) {
-        throw std::invalid_argument(std::string(kCounters) + "[" + std::to_string(c) +
-                                    "] must be >= 0, got " + std::to_string(found->second[c]));
-      }
+  const std::vector<std::int64_t>& saved = state.int_array(kCounters);
+  for (std::size_t c = 0; c < saved.size(); ++c) {
+    if (saved[c] < 0) {
+      throw std::invalid_argument(std::string(kCounters) + "[" + std::to_string(c) +
+                                  "] must be >= 0, got " + std::to_string(saved[c]));
     }
-    counters.assign(found->second.begin(), found->second.end());
   }
+  std::vector<std::uint64_t> counters(saved.begin(), saved.end());
   const auto names = optimizer_->state_names();
   for (std::size_t k = 0; k < names.size(); ++k) optimizer_->state(names[k]) = *vectors[k];
   optimizer_->set_steps(state.model_iter_id);
-  model_iter_id_ = state.model_iter_id;
   std::lock_guard<std::mutex> lock(mutex_);
   counters_ = std::move(counters);
 }
@@ -325,7 +320,7 @@ void GaussianSolver::load(const SolverState& state) {
 SolverState GaussianSolver::sampling_state() const {
   SolverState state;
   state.family = family();
-  state.model_iter_id = model_iter_id_;
+  state.model_iter_id = model_iter_id();
   state.noise_version = kNoiseVersion;
   state.floats["center"] = center_;
   return state;
@@ -341,7 +336,6 @@ void GaussianSolver::load_sampling_state(const SolverState& state) {
   }
   std::copy(centre.begin(), centre.end(), center_.begin());  // no reallocation
   optimizer_->set_steps(state.model_iter_id);
-  model_iter_id_ = state.model_iter_id;
   center_changed();
 }
 

@@ -3,6 +3,8 @@
 #include "evokit/solver.h"
 
 #include <stdexcept>
+#include <string>
+#include <vector>
 #include <utility>
 
 #include "evokit/gaussian_solver.h"
@@ -150,7 +152,8 @@ void Solver::check_state(const SolverState& state, bool needs_noise_version) con
         std::string("the state refers to noise version ") + std::to_string(state.noise_version) +
         " (" + noise_version_name(state.noise_version) + "), this EvoKit rebuilds noise version " +
         std::to_string(kNoiseVersion) + " (" + noise_version_name(kNoiseVersion) +
-        "): its keys would give different noise");
+        "): its keys would give different noise; finish it with the EvoKit that wrote it, or "
+        "start afresh from its model with `evokit init-solver`");
   }
 }
 
@@ -214,13 +217,21 @@ struct Family {
   const char* name;
   void (*validate)(const OptionSet&, std::optional<std::size_t>);
   std::unique_ptr<Solver> (*make)(const OptionSet&, std::vector<float>, int);
+  std::vector<std::string> key_options;
 };
 
-// One line per family, in SamplingConfig.Type order.
+// One entry per family, in SamplingConfig.Type order.
 const Family kFamilies[] = {
-    {"GAUSSIAN_SAMPLING", &validate_gaussian_options, &make_gaussian_solver},
-    {"CMA_SAMPLING", &validate_cma_options, &make_cma_solver},
-    {"GA_SAMPLING", &validate_ga_options, &make_ga_solver},
+    {"GAUSSIAN_SAMPLING", &validate_gaussian_options, &make_gaussian_solver,
+     {"sampling.type", "sampling.gaussian_sampling.seed", "sampling.gaussian_sampling.cached",
+      "sampling.gaussian_sampling.cache_size", "sampling.gaussian_sampling.std", "param_pattern"}},
+    {"CMA_SAMPLING", &validate_cma_options, &make_cma_solver,
+     {"sampling.type", "param_pattern", "population_size", "sampling.cma_sampling.seed",
+      "sampling.cma_sampling.separable"}},
+    {"GA_SAMPLING", &validate_ga_options, &make_ga_solver,
+     {"sampling.type", "param_pattern", "population_size", "sampling.ga_sampling.seed",
+      "sampling.ga_sampling.mutation_power", "sampling.ga_sampling.init_sigma",
+      "sampling.ga_sampling.num_elites", "sampling.ga_sampling.elite_evaluations"}},
 };
 
 const Family& family_of(const OptionSet& o) {
@@ -245,6 +256,10 @@ void validate_solver_options(const OptionSet& options, std::optional<std::size_t
   const Family& family = family_of(options);
   detail::validate_common_options(options);
   family.validate(options, num_params);
+}
+
+std::vector<std::string> solver_key_options(const OptionSet& options) {
+  return family_of(options).key_options;
 }
 
 std::unique_ptr<Solver> make_solver(const OptionSet& options, std::vector<float> x0,

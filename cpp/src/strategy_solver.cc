@@ -172,11 +172,7 @@ void StrategySolver::load(const SolverState& state) {
   }
   const std::int64_t draws = state.int_value("draws");
   if (draws < 0) throw std::invalid_argument("draws must be >= 0, got " + std::to_string(draws));
-  try {
-    load_strategy(state);  // validates, then replaces
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("invalid " + kind_ + " state: " + e.what());
-  }
+  load_strategy(state);  // validates, then replaces
   model_iter_id_ = state.model_iter_id;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -1,7 +1,9 @@
-// ESAgent: clones and antithetic pairing, key reproducibility, perturbation,
-// the update (plain and with samples from older iterations) against
-// hand-computed double references built from sampler.noise(), validation
-// (messages, and nothing changes on error), thread-count invariance, misuse.
+// ESAgent over a GaussianSolver: clones and antithetic pairing, key
+// reproducibility, perturbation, the update (plain and with samples from
+// older iterations) against hand-computed double references built from
+// sampler.noise(), validation (messages, and nothing changes on error),
+// thread-count invariance, misuse. ESAgent over the other families, and the
+// solvers' state, are in test_solver.cc.
 #include "evokit/es_agent.h"
 
 #include <gtest/gtest.h>
@@ -33,9 +35,13 @@ constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr std::size_t kParams = 7;
 
-SolverOptions Options(bool cached = true,
-                      OptimizerOptions::Type type = OptimizerOptions::Type::kSGD) {
-  SolverOptions o;
+// The agent's solver: every agent in this file is made from
+// GaussianSolverOptions, so it is a GaussianSolver.
+GaussianSolver& Gaussian(ESAgent& agent) { return static_cast<GaussianSolver&>(agent.solver()); }
+
+GaussianSolverOptions Options(bool cached = true,
+                              OptimizerOptions::Type type = OptimizerOptions::Type::kSGD) {
+  GaussianSolverOptions o;
   o.sampling.seed = 77;
   o.sampling.sigma = 0.1f;
   o.sampling.cached = cached;
@@ -122,11 +128,12 @@ TEST(ESAgentClone, IdsCountUpAndStateIsShared) {
     EXPECT_EQ(clones[c]->num_params(), kParams);
     EXPECT_EQ(&clones[c]->center(), &agent.center());
     EXPECT_EQ(clones[c]->params().data(), agent.center().data());  // no noise: the centre
-    EXPECT_EQ(&clones[c]->sampler(), &agent.sampler());
+    EXPECT_EQ(&clones[c]->solver(), &agent.solver());
+    EXPECT_EQ(&Gaussian(*clones[c]).sampler(), &Gaussian(agent).sampler());
   }
   // a clone of a clone continues the count
   EXPECT_EQ(clones[1]->clone()->clone_id(), 3);
-  EXPECT_EQ(agent.options().sampling.num_params, kParams);
+  EXPECT_EQ(Gaussian(agent).options().sampling.num_params, kParams);
 }
 
 TEST(ESAgentClone, ConcurrentClonesGetDistinctIds) {
@@ -153,16 +160,16 @@ TEST(ESAgentKeys, AntitheticPairsShareKeysWithOppositeSigns) {
   EXPECT_TRUE(infos[3].mirrored);
   for (const auto& info : infos) EXPECT_EQ(info.model_iter_id, 0);
   // The header's formula: key = draw_key(t, clone / 2, n, stream).
-  EXPECT_EQ(infos[2].key[0], agent.sampler().draw_key(0, 1, 0, 0));
+  EXPECT_EQ(infos[2].key[0], Gaussian(agent).sampler().draw_key(0, 1, 0, 0));
   // The second draw of a clone uses the next counter.
   const SamplingInfo second = clones[0]->add_noise();
   EXPECT_NE(second.key, infos[0].key);
-  EXPECT_EQ(second.key[0], agent.sampler().draw_key(0, 0, 1, 0));
+  EXPECT_EQ(second.key[0], Gaussian(agent).sampler().draw_key(0, 0, 1, 0));
   EXPECT_EQ(clones[1]->add_noise().key, second.key);
 }
 
 TEST(ESAgentKeys, WithoutAntitheticEveryCloneHasItsOwnKey) {
-  SolverOptions o = Options();
+  GaussianSolverOptions o = Options();
   o.antithetic = false;
   ESAgent agent(o, RandomVector(kParams, 2));
   auto clones = Clones(agent, 4);
@@ -170,7 +177,8 @@ TEST(ESAgentKeys, WithoutAntitheticEveryCloneHasItsOwnKey) {
   std::set<std::int64_t> keys;
   for (int c = 0; c < 4; ++c) {
     EXPECT_FALSE(infos[c].mirrored);
-    EXPECT_EQ(infos[c].key[0], agent.sampler().draw_key(0, static_cast<std::uint64_t>(c), 0, 0));
+    EXPECT_EQ(infos[c].key[0],
+              Gaussian(agent).sampler().draw_key(0, static_cast<std::uint64_t>(c), 0, 0));
     keys.insert(infos[c].key[0]);
   }
   EXPECT_EQ(keys.size(), 4u);
@@ -197,7 +205,7 @@ TEST(ESAgentKeys, ReproducibleAcrossAgentsAndSaltedByTheStream) {
     auto cs = Clones(s, 4);
     std::vector<std::int64_t> ks;
     for (auto& c : cs) ks.push_back(c->add_noise().key.at(0));
-    EXPECT_EQ(ks[0], s.sampler().draw_key(0, 0, 0, 9));
+    EXPECT_EQ(ks[0], Gaussian(s).sampler().draw_key(0, 0, 0, 9));
     EXPECT_NE(ks[0], ka[0]);
     EXPECT_NE(ks[2], ka[2]);
     EXPECT_EQ(before->add_noise().key.at(0), ka[0]);
@@ -211,7 +219,7 @@ TEST(ESAgentKeys, KeysDependOnTheIteration) {
   agent.update(infos, {1.0f, 0.0f});
   const SamplingInfo next = clones[0]->add_noise();
   EXPECT_EQ(next.model_iter_id, 1);
-  EXPECT_EQ(next.key[0], agent.sampler().draw_key(1, 0, 1, 0));
+  EXPECT_EQ(next.key[0], Gaussian(agent).sampler().draw_key(1, 0, 1, 0));
   EXPECT_NE(next.key, infos[0].key);
 }
 
@@ -228,7 +236,7 @@ TEST(ESAgentNoise, CloneParamsAreTheCentrePlusSignSigmaEps) {
       const auto infos = AddNoise(clones);
       for (int c = 0; c < 2; ++c) {
         EXPECT_TRUE(clones[c]->has_noise());
-        const std::vector<float> eps = Noise(agent.sampler(), infos[c].key[0]);
+        const std::vector<float> eps = Noise(Gaussian(agent).sampler(), infos[c].key[0]);
         const double s = c == 1 ? -1.0 : 1.0;
         std::vector<double> want(kParams);
         for (std::size_t j = 0; j < kParams; ++j) want[j] = theta[j] + s * 0.1 * eps[j];
@@ -248,7 +256,7 @@ TEST(ESAgentNoise, CloneParamsAreTheCentrePlusSignSigmaEps) {
 // params_pool_bytes / (4 num_params) buffers, shared by all clones.
 TEST(ESAgentPool, ManyClonesShareABoundedPoolAndEachSeesItsOwnParameters) {
   for (bool cached : {true, false}) {
-    SolverOptions options = Options(cached);
+    GaussianSolverOptions options = Options(cached);
     options.params_pool_bytes = 2 * kParams * sizeof(float) + 3;  // 2 buffers
     const std::vector<float> theta = RandomVector(kParams, 9);
     ESAgent agent(options, theta);
@@ -259,8 +267,8 @@ TEST(ESAgentPool, ManyClonesShareABoundedPoolAndEachSeesItsOwnParameters) {
     for (int round = 0; round < 3; ++round) {
       for (int c = 0; c < 6; ++c) {
         std::vector<float> want(kParams);
-        agent.sampler().perturb(agent.center().data(), infos[c].key[0],
-                                infos[c].mirrored ? -1.0f : 1.0f, want.data(), 1);
+        Gaussian(agent).sampler().perturb(agent.center().data(), infos[c].key[0],
+                                          infos[c].mirrored ? -1.0f : 1.0f, want.data(), 1);
         EXPECT_TRUE(SameBits(clones[c]->params(), want)) << "round " << round << " clone " << c;
         EXPECT_LE(agent.num_param_buffers(), 2u);
       }
@@ -272,10 +280,10 @@ TEST(ESAgentPool, ManyClonesShareABoundedPoolAndEachSeesItsOwnParameters) {
     EXPECT_EQ(clones[5]->params().data(), five);
     // A new centre makes every buffer stale.
     std::vector<float> centre(kParams, 0.5f);
-    agent.set_center(centre);
+    Gaussian(agent).set_center(centre);
     std::vector<float> want(kParams);
-    agent.sampler().perturb(centre.data(), infos[5].key[0], infos[5].mirrored ? -1.0f : 1.0f,
-                            want.data(), 1);
+    Gaussian(agent).sampler().perturb(centre.data(), infos[5].key[0],
+                                      infos[5].mirrored ? -1.0f : 1.0f, want.data(), 1);
     EXPECT_TRUE(SameBits(clones[5]->params(), want));
   }
 }
@@ -320,13 +328,13 @@ TEST(ESAgentNoise, SetNoiseValidatesAndKeepsTheOldNoise) {
 // Update
 
 TEST(ESAgentUpdate, SgdMatchesTheHandComputedStep) {
-  SolverOptions o = Options();
+  GaussianSolverOptions o = Options();
   o.weight_decay = 0.1f;
   const std::vector<float> theta = RandomVector(kParams, 9);
   ESAgent agent(o, theta);
   auto clones = Clones(agent, 6);
   const auto infos = AddNoise(clones);
-  const std::vector<float> rewards = {1.0f, 5.0f, 3.0f, 5.0f, -2.0f, 0.0f};
+  const std::vector<double> rewards = {1.0f, 5.0f, 3.0f, 5.0f, -2.0f, 0.0f};
   // centered ranks by hand: ranks 2, 4.5, 3, 4.5, 0, 1 over n - 1 = 5, minus 0.5
   const std::vector<double> w = {-0.1, 0.4, 0.1, 0.4, -0.5, -0.3};
   const std::vector<float>* theta_ptr = &agent.center();
@@ -338,7 +346,7 @@ TEST(ESAgentUpdate, SgdMatchesTheHandComputedStep) {
   EXPECT_EQ(stats.model_iter_id, 1);
   EXPECT_EQ(agent.model_iter_id(), 1);
 
-  const auto d = ReferenceDirection(agent.sampler(), infos, w, {{0, theta}}, 0, 0.1);
+  const auto d = ReferenceDirection(Gaussian(agent).sampler(), infos, w, {{0, theta}}, 0, 0.1);
   ExpectNear(agent.center(), SgdStep(theta, d, 0.05), 1e-6, "theta");
   EXPECT_FALSE(SameBits(agent.center(), theta));
   // updated in place
@@ -348,7 +356,7 @@ TEST(ESAgentUpdate, SgdMatchesTheHandComputedStep) {
 
 TEST(ESAgentUpdate, RawFitnessSignConvention) {
   // One sample with reward +1 along +eps: SGD moves theta by +lr/sigma * eps.
-  SolverOptions o = Options();
+  GaussianSolverOptions o = Options();
   o.fitness_shaping = FitnessShaping::kRaw;
   o.antithetic = false;
   const std::vector<float> theta(kParams, 0.5f);
@@ -356,14 +364,14 @@ TEST(ESAgentUpdate, RawFitnessSignConvention) {
   auto clone = agent.clone();
   const SamplingInfo info = clone->add_noise();
   agent.update({info}, {1.0f});
-  const std::vector<float> eps = Noise(agent.sampler(), info.key[0]);
+  const std::vector<float> eps = Noise(Gaussian(agent).sampler(), info.key[0]);
   std::vector<double> want(kParams);
   for (std::size_t j = 0; j < kParams; ++j) want[j] = 0.5 + 0.05 / 0.1 * eps[j];
   ExpectNear(agent.center(), want, 1e-6, "theta");
 }
 
 TEST(ESAgentUpdate, ZScoreWeights) {
-  SolverOptions o = Options();
+  GaussianSolverOptions o = Options();
   o.fitness_shaping = FitnessShaping::kZScore;
   const std::vector<float> theta = RandomVector(kParams, 10);
   ESAgent agent(o, theta);
@@ -373,7 +381,7 @@ TEST(ESAgentUpdate, ZScoreWeights) {
   const double sd = std::sqrt(3.5);
   const std::vector<double> w = {-2 / sd, -1 / sd, 0.0, 3 / sd};
   agent.update(infos, {1.0f, 2.0f, 3.0f, 6.0f});
-  const auto d = ReferenceDirection(agent.sampler(), infos, w, {{0, theta}}, 0, 0.0);
+  const auto d = ReferenceDirection(Gaussian(agent).sampler(), infos, w, {{0, theta}}, 0, 0.0);
   ExpectNear(agent.center(), SgdStep(theta, d, 0.05), 1e-6, "theta");
 }
 
@@ -395,7 +403,7 @@ TEST(ESAgentUpdate, UpdateDropsEveryClonesNoise) {
 
 TEST(ESAgentUpdate, SamplesFromAnOlderIterationAreCorrected) {
   for (bool cached : {true, false}) {
-    SolverOptions o = Options(cached);
+    GaussianSolverOptions o = Options(cached);
     o.weight_decay = 0.05f;
     std::map<std::int64_t, std::vector<float>> centres;
     centres[0] = RandomVector(kParams, 12);
@@ -411,7 +419,7 @@ TEST(ESAgentUpdate, SamplesFromAnOlderIterationAreCorrected) {
     infos.push_back(old_infos[0]);
     infos.push_back(old_infos[3]);
     infos.push_back(old_infos[2]);
-    const std::vector<float> rewards = {0.5f, 2.0f, -1.0f, 4.0f, 3.0f, 1.0f, 2.5f};
+    const std::vector<double> rewards = {0.5f, 2.0f, -1.0f, 4.0f, 3.0f, 1.0f, 2.5f};
     // centered ranks by hand (n - 1 = 6): ranks 1, 3, 0, 6, 5, 2, 4
     const std::vector<double> w = {1.0 / 6 - 0.5, 0.0, -0.5, 0.5, 5.0 / 6 - 0.5, 2.0 / 6 - 0.5,
                                    4.0 / 6 - 0.5};
@@ -426,13 +434,13 @@ TEST(ESAgentUpdate, SamplesFromAnOlderIterationAreCorrected) {
     EXPECT_EQ(stats.model_iter_id, 2);
     EXPECT_GE(lookups, 1);
 
-    const auto d = ReferenceDirection(agent.sampler(), infos, w, centres, 1, 0.05);
+    const auto d = ReferenceDirection(Gaussian(agent).sampler(), infos, w, centres, 1, 0.05);
     const auto want = SgdStep(centres[1], d, 0.05);
     ExpectNear(agent.center(), want, 1e-6, "theta");
 
     // The correction matters: without it the result is measurably different.
     std::map<std::int64_t, std::vector<float>> uncorrected = {{0, centres[1]}, {1, centres[1]}};
-    const auto d0 = ReferenceDirection(agent.sampler(), infos, w, uncorrected, 1, 0.05);
+    const auto d0 = ReferenceDirection(Gaussian(agent).sampler(), infos, w, uncorrected, 1, 0.05);
     const auto no_correction = SgdStep(centres[1], d0, 0.05);
     double diff = 0.0;
     for (std::size_t j = 0; j < kParams; ++j) {
@@ -443,7 +451,7 @@ TEST(ESAgentUpdate, SamplesFromAnOlderIterationAreCorrected) {
 }
 
 TEST(ESAgentUpdate, TwoOlderIterationsAreCorrectedSeparately) {
-  SolverOptions o = Options();
+  GaussianSolverOptions o = Options();
   o.optimizer.type = OptimizerOptions::Type::kSGD;
   std::map<std::int64_t, std::vector<float>> centres;
   centres[0] = RandomVector(kParams, 13);
@@ -458,7 +466,7 @@ TEST(ESAgentUpdate, TwoOlderIterationsAreCorrectedSeparately) {
   const auto at2 = AddNoise(clones);
 
   const std::vector<SamplingInfo> infos = {at2[0], at1[1], at0[0], at2[1], at0[1], at1[0]};
-  const std::vector<float> rewards = {2.0f, 5.0f, 1.0f, 0.0f, 3.0f, 4.0f};
+  const std::vector<double> rewards = {2.0f, 5.0f, 1.0f, 0.0f, 3.0f, 4.0f};
   const std::vector<double> w = {-0.1, 0.5, -0.3, -0.5, 0.1, 0.3};  // ranks 2 5 1 0 3 4 over 5
   std::vector<std::int64_t> asked;
   const auto stats = agent.update(infos, rewards, [&](std::int64_t t) -> const std::vector<float>* {
@@ -468,14 +476,14 @@ TEST(ESAgentUpdate, TwoOlderIterationsAreCorrectedSeparately) {
   EXPECT_EQ(stats.num_corrected, 4u);
   std::sort(asked.begin(), asked.end());
   EXPECT_EQ(asked, (std::vector<std::int64_t>{0, 1}));  // each older iteration looked up once
-  const auto d = ReferenceDirection(agent.sampler(), infos, w, centres, 2, 0.0);
+  const auto d = ReferenceDirection(Gaussian(agent).sampler(), infos, w, centres, 2, 0.0);
   ExpectNear(agent.center(), SgdStep(centres[2], d, 0.05), 1e-6, "theta");
 }
 
 TEST(ESAgentUpdate, MomentumAndAdamTakeTheEsDirection) {
   // Two updates; the optimizer recursion is written out here in double.
   for (auto type : {OptimizerOptions::Type::kMomentum, OptimizerOptions::Type::kAdam}) {
-    SolverOptions o = Options(true, type);
+    GaussianSolverOptions o = Options(true, type);
     o.optimizer.momentum = 0.8f;
     o.optimizer.beta1 = 0.9f;
     o.optimizer.beta2 = 0.99f;
@@ -489,7 +497,7 @@ TEST(ESAgentUpdate, MomentumAndAdamTakeTheEsDirection) {
       const auto infos = AddNoise(clones);
       agent.update(infos, {0.0f, 3.0f, 1.0f, 2.0f});
       const std::vector<double> w = {-0.5, 0.5, -1.0 / 6, 1.0 / 6};
-      const auto d = ReferenceDirection(agent.sampler(), infos, w,
+      const auto d = ReferenceDirection(Gaussian(agent).sampler(), infos, w,
                                         {{step - 1, centre}}, step - 1, 0.0);
       for (std::size_t j = 0; j < kParams; ++j) {
         if (type == OptimizerOptions::Type::kMomentum) {
@@ -505,7 +513,7 @@ TEST(ESAgentUpdate, MomentumAndAdamTakeTheEsDirection) {
       }
       ExpectNear(agent.center(), ref, 1e-5, "step " + std::to_string(step));
     }
-    EXPECT_EQ(agent.optimizer().steps(), 2);
+    EXPECT_EQ(Gaussian(agent).optimizer().steps(), 2);
   }
 }
 
@@ -515,7 +523,7 @@ TEST(ESAgentUpdate, ResultsDoNotDependOnTheThreadCount) {
     std::vector<std::vector<float>> results;
     std::vector<std::vector<float>> noisy;
     for (int threads : {1, 3}) {
-      SolverOptions o = Options(cached, OptimizerOptions::Type::kAdam);
+      GaussianSolverOptions o = Options(cached, OptimizerOptions::Type::kAdam);
       o.sampling.cache_size = 50000;
       o.sampling.num_threads = threads;
       o.num_threads = threads;
@@ -557,10 +565,10 @@ class ESAgentUpdateErrors : public ::testing::Test {
   template <class E, class F>
   void ExpectRefused(F&& f, const std::string& needle) {
     const std::vector<float> centre = agent_->center();
-    const std::vector<float> velocity = agent_->optimizer().state("velocity");
+    const std::vector<float> velocity = Gaussian(*agent_).optimizer().state("velocity");
     EXPECT_TRUE(::evokit::testing::ThrowsWithMessage<E>(f, needle));
     EXPECT_TRUE(SameBits(agent_->center(), centre)) << needle;
-    EXPECT_TRUE(SameBits(agent_->optimizer().state("velocity"), velocity)) << needle;
+    EXPECT_TRUE(SameBits(Gaussian(*agent_).optimizer().state("velocity"), velocity)) << needle;
     EXPECT_EQ(agent_->model_iter_id(), 1) << needle;
     EXPECT_TRUE(clones_[0]->has_noise()) << needle;
   }
@@ -659,7 +667,7 @@ TEST_F(ESAgentUpdateErrors, Rewards) {
 TEST_F(ESAgentUpdateErrors, NonFiniteDirectionChangesNothing) {
   // Raw rewards near the float limit overflow the gradient: the optimizer
   // refuses the direction before it takes a step.
-  SolverOptions o = Options(true, OptimizerOptions::Type::kAdam);
+  GaussianSolverOptions o = Options(true, OptimizerOptions::Type::kAdam);
   o.fitness_shaping = FitnessShaping::kRaw;
   o.antithetic = false;
   ESAgent agent(o, RandomVector(50, 17));
@@ -669,7 +677,7 @@ TEST_F(ESAgentUpdateErrors, NonFiniteDirectionChangesNothing) {
   EXPECT_THROW_WITH(agent.update(infos, {3e38f, 3e38f}), std::invalid_argument, "grad[");
   EXPECT_TRUE(SameBits(agent.center(), centre));
   EXPECT_EQ(agent.model_iter_id(), 0);
-  EXPECT_TRUE(SameBits(agent.optimizer().state("m"), std::vector<float>(50, 0.0f)));
+  EXPECT_TRUE(SameBits(Gaussian(agent).optimizer().state("m"), std::vector<float>(50, 0.0f)));
   EXPECT_TRUE(clones[0]->has_noise());
 }
 
@@ -678,7 +686,7 @@ TEST_F(ESAgentUpdateErrors, NonFiniteDirectionChangesNothing) {
 
 TEST(ESAgentOptions, Validation) {
   const auto params = RandomVector(kParams, 18);
-  SolverOptions o = Options();
+  GaussianSolverOptions o = Options();
   EXPECT_EQ(MessageOf<std::invalid_argument>([&] { ESAgent a(o, {}); }),
             "params must not be empty (num_params must be > 0, got 0)");
   auto nan_params = params;
@@ -724,7 +732,8 @@ TEST(ESAgentOptions, Validation) {
   o.sampling.num_params = 3;
   ESAgent a(o, params);
   EXPECT_EQ(a.num_params(), kParams);
-  EXPECT_EQ(a.sampler().num_params(), kParams);
+  EXPECT_EQ(Gaussian(a).sampler().num_params(), kParams);
+  EXPECT_EQ(Gaussian(a).options().sampling.num_params, kParams);
 }
 
 TEST(ESAgentOptions, MakeOptimizer) {
@@ -780,10 +789,11 @@ TEST(ESAgentMisuse, LogicErrors) {
             "the solver");
   EXPECT_EQ(PlainLogicError([&] { clone->update({info}, {1.0f}); }),
             "update() must be called on the agent that owns the solver, not on a clone");
-  EXPECT_EQ(PlainLogicError([&] { clone->optimizer(); }),
-            "optimizer() belongs to the agent that owns the solver, not to a clone");
-  EXPECT_EQ(PlainLogicError([&] { clone->set_center(agent.center()); }),
-            "set_center() must be called on the agent that owns the solver, not on a clone");
+  // optimizer() and set_center() went to the solver, which clones share by
+  // design; drawing a generation without clones is the original's.
+  EXPECT_EQ(PlainLogicError([&] { clone->draw_members(2); }),
+            "draw_members() must be called on the agent that owns the solver, not on a clone");
+  EXPECT_EQ(&clone->solver(), &agent.solver());
   EXPECT_EQ(agent.model_iter_id(), 0);
 }
 
@@ -791,21 +801,22 @@ TEST(ESAgentCenter, SetCenterCopiesInPlaceAndKeepsTheOptimizer) {
   ESAgent agent(Options(true, OptimizerOptions::Type::kAdam), RandomVector(kParams, 20));
   auto clones = Clones(agent, 2);
   agent.update(AddNoise(clones), {0.0f, 1.0f});
-  const std::vector<float> m = agent.optimizer().state("m");
+  const std::vector<float> m = Gaussian(agent).optimizer().state("m");
   const float* data = agent.center().data();
   const auto replacement = RandomVector(kParams, 21);
-  agent.set_center(replacement);
+  Gaussian(agent).set_center(replacement);
   EXPECT_TRUE(SameBits(agent.center(), replacement));
   EXPECT_EQ(agent.center().data(), data);
   EXPECT_EQ(clones[0]->center().data(), data);
   EXPECT_EQ(agent.model_iter_id(), 1);
-  EXPECT_TRUE(SameBits(agent.optimizer().state("m"), m));
+  EXPECT_TRUE(SameBits(Gaussian(agent).optimizer().state("m"), m));
 
-  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { agent.set_center({1.0f, 2.0f}); }),
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { Gaussian(agent).set_center({1.0f, 2.0f}); }),
             "set_center() got 2 parameters, expected num_params 7");
   auto bad = replacement;
   bad[6] = kInf;
-  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { agent.set_center(bad); }), "params[6] is inf");
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { Gaussian(agent).set_center(bad); }),
+            "params[6] is inf");
   EXPECT_TRUE(SameBits(agent.center(), replacement));
 }
 
@@ -813,11 +824,29 @@ TEST(ESAgentCenter, ModelIterIdFollowsTheOptimizerSteps) {
   ESAgent agent(Options(), RandomVector(kParams, 22));
   auto clone = agent.clone();
   clone->add_noise();
-  agent.optimizer().set_steps(5);
+  Gaussian(agent).optimizer().set_steps(5);
   EXPECT_EQ(agent.model_iter_id(), 5);
   EXPECT_EQ(clone->model_iter_id(), 5);
   EXPECT_FALSE(clone->has_noise());
   EXPECT_EQ(clone->add_noise().model_iter_id, 5);
+}
+
+// The same through the solver's state, the way a replica or a resumed run
+// sets the iteration.
+TEST(ESAgentCenter, ModelIterIdFollowsALoadedState) {
+  ESAgent agent(Options(), RandomVector(kParams, 22));
+  auto clone = agent.clone();
+  clone->add_noise();
+  SolverState state = agent.solver().sampling_state();
+  state.model_iter_id = 5;
+  agent.solver().load_sampling_state(state);
+  EXPECT_EQ(agent.model_iter_id(), 5);
+  EXPECT_EQ(clone->model_iter_id(), 5);
+  EXPECT_EQ(Gaussian(agent).optimizer().steps(), 5);
+  EXPECT_FALSE(clone->has_noise());
+  const SamplingInfo info = clone->add_noise();
+  EXPECT_EQ(info.model_iter_id, 5);
+  EXPECT_EQ(info.key[0], Gaussian(agent).sampler().draw_key(5, 0, 1, 0));
 }
 
 TEST(ESAgentMove, MovesKeepTheStorage) {

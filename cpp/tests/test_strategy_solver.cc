@@ -1,14 +1,16 @@
-// StrategySampler (CMASampler, GASampler): members handed out and rebuilt
-// as the strategies themselves draw them, updates equal to the strategies'
-// own tell, reward grouping, elite re-evaluation, and the messages of bad
-// samples (with the state unchanged).
-#include "evokit/strategy_sampler.h"
+// StrategySolver (CMASolver, GASolver): members handed out and rebuilt as
+// the strategies themselves draw them, updates equal to the strategies' own
+// tell, reward grouping, elite re-evaluation, and the messages of bad
+// samples (with the state unchanged). Their save() / load() and the ESAgent
+// over them are in test_solver.cc.
+#include "evokit/strategy_solver.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,21 +31,22 @@ double Reward(const std::vector<float>& p) {
   return -s;
 }
 
-std::vector<double> Rewards(StrategySampler& s, std::vector<SamplingInfo>& infos, std::size_t count) {
+std::vector<double> Rewards(StrategySolver& s, std::vector<SamplingInfo>& infos,
+                            std::size_t count) {
   std::vector<double> rewards;
   std::vector<float> p(s.num_params());
   infos.clear();
   for (std::size_t i = 0; i < count; ++i) {
-    infos.push_back(s.next_member());
-    s.rebuild(infos.back(), p.data());
+    infos.push_back(s.draw(0, 0));
+    s.rebuild(infos.back(), p.data(), 1);
     rewards.push_back(Reward(p));
   }
   return rewards;
 }
 
-TEST(CMASampler, IsTheCMAOfItsOptionsStepForStep) {
+TEST(CMASolver, IsTheCMAOfItsOptionsStepForStep) {
   for (bool separable : {false, true}) {
-    CMASampler s(X0(), 0.3, 8, separable, 7, 1);
+    CMASolver s(X0(), 0.3, 8, separable, 7, 1);
     CMAESOptions o;
     o.population_size = 8;
     o.seed = 7;
@@ -65,13 +68,15 @@ TEST(CMASampler, IsTheCMAOfItsOptionsStepForStep) {
       for (std::size_t k = 0; k < 8; ++k) {
         ASSERT_EQ(infos[k].key, std::vector<std::int64_t>{ref->sample_key(k)});
         EXPECT_EQ(infos[k].model_iter_id, it);
-        s.rebuild(infos[k], p.data());
-        for (std::size_t j = 0; j < 5; ++j) ASSERT_EQ(p[j], static_cast<float>(solutions[k * 5 + j]));
+        s.rebuild(infos[k], p.data(), 1);
+        for (std::size_t j = 0; j < 5; ++j) {
+          ASSERT_EQ(p[j], static_cast<float>(solutions[k * 5 + j]));
+        }
       }
       std::vector<double> values;
       for (double r : rewards) values.push_back(-r);
       ref->tell(values.data(), values.size());
-      EXPECT_EQ(s.update(infos, rewards), it + 1);
+      EXPECT_EQ(s.update(infos, rewards).model_iter_id, it + 1);
       const std::vector<double> mean = ref->mean_solution();
       for (std::size_t j = 0; j < 5; ++j) ASSERT_EQ(s.center()[j], static_cast<float>(mean[j]));
       EXPECT_EQ(s.cma().state().sigma, ref->state().sigma);
@@ -80,8 +85,8 @@ TEST(CMASampler, IsTheCMAOfItsOptionsStepForStep) {
   }
 }
 
-TEST(CMASampler, BadSamplesAreNamedAndChangeNothing) {
-  CMASampler s(X0(), 0.3, 6, false, 7, 1);
+TEST(CMASolver, BadSamplesAreNamedAndChangeNothing) {
+  CMASolver s(X0(), 0.3, 6, false, 7, 1);
   std::vector<SamplingInfo> infos;
   std::vector<double> rewards = Rewards(s, infos, 6);
   const std::vector<SamplingInfo> four(infos.begin(), infos.begin() + 4);
@@ -102,13 +107,13 @@ TEST(CMASampler, BadSamplesAreNamedAndChangeNothing) {
   EXPECT_EQ(s.shortfall(infos, rewards), "");
   s.update(infos, rewards);
   std::vector<float> p(5);
-  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { s.rebuild(infos[0], p.data()); }),
-            "a CMA sample of iteration 0 cannot be rebuilt at iteration 1: its distribution is gone "
-            "(only samples of the current iteration are usable)");
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { s.rebuild(infos[0], p.data(), 1); }),
+            "a CMA sample of iteration 0 cannot be rebuilt at iteration 1: its distribution is "
+            "gone (only samples of the current iteration are usable)");
   EXPECT_FALSE(s.is_member(infos[0]));
 }
 
-TEST(GASampler, IsTheGAAndReevaluatesItsEliteCandidates) {
+TEST(GASolver, IsTheGAAndReevaluatesItsEliteCandidates) {
   GeneticAlgorithmOptions o;
   o.population_size = 9;
   o.truncation_size = 3;
@@ -118,7 +123,7 @@ TEST(GASampler, IsTheGAAndReevaluatesItsEliteCandidates) {
   o.elite_candidates = 2;
   o.elite_evaluations = 2;
   o.seed = 11;
-  GASampler s(o, X0());
+  GASolver s(o, X0());
   GeneticAlgorithm ref(o, X0());
   for (std::size_t j = 0; j < 5; ++j) EXPECT_EQ(s.center()[j], X0()[j]);
   std::vector<SamplingInfo> infos;
@@ -145,14 +150,21 @@ TEST(GASampler, IsTheGAAndReevaluatesItsEliteCandidates) {
   for (std::size_t j = 0; j < 5; ++j) EXPECT_EQ(s.center()[j], best[j]);
 }
 
-TEST(GASampler, ResetKeepsTheOptionsAndChecksTheSize) {
+// reset(x0) is gone: a new x0 comes with a state through load(), which
+// keeps the options and checks the size.
+TEST(GASolver, LoadKeepsTheOptionsAndChecksTheSize) {
   GeneticAlgorithmOptions o;
   o.population_size = 4;
   o.truncation_size = 2;
   o.elite_evaluations = 0;
-  GASampler s(o, X0());
-  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { s.reset({1.0f}); }), "x0 holds 1 values, expected 5");
-  s.reset(std::vector<float>(5, 1.0f));
+  GASolver s(o, X0());
+  SolverState state = s.save();
+  state.floats["ga.x0"] = {1.0f};
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { s.load(state); }),
+            "state entry 'ga.x0' holds 1 values, expected 5");
+  EXPECT_EQ(s.center()[0], X0()[0]);
+  state.floats["ga.x0"] = std::vector<float>(5, 1.0f);
+  s.load(state);
   EXPECT_EQ(s.ga().options().population_size, 4u);
   EXPECT_EQ(s.center()[0], 1.0f);
 }

@@ -10,6 +10,13 @@
 // sampling stream): samplers that run at the same iteration need distinct
 // seeds. Keys and episodes are pure functions of (config, iteration, seed,
 // sample), so a run gives the same log bytes (but the time) for any --threads.
+//
+// Any sampling family the warehouse's config names works the same way (the
+// agent never asks which): Gaussian sampling, CMA-ES, the GA. For CMA and the
+// GA the samples are the members of the current generation, handed out in
+// turn; give --num-samples at least solver.population_size (with GA elite
+// re-evaluation, enough rewards per candidate) so that one update can use
+// them.
 #include <omp.h>
 
 #include <chrono>
@@ -86,12 +93,20 @@ int run(int argc, char** argv) {
     }
   }
 
+  // One clone per sample, each taking the member the solver draws for it.
+  // The draws run in clone order, before the episodes: a family that hands
+  // a generation's members out in turn (CMA, the GA) then gives every run
+  // the same members for the same samples, as Gaussian sampling (whose keys
+  // depend on the clone) does anyway.
   agent.set_sampling_stream(seed);
   std::vector<evokit::io::ESAgent> clones;
-  clones.reserve(num_samples);
-  for (std::size_t i = 0; i < num_samples; ++i) clones.push_back(agent.clone());
-
   std::vector<evokit::proto::SamplingInfo> infos(num_samples);
+  clones.reserve(num_samples);
+  for (std::size_t i = 0; i < num_samples; ++i) {
+    clones.push_back(agent.clone());
+    clones.back().add_noise(&infos[i]);
+  }
+
   std::vector<evokit_demo::Episode> episodes(num_samples);
   std::exception_ptr error;
   std::mutex error_mutex;
@@ -100,8 +115,7 @@ int run(int argc, char** argv) {
   for (std::ptrdiff_t i = 0; i < n; ++i) {
     try {  // no exception may leave the parallel region
       const auto s = static_cast<std::size_t>(i);
-      evokit::io::ESAgent& clone = clones[s];
-      clone.add_noise(&infos[s]);
+      const evokit::io::ESAgent& clone = clones[s];
       evokit_demo::CartPole env(episode_seed(seed, k, antithetic ? s / 2 : s));
       episodes[s] = evokit_demo::run_episode(
           env, [&clone](const std::vector<float>& obs) { return clone.predict(obs); });

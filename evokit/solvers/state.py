@@ -52,6 +52,8 @@ def state_from_proto(message: pb.SolverState, path: str):
         family = _version1_family(message, path)
         for v in message.vectors:  # Gaussian optimizer vectors, float32, bare names
             arrays["floats"][f"optimizer.{v.name}"] = _decode(v, "<f4", path)
+        # Version 1 kept no draw counters: the clones count from 0 again.
+        arrays["ints"]["draws.counters"] = np.zeros(0, np.int64)
     elif version == STATE_VERSION:
         dtypes = {kind: (dtype, attr) for kind, dtype, attr in _TYPES}
         for v in message.vectors:

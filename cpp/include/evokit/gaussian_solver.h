@@ -59,11 +59,13 @@ class GaussianSolver final : public Solver {
   // (non-empty, finite), then builds sampler and optimizer.
   GaussianSolver(const GaussianSolverOptions& options, std::vector<float> params);
 
+  std::int64_t model_iter_id() const noexcept override { return optimizer_->steps(); }
   SamplingInfo draw(int clone, std::uint64_t stream) override;
   void check_member(const SamplingInfo& info) const override;
   void rebuild(const SamplingInfo& info, float* out, int num_threads) const override;
   Population population(const std::vector<const SamplingInfo*>& members,
                         int num_threads) const override;
+  bool corrects_older_samples() const noexcept override { return true; }
   UpdateStats update(const std::vector<SamplingInfo>& infos, const std::vector<double>& rewards,
                      const ParamsLookup& history = nullptr) override;
   SolverState save() const override;

@@ -112,7 +112,9 @@ class Solver {
   // stays valid and sees every update.
   const std::vector<float>& center() const noexcept { return center_; }
   std::size_t num_params() const noexcept { return center_.size(); }
-  std::int64_t model_iter_id() const noexcept { return model_iter_id_; }
+  // Updates so far (Gaussian: the optimizer's step count, which is what
+  // Adam's bias correction uses).
+  virtual std::int64_t model_iter_id() const noexcept { return model_iter_id_; }
   // Bumped by every change of the centre (update, load, set_center): what a
   // buffer of parameters materialised from an older centre is stale by.
   std::uint64_t center_version() const noexcept { return center_version_.load(); }
@@ -135,6 +137,9 @@ class Solver {
   // throws like update() for a sample that cannot be told.
   virtual std::string shortfall(const std::vector<SamplingInfo>& infos,
                                 const std::vector<double>& rewards) const;
+  // Whether samples drawn at older iterations can be told (given the
+  // centres of their iterations as history), or only the current one's.
+  virtual bool corrects_older_samples() const noexcept { return false; }
   // Tells the rewards (larger is better) of `infos`. Everything is checked
   // first (errors name the sample); the state is unchanged on error.
   virtual UpdateStats update(const std::vector<SamplingInfo>& infos,
@@ -175,6 +180,10 @@ std::vector<std::string> solver_families();
 // need the model's size.
 void validate_solver_options(const OptionSet& options,
                              std::optional<std::size_t> num_params = std::nullopt);
+// The options whose change between iterations of one run would give keys
+// in existing logs another meaning: what a warehouse fingerprints. In a
+// fixed order, per family.
+std::vector<std::string> solver_key_options(const OptionSet& options);
 // The solver the options describe, starting from x0 (the model's
 // parameters), its kernels on num_threads threads (>= 1). Validates first.
 std::unique_ptr<Solver> make_solver(const OptionSet& options, std::vector<float> x0,

@@ -1,10 +1,14 @@
 #include "evokit/io/config.h"
 
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/message.h>
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -105,62 +109,78 @@ std::string config_to_text(const proto::EvoKitConfig& config) {
   return text;
 }
 
-SolverOptions solver_options(const proto::EvoKitConfig& config, std::size_t num_params) {
-  const proto::SolverConfig& solver = config.solver();
-  if (solver.sampling().type() != proto::SamplingConfig::GAUSSIAN_SAMPLING) {
-    // CMA / GA samples are rebuilt from the strategy's state, which the
-    // Python ESAgent keeps (solver.pb); io::ESAgent implements Gaussian only.
-    throw std::invalid_argument(
-        "solver.sampling.type " + proto::SamplingConfig::Type_Name(solver.sampling().type()) +
-        " is not supported by the C++ io component (GAUSSIAN_SAMPLING only); "
-        "use the Python evokit.ESAgent for CMA and GA sampling");
-  }
-  const proto::GaussianSamplingConfig& g = solver.sampling().gaussian_sampling();
-  if (g.cache_size() < 0) {
-    throw std::invalid_argument("solver.sampling.gaussian_sampling.cache_size must be >= 0, got " +
-                                std::to_string(g.cache_size()));
-  }
-  SolverOptions options;
-  options.sampling.seed = g.seed();
-  options.sampling.sigma = g.std();
-  options.sampling.cached = g.cached();
-  options.sampling.cache_size = static_cast<std::size_t>(g.cache_size());
-  options.sampling.num_params = num_params;
-  options.sampling.num_threads = solver.num_threads();
+namespace {
 
-  const proto::OptimizerConfig& opt = solver.optimizer();
-  switch (opt.type()) {
-    case proto::OptimizerConfig::SGD:
-      options.optimizer.type = OptimizerOptions::Type::kSGD;
-      break;
-    case proto::OptimizerConfig::MOMENTUM:
-      options.optimizer.type = OptimizerOptions::Type::kMomentum;
-      break;
-    case proto::OptimizerConfig::ADAM:
-      options.optimizer.type = OptimizerOptions::Type::kAdam;
-      break;
-  }
-  options.optimizer.learning_rate = opt.base_lr();
-  options.optimizer.momentum = opt.momentum().momentum();
-  options.optimizer.beta1 = opt.adam().beta1();
-  options.optimizer.beta2 = opt.adam().beta2();
-  options.optimizer.epsilon = opt.adam().epsilon();
+namespace pb = google::protobuf;
 
-  options.antithetic = solver.antithetic();
-  switch (solver.fitness_shaping()) {
-    case proto::CENTERED_RANK:
-      options.fitness_shaping = FitnessShaping::kCenteredRank;
-      break;
-    case proto::Z_SCORE:
-      options.fitness_shaping = FitnessShaping::kZScore;
-      break;
-    case proto::RAW:
-      options.fitness_shaping = FitnessShaping::kRaw;
-      break;
+// The int64 with the bits of `value` (two's complement), as Python's
+// value - 2**64 for value >= 2**63.
+std::int64_t int64_bits(std::uint64_t value) {
+  std::int64_t out;
+  std::memcpy(&out, &value, sizeof(out));
+  return out;
+}
+
+void walk(const pb::Message& message, const std::string& prefix, OptionSet& out) {
+  const pb::Descriptor* descriptor = message.GetDescriptor();
+  const pb::Reflection* reflection = message.GetReflection();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const pb::FieldDescriptor* field = descriptor->field(i);
+    if (field->is_repeated()) continue;  // no solver option is a list
+    const std::string name = prefix + field->name();
+    switch (field->cpp_type()) {
+      case pb::FieldDescriptor::CPPTYPE_MESSAGE:
+        walk(reflection->GetMessage(message, field), name + ".", out);
+        break;
+      case pb::FieldDescriptor::CPPTYPE_ENUM: {
+        const int number = reflection->GetEnumValue(message, field);
+        const pb::EnumValueDescriptor* value = field->enum_type()->FindValueByNumber(number);
+        out.set(name, value != nullptr ? value->name() : std::to_string(number));
+        break;
+      }
+      case pb::FieldDescriptor::CPPTYPE_BOOL:
+        out.set(name, reflection->GetBool(message, field));
+        break;
+      case pb::FieldDescriptor::CPPTYPE_INT32:
+        out.set(name, std::int64_t{reflection->GetInt32(message, field)});
+        break;
+      case pb::FieldDescriptor::CPPTYPE_INT64:
+        out.set(name, std::int64_t{reflection->GetInt64(message, field)});
+        break;
+      case pb::FieldDescriptor::CPPTYPE_UINT32:
+        out.set(name, std::int64_t{reflection->GetUInt32(message, field)});
+        break;
+      case pb::FieldDescriptor::CPPTYPE_UINT64:
+        out.set(name, int64_bits(reflection->GetUInt64(message, field)));
+        break;
+      case pb::FieldDescriptor::CPPTYPE_FLOAT:
+        out.set(name, double{reflection->GetFloat(message, field)});
+        break;
+      case pb::FieldDescriptor::CPPTYPE_DOUBLE:
+        out.set(name, reflection->GetDouble(message, field));
+        break;
+      case pb::FieldDescriptor::CPPTYPE_STRING:
+        out.set(name, reflection->GetString(message, field));
+        break;
+    }
   }
-  options.weight_decay = solver.weight_decay();
-  options.num_threads = solver.num_threads();
-  return options;
+}
+
+}  // namespace
+
+OptionSet solver_options(const proto::SolverConfig& solver) {
+  OptionSet out;
+  walk(solver, "", out);
+  return out;
+}
+
+void validate_config(const proto::EvoKitConfig& config, const std::string& source,
+                     std::optional<std::size_t> num_params) {
+  try {
+    validate_solver_options(solver_options(config.solver()), num_params);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(source + ": " + e.what());
+  }
 }
 
 }  // namespace evokit::io

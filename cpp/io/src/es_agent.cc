@@ -2,9 +2,9 @@
 
 #include <filesystem>
 #include <stdexcept>
+#include <system_error>
 #include <utility>
 
-#include "evokit/noise.h"
 #include "evokit/io/config.h"
 #include "evokit/io/errors.h"
 #include "evokit/io/fingerprint.h"
@@ -82,18 +82,11 @@ void ESAgent::init_solver() {
     throw std::logic_error(
         "init_solver() needs a model: call load_inference_model() first");
   }
+  validate_config(*config_, config_source_, model_->num_params());
   const proto::SolverConfig& solver = config_->solver();
-  if (solver.sampling().type() != proto::SamplingConfig::GAUSSIAN_SAMPLING) {
-    throw ConfigError(config_source_ + ": solver.sampling.type " +
-                      proto::SamplingConfig::Type_Name(solver.sampling().type()) +
-                      " is not supported");
-  }
-  try {
-    const SolverOptions options = solver_options(*config_, model_->num_params());
-    core_ = std::make_unique<evokit::ESAgent>(options, initial_params_);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(config_source_ + ": " + e.what());
-  }
+  const int num_threads = solver.num_threads();
+  core_ = std::make_unique<evokit::ESAgent>(
+      make_solver(solver_options(solver), initial_params_, num_threads), num_threads);
 }
 
 ESAgent ESAgent::clone() {
@@ -148,14 +141,28 @@ std::vector<float> ESAgent::predict(const std::vector<float>& obs, std::size_t b
   return g.run(obs.data(), batch, p.data(), p.size());
 }
 
+namespace {
+
+std::vector<evokit::SamplingInfo> to_core_infos(const std::vector<proto::SamplingInfo>& infos) {
+  std::vector<evokit::SamplingInfo> out;
+  out.reserve(infos.size());
+  for (const auto& info : infos) out.push_back(to_core(info));
+  return out;
+}
+
+}  // namespace
+
 UpdateStats ESAgent::update(const std::vector<proto::SamplingInfo>& infos,
-                            const std::vector<float>& rewards, const ParamsLookup& history) {
+                            const std::vector<double>& rewards, const ParamsLookup& history) {
   require_original("update");
   require_solver("update");
-  std::vector<evokit::SamplingInfo> core_infos;
-  core_infos.reserve(infos.size());
-  for (const auto& info : infos) core_infos.push_back(to_core(info));
-  return core_->update(core_infos, rewards, history);
+  return core_->update(to_core_infos(infos), rewards, history);
+}
+
+std::string ESAgent::shortfall(const std::vector<proto::SamplingInfo>& infos,
+                               const std::vector<double>& rewards) const {
+  require_solver("shortfall");
+  return core_->shortfall(to_core_infos(infos), rewards);
 }
 
 std::string ESAgent::save_inference_model(const std::string& dir) const {
@@ -165,21 +172,26 @@ std::string ESAgent::save_inference_model(const std::string& dir) const {
   return path;
 }
 
+proto::SolverState ESAgent::solver_state() const {
+  require_original("solver_state");
+  require_solver("solver_state");
+  proto::SolverState state;
+  state.set_num_params(static_cast<std::int64_t>(num_params()));
+  state.set_optimizer(config_->solver().optimizer().type());
+  const std::string graph_fingerprint = model_fingerprint(model());
+  state.set_model_fingerprint(graph_fingerprint);
+  state.set_config(config_to_text(*config_));
+  state.set_params_fingerprint(params_fingerprint(graph_fingerprint, core_->center()));
+  state.set_fingerprint_version(kFingerprintVersion);
+  state_to_proto(core_->solver().save(), &state);
+  return state;
+}
+
 std::string ESAgent::save_solver(const std::string& dir) const {
   require_original("save_solver");
   require_solver("save_solver");
-  // capture_solver_state reads the optimizer's state; the core hands it out
-  // non-const only.
-  proto::SolverState state = capture_solver_state(core_->optimizer());
-  state.set_optimizer(config_->solver().optimizer().type());
-  state.set_config(config_to_text(*config_));
-  const std::string graph_fingerprint = model_fingerprint(model());
-  state.set_model_fingerprint(graph_fingerprint);
-  state.set_params_fingerprint(params_fingerprint(graph_fingerprint, core_->params()));
-  state.set_fingerprint_version(kFingerprintVersion);
-  state.set_noise_version(kNoiseVersion);
   const std::string path = detail::join_path(dir, kSolverFile);
-  write_solver_state(path, state);
+  write_solver_state(path, solver_state());
   return path;
 }
 
@@ -187,7 +199,19 @@ void ESAgent::load_solver(const std::string& dir) {
   require_original("load_solver");
   require_solver("load_solver");
   const std::string path = detail::join_path(dir, kSolverFile);
-  const proto::SolverState state = read_solver_state(path);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw SolverFileError(path + ": no such solver file");
+  }
+  load_solver_state(read_solver_state(path), path);
+}
+
+void ESAgent::load_solver_state(const proto::SolverState& state, const std::string& path) {
+  require_original("load_solver_state");
+  require_solver("load_solver_state");
+  if (!state.has_num_params()) {
+    throw SolverFileError(path + ": not a solver state file (no num_params)");
+  }
   if (state.num_params() != static_cast<std::int64_t>(num_params())) {
     throw SolverFileError(path + ": solver state is for a model with " +
                           std::to_string(state.num_params()) + " parameters, the loaded model has " +
@@ -210,13 +234,26 @@ void ESAgent::load_solver(const std::string& dir) {
                           expect.substr(0, 12) + ", fingerprint version " +
                           std::to_string(kFingerprintVersion) + ")");
   }
-  if (state.optimizer() != config_->solver().optimizer().type()) {
+  const proto::OptimizerConfig::Type want = config_->solver().optimizer().type();
+  if (state.optimizer() != want) {
     throw SolverFileError(path + ": solver state is for optimizer " +
                           proto::OptimizerConfig::Type_Name(state.optimizer()) +
-                          ", the config asks for " +
-                          proto::OptimizerConfig::Type_Name(config_->solver().optimizer().type()));
+                          ", the config asks for " + proto::OptimizerConfig::Type_Name(want));
   }
-  restore_solver_state(state, core_->optimizer(), path);
+  const auto invalid = [&path](const std::exception& e) {
+    const std::string message = e.what();
+    if (message.rfind(path, 0) == 0) return SolverFileError(message);
+    return SolverFileError(path + ": invalid solver state: " + message);
+  };
+  try {
+    core_->solver().load(state_from_proto(state, path));
+  } catch (const SolverFileError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw invalid(e);
+  } catch (const std::out_of_range& e) {
+    throw invalid(e);
+  }
 }
 
 bool ESAgent::is_clone() const noexcept { return is_clone_; }

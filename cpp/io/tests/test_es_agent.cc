@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "evokit/io/config.h"
@@ -28,6 +30,20 @@ ESAgent LoadIter1() {
   agent.init_solver();
   agent.load_solver(data_path("iter1"));
   return agent;
+}
+
+// A refusal by the solver's load(): this component's prefix naming the
+// file, then the core's message (its exact words are the core's, tested in
+// cpp/tests), which ends with `tail`.
+::testing::AssertionResult InvalidState(const std::string& message, const std::string& path,
+                                        const std::string& tail) {
+  const std::string prefix = path + ": invalid solver state: ";
+  if (message.rfind(prefix, 0) == 0 && message.size() >= prefix.size() + tail.size() &&
+      message.compare(message.size() - tail.size(), tail.size(), tail) == 0) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "message \"" << message << "\" is not \"" << prefix
+                                       << "...\" ending with \"" << tail << "\"";
 }
 
 TEST(IoESAgent, SamplesAndUpdatesExactlyLikePython) {
@@ -57,7 +73,9 @@ TEST(IoESAgent, SamplesAndUpdatesExactlyLikePython) {
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 2e-6f);
 
   // The update gives Python's iteration-2 parameters bit for bit.
-  const UpdateStats stats = agent.update(infos, expected_floats("iter1_rewards"));
+  const std::vector<float> rewards = expected_floats("iter1_rewards");
+  const UpdateStats stats =
+      agent.update(infos, std::vector<double>(rewards.begin(), rewards.end()));
   EXPECT_EQ(stats.num_samples, 4u);
   EXPECT_EQ(agent.model_iter_id(), 2);
   const OnnxModel iter2 = OnnxModel::load(data_path("iter2_model.onnx"));
@@ -102,9 +120,15 @@ TEST(IoESAgent, SaveAndLoadRoundTrip) {
   EXPECT_EQ(saved.steps(), 1);
   EXPECT_EQ(saved.noise_version(), 4);  // the noise its keys refer to (evokit/noise.h)
   EXPECT_EQ(loaded.noise_version(), 4);  // and so do Python's files
+  // Written in state version 2: the solver's entries, typed.
+  EXPECT_EQ(saved.state_version(), 2);
+  EXPECT_EQ(saved.family(), "GAUSSIAN_SAMPLING");
+  std::vector<std::string> names;
+  for (const proto::NamedVector& v : saved.vectors()) names.push_back(v.name());
+  EXPECT_EQ(names, (std::vector<std::string>{"optimizer.m", "optimizer.v", "draws.counters"}));
 
   ESAgent c = agent.clone();
-  agent.update({c.add_noise(), agent.clone().add_noise()}, {1.0f, 2.0f});
+  agent.update({c.add_noise(), agent.clone().add_noise()}, {1.0, 2.0});
   EXPECT_EQ(agent.save_inference_model(dir.path()), dir.file("model.onnx"));
   EXPECT_EQ(agent.save_solver(dir.path()), dir.file("solver.pb"));
   saved = read_solver_state(dir.file("solver.pb"));
@@ -124,10 +148,13 @@ TEST(IoESAgent, SaveAndLoadRoundTrip) {
   back.load_solver(dir.path());
   EXPECT_EQ(back.model_iter_id(), 2);
   EXPECT_TRUE(evokit::testing::SameBits(back.params(), agent.params()));
-  for (const char* name : {"m", "v"}) {
-    EXPECT_TRUE(evokit::testing::SameBits(back.core().optimizer().state(name),
-                                          agent.core().optimizer().state(name)));
+  const evokit::SolverState want = agent.core().solver().save();
+  const evokit::SolverState got = back.core().solver().save();
+  for (const char* name : {"optimizer.m", "optimizer.v"}) {
+    EXPECT_TRUE(evokit::testing::SameBits(got.float_array(name), want.float_array(name))) << name;
   }
+  EXPECT_EQ(got.ints, want.ints);  // the clones' draw counters
+  EXPECT_EQ(back.solver_state().SerializeAsString(), agent.solver_state().SerializeAsString());
 }
 
 TEST(IoESAgent, PredictBeforeTheSolverUsesTheModelsParameters) {
@@ -155,7 +182,7 @@ TEST(IoESAgentErrors, CallsOutOfOrderOrOnTheWrongAgent) {
   ESAgent c = agent.clone();
   EXPECT_TRUE(c.is_clone());
   EXPECT_THROW_WITH(c.add_noise(nullptr), std::invalid_argument, "info must not be null");
-  EXPECT_THROW_WITH(c.update({c.add_noise()}, {1.0f}), std::logic_error,
+  EXPECT_THROW_WITH(c.update({c.add_noise()}, {1.0}), std::logic_error,
                     "update() must be called on the original agent");
   EXPECT_THROW_WITH(c.load_config(data_path("adam.prototxt")), std::logic_error,
                     "load_config() must be called on the original agent");
@@ -171,13 +198,36 @@ TEST(IoESAgentErrors, BadConfigValuesNameTheSource) {
   agent.load_config(dir.file("c.prototxt"));
   agent.load_inference_model(data_path("cartpole_h8.onnx"));
   EXPECT_THROW_WITH(agent.init_solver(), ConfigError,
-                    dir.file("c.prototxt") + ": gaussian_sampling.std must be > 0");
+                    dir.file("c.prototxt") +
+                        ": solver.sampling.gaussian_sampling.std must be > 0, got -0.5");
   // The cache must hold a whole parameter vector.
   testing::write_bytes(dir.file("d.prototxt"),
                        "solver { sampling { gaussian_sampling { cached: true cache_size: 10 } } }");
   agent.load_config(dir.file("d.prototxt"));
   agent.load_inference_model(data_path("cartpole_h8.onnx"));
-  EXPECT_THROW_WITH(agent.init_solver(), ConfigError, "cache_size");
+  EXPECT_THROW_WITH(agent.init_solver(), ConfigError,
+                    dir.file("d.prototxt") +
+                        ": solver.sampling.gaussian_sampling.cache_size (10) is smaller than the "
+                        "model (58 parameters)");
+  EXPECT_FALSE(agent.has_solver());
+}
+
+// Refused as Python refuses them, naming the field (init_solver validates).
+TEST(IoESAgentErrors, PopulationSizeRefusals) {
+  const auto refusal = [](const std::string& text) {
+    ESAgent agent;
+    agent.set_config(parse_config(text), "p.prototxt");
+    agent.load_inference_model(data_path("cartpole_h8.onnx"));
+    return evokit::testing::MessageOf<ConfigError>([&] { agent.init_solver(); });
+  };
+  EXPECT_EQ(refusal("solver { population_size: 0 }"),
+            "p.prototxt: solver.population_size must be >= 1, got 0");
+  EXPECT_EQ(refusal("solver { population_size: 7 antithetic: true }"),
+            "p.prototxt: solver.population_size must be even when solver.antithetic is true, "
+            "got 7");
+  EXPECT_EQ(refusal("solver { population_size: 1 antithetic: false "
+                    "sampling { type: CMA_SAMPLING } }"),
+            "p.prototxt: solver.population_size must be >= 2, got 1");
 }
 
 TEST(IoESAgentErrors, SolverFileMismatches) {
@@ -189,8 +239,289 @@ TEST(IoESAgentErrors, SolverFileMismatches) {
   agent.init_solver();
   EXPECT_THROW_WITH(agent.load_solver(data_path("iter1")), SolverFileError,
                     "iter1/solver.pb: solver state is for optimizer ADAM, the config asks for SGD");
-  EXPECT_THROW_WITH(agent.load_solver(dir.path()), SolverFileError, "no such file");
+  EXPECT_THROW_WITH(agent.load_solver(dir.path()), SolverFileError,
+                    dir.file("solver.pb") + ": no such solver file");
   EXPECT_EQ(agent.model_iter_id(), 0);
+
+  // Another model (parameter count, then graph).
+  ESAgent other;
+  testing::write_bytes(dir.file("x.prototxt"),
+                       "solver { optimizer { type: ADAM } param_pattern: \".*bias.*\" }");
+  other.load_config(dir.file("x.prototxt"));
+  other.load_inference_model(data_path("iter1"));
+  other.init_solver();
+  EXPECT_THROW_WITH(other.load_solver(data_path("iter1")), SolverFileError,
+                    "iter1/solver.pb: solver state is for a model with 58 parameters, the loaded "
+                    "model has " + std::to_string(other.num_params()));
+}
+
+// What the checks of load_solver_state refuse changes nothing: the same
+// solver state bytes before and after.
+TEST(IoESAgentErrors, BadGaussianStatesChangeNothing) {
+  ESAgent agent = LoadIter1();
+  const std::string before = agent.solver_state().SerializeAsString();
+  const proto::SolverState good = read_solver_state(data_path("iter1/solver.pb"));
+  const std::string path = "it/solver.pb";
+  const auto refusal = [&](const proto::SolverState& s) {
+    const std::string message = evokit::testing::MessageOf<SolverFileError>(
+        [&] { agent.load_solver_state(s, path); });
+    EXPECT_EQ(agent.solver_state().SerializeAsString(), before) << message;
+    return message;
+  };
+  // The checks of this component, in Python's order and words.
+  proto::SolverState s = good;
+  s.clear_num_params();
+  EXPECT_EQ(refusal(s), "it/solver.pb: not a solver state file (no num_params)");
+  s = good;
+  s.set_num_params(57);
+  EXPECT_EQ(refusal(s), "it/solver.pb: solver state is for a model with 57 parameters, the loaded "
+                        "model has 58");
+  s = good;
+  s.set_fingerprint_version(3);
+  EXPECT_EQ(refusal(s), "it/solver.pb: solver state has fingerprint version 3, this library "
+                        "verifies only version 2 (a newer EvoKit wrote it)");
+  s = good;
+  s.set_model_fingerprint(std::string(64, '0'));
+  EXPECT_EQ(refusal(s), "it/solver.pb: solver state belongs to another model (graph fingerprint "
+                        "000000000000, loaded model " + good.model_fingerprint().substr(0, 12) +
+                        ", fingerprint version 2)");
+  s = good;
+  s.set_optimizer(proto::OptimizerConfig::MOMENTUM);
+  EXPECT_EQ(refusal(s), "it/solver.pb: solver state is for optimizer MOMENTUM, the config asks "
+                        "for ADAM");
+  // Then the solver's own checks, wrapped.
+  s = good;
+  s.mutable_vectors()->RemoveLast();
+  EXPECT_TRUE(InvalidState(refusal(s), path, "state entry 'optimizer.v' (float32) is missing"));
+  s = good;
+  s.mutable_vectors(0)->set_data("abcd");
+  EXPECT_TRUE(
+      InvalidState(refusal(s), path, "state entry 'optimizer.m' holds 1 values, expected 58"));
+  s = good;
+  s.mutable_vectors(1)->set_name("velocity");
+  EXPECT_TRUE(InvalidState(refusal(s), path, "state entry 'optimizer.v' (float32) is missing"));
+  s = good;
+  *s.add_vectors() = good.vectors(1);
+  s.mutable_vectors(2)->set_name("velocity");
+  EXPECT_TRUE(InvalidState(
+      refusal(s), path, "state vector 'optimizer.velocity' is not a state of the ADAM optimizer"));
+  s = good;
+  s.set_steps(-1);
+  EXPECT_TRUE(InvalidState(refusal(s), path, "model_iter_id must be >= 0, got -1"));
+  s = agent.solver_state();  // version 2
+  s.set_family("CMA_SAMPLING");
+  EXPECT_TRUE(InvalidState(refusal(s), path,
+                           "the state is of CMA_SAMPLING, this solver is GAUSSIAN_SAMPLING"));
+}
+
+// ---- every family through the same agent --------------------------------------
+
+struct FamilyCase {
+  const char* name;
+  const char* config;
+};
+
+// One config per sampling family, on the 58 parameters of cartpole_h8.onnx.
+const FamilyCase kFamilies[] = {
+    {"Gaussian",
+     "solver { optimizer { type: ADAM base_lr: 0.05 } population_size: 6 "
+     "sampling { gaussian_sampling { std: 0.1 cached: true cache_size: 5000 } } }"},
+    {"CMA",
+     "solver { sampling { type: CMA_SAMPLING cma_sampling { sigma0: 0.2 seed: 5 } } "
+     "population_size: 8 antithetic: false }"},
+    {"SepCMA",
+     "solver { sampling { type: CMA_SAMPLING cma_sampling { sigma0: 0.2 separable: true } } "
+     "population_size: 6 antithetic: false }"},
+    // Elite re-evaluation on: a generation is two updates, and the state
+    // holds the candidates' order between them.
+    {"GA",
+     "solver { sampling { type: GA_SAMPLING ga_sampling { truncation_size: 4 num_elites: 1 "
+     "mutation_power: 0.05 init_sigma: 0.1 elite_candidates: 2 elite_evaluations: 2 seed: 9 } } "
+     "population_size: 12 antithetic: false }"},
+};
+
+class IoESAgentFamilies : public ::testing::TestWithParam<FamilyCase> {
+ protected:
+  ESAgent MakeAgent(const std::string& model) const {
+    ESAgent agent;
+    agent.set_config(parse_config(GetParam().config), GetParam().name);
+    agent.load_inference_model(model);
+    agent.init_solver();
+    return agent;
+  }
+};
+
+// One generation: every clone draws (in clone order), predicts, and its
+// reward is a function of its prediction; then the update.
+struct GenerationResult {
+  std::vector<proto::SamplingInfo> infos;
+  std::vector<std::vector<float>> outputs;
+  std::size_t perturbed = 0;  // members whose parameters differ from the centre
+};
+
+GenerationResult Generation(ESAgent& agent, std::vector<ESAgent>& clones) {
+  const std::vector<float> obs = expected_floats("obs");
+  GenerationResult out;
+  std::vector<double> rewards;
+  for (ESAgent& clone : clones) {
+    out.infos.push_back(clone.add_noise());
+    out.outputs.push_back(clone.predict(obs, 3));
+    if (!evokit::testing::SameBits(clone.params(), agent.params())) ++out.perturbed;
+    double reward = 0.0;
+    for (std::size_t i = 0; i < out.outputs.back().size(); ++i) {
+      reward += (i % 2 == 0 ? 1.0 : -0.5) * out.outputs.back()[i];
+    }
+    rewards.push_back(reward);
+  }
+  EXPECT_EQ(agent.shortfall(out.infos, rewards), "");
+  const std::int64_t before = agent.model_iter_id();
+  const UpdateStats stats = agent.update(out.infos, rewards);
+  EXPECT_EQ(stats.model_iter_id, before + 1);
+  EXPECT_EQ(agent.model_iter_id(), before + 1);
+  return out;
+}
+
+std::vector<ESAgent> Clones(ESAgent& agent) {
+  std::vector<ESAgent> clones;
+  const int n = agent.config().solver().population_size();
+  for (int i = 0; i < n; ++i) clones.push_back(agent.clone());
+  return clones;
+}
+
+TEST_P(IoESAgentFamilies, SaveLoadAndContinueBitForBit) {
+  TempDir dir;
+  ESAgent agent = MakeAgent(data_path("cartpole_h8.onnx"));
+  const std::vector<float> x0 = agent.params();
+  std::vector<ESAgent> clones = Clones(agent);
+  const GenerationResult first = Generation(agent, clones);
+  // The members are perturbations of the centre: different parameters,
+  // different predictions.
+  EXPECT_EQ(first.perturbed, clones.size());
+  EXPECT_FALSE(evokit::testing::SameBits(first.outputs[0], first.outputs[1]));
+  EXPECT_GT(Generation(agent, clones).perturbed, 0u);
+  EXPECT_EQ(agent.model_iter_id(), 2);
+  EXPECT_FALSE(evokit::testing::SameBits(agent.params(), x0));  // the centre moved
+
+  agent.save_inference_model(dir.path());
+  agent.save_solver(dir.path());
+  const proto::SolverState saved = read_solver_state(dir.file("solver.pb"));
+  EXPECT_EQ(saved.state_version(), 2);
+  EXPECT_EQ(saved.family(),
+            proto::SamplingConfig::Type_Name(agent.config().solver().sampling().type()));
+  EXPECT_EQ(saved.steps(), 2);
+
+  // A fresh agent from the saved model and solver: the same state, bit for bit.
+  ESAgent back = MakeAgent(dir.file("model.onnx"));
+  back.load_solver(dir.path());
+  EXPECT_EQ(back.model_iter_id(), 2);
+  EXPECT_TRUE(evokit::testing::SameBits(back.params(), agent.params()));
+  EXPECT_EQ(back.solver_state().SerializeAsString(), agent.solver_state().SerializeAsString());
+
+  // Both continue with the same members, predictions and centres.
+  std::vector<ESAgent> back_clones = Clones(back);
+  for (int g = 0; g < 3; ++g) {
+    SCOPED_TRACE("generation " + std::to_string(g));
+    const GenerationResult a = Generation(agent, clones);
+    const GenerationResult b = Generation(back, back_clones);
+    EXPECT_GT(a.perturbed, 0u);
+    ASSERT_EQ(a.infos.size(), b.infos.size());
+    for (std::size_t i = 0; i < a.infos.size(); ++i) {
+      EXPECT_EQ(a.infos[i].SerializeAsString(), b.infos[i].SerializeAsString()) << i;
+      EXPECT_TRUE(evokit::testing::SameBits(a.outputs[i], b.outputs[i])) << i;
+    }
+    EXPECT_TRUE(evokit::testing::SameBits(back.params(), agent.params()));
+  }
+  EXPECT_EQ(back.solver_state().SerializeAsString(), agent.solver_state().SerializeAsString());
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryFamily, IoESAgentFamilies, ::testing::ValuesIn(kFamilies),
+                         [](const ::testing::TestParamInfo<FamilyCase>& info) {
+                           return std::string(info.param.name);
+                         });
+
+// Bad CMA / GA solver files: refused naming the file (and the entry), and
+// the agent's state is unchanged.
+TEST(IoESAgentErrors, BadStrategyStatesNameTheFileAndTheEntry) {
+  TempDir dir;
+  const auto make = [](const FamilyCase& family) {
+    ESAgent agent;
+    agent.set_config(parse_config(family.config), family.name);
+    agent.load_inference_model(data_path("cartpole_h8.onnx"));
+    agent.init_solver();
+    return agent;
+  };
+  ESAgent cma = make(kFamilies[1]);
+  std::vector<ESAgent> clones = Clones(cma);
+  Generation(cma, clones);
+  const std::string path = cma.save_solver(dir.path());
+  ASSERT_EQ(path, dir.file("solver.pb"));
+  const proto::SolverState good = read_solver_state(path);
+  const std::string before = cma.solver_state().SerializeAsString();
+  const auto refusal = [&](const proto::SolverState& s) {
+    write_solver_state(path, s);
+    const std::string message =
+        evokit::testing::MessageOf<SolverFileError>([&] { cma.load_solver(dir.path()); });
+    EXPECT_EQ(cma.solver_state().SerializeAsString(), before) << message;
+    return message;
+  };
+  const auto entry = [](proto::SolverState& s, const std::string& name) -> proto::NamedVector& {
+    for (proto::NamedVector& v : *s.mutable_vectors()) {
+      if (v.name() == name) return v;
+    }
+    throw std::runtime_error("no entry " + name);
+  };
+
+  // A v2 entry with the wrong number of values.
+  proto::SolverState s = good;
+  entry(s, "cma.mean").set_data(std::string(57 * 8, '\0'));
+  EXPECT_TRUE(
+      InvalidState(refusal(s), path, "state entry 'cma.mean' holds 57 values, expected 58"));
+  // ... or bytes that are no whole number of its elements.
+  s = good;
+  entry(s, "cma.sigma").set_data(std::string(12, '\0'));
+  EXPECT_EQ(refusal(s), path + ": state vector 'cma.sigma' holds 12 bytes, not a multiple of 8");
+  // ... or an element type this EvoKit does not know.
+  s = good;
+  proto::NamedVector& sigma = entry(s, "cma.sigma");
+  sigma.clear_type();
+  sigma.GetReflection()->MutableUnknownFields(&sigma)->AddVarint(
+      proto::NamedVector::kTypeFieldNumber, 3);
+  EXPECT_EQ(refusal(s), path + ": state vector 'cma.sigma' has no element type this EvoKit knows "
+                               "(FLOAT32, FLOAT64, INT64): a newer EvoKit wrote it?");
+  // An entry of the wrong type is missing as the type the solver reads.
+  s = good;
+  entry(s, "cma.generation").set_type(proto::NamedVector::FLOAT64);
+  EXPECT_TRUE(InvalidState(refusal(s), path, "state entry 'cma.generation' (int64) is missing"));
+  // The keys of another noise definition.
+  s = good;
+  s.set_noise_version(3);
+  const std::string noise = refusal(s);
+  EXPECT_TRUE(InvalidState(noise, path, "start afresh from its model with `evokit init-solver`"));
+  EXPECT_NE(noise.find("the state refers to noise version 3 (ARS4x32-7, EvoKit before noise "
+                       "version 4), this EvoKit rebuilds noise version 4 (ARS4x32-5)"),
+            std::string::npos)
+      << noise;
+
+  // A CMA state of state version 1 (EvoKit before the one Solver interface).
+  s = good;
+  s.clear_state_version();
+  s.clear_family();
+  s.clear_vectors();
+  s.mutable_cma()->set_sigma(0.2);
+  s.mutable_cma()->set_generation(1);
+  s.set_draws(8);
+  EXPECT_EQ(refusal(s), path + ": a CMA_SAMPLING solver state of state version 1 (an EvoKit "
+                               "before the one Solver interface): its layout is not read; finish "
+                               "it with the EvoKit that wrote it, or start afresh from its model "
+                               "with `evokit init-solver`");
+
+  // Another family's state (same model, same optimizer type in the config).
+  ESAgent ga = make(kFamilies[3]);
+  write_solver_state(path, ga.solver_state());
+  EXPECT_TRUE(InvalidState(
+      evokit::testing::MessageOf<SolverFileError>([&] { cma.load_solver(dir.path()); }), path,
+      "the state is of GA_SAMPLING, this solver is CMA_SAMPLING"));
+  EXPECT_EQ(cma.solver_state().SerializeAsString(), before);
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "evokit/io/config.h"
 #include "evokit/io/errors.h"
 #include "evokit/io/solver_state.h"
 #include "evokit/noise.h"
@@ -52,6 +54,48 @@ TEST(Warehouse, FindsTheNewestCompleteIteration) {
   EXPECT_EQ(agent.model_iter_id(), 1);
   EXPECT_EQ(agent.num_params(), 58u);
   EXPECT_EQ(agent.config().solver().optimizer().type(), proto::OptimizerConfig::ADAM);
+}
+
+// A CMA warehouse, as `evokit init-solver` + `evokit update` lay it out,
+// written here by the C++ agent: load_agent restores the CMA state.
+TEST(Warehouse, LoadsAnAgentOfAnyFamily) {
+  TempDir dir;
+  const std::string w = dir.file("W");
+  ESAgent agent;
+  agent.set_config(parse_config("solver { sampling { type: CMA_SAMPLING cma_sampling { sigma0: "
+                                "0.3 } } population_size: 6 antithetic: false }"),
+                   "cma");
+  agent.load_inference_model(data_path("cartpole_h8.onnx"));
+  agent.init_solver();
+  std::vector<ESAgent> clones;
+  for (int i = 0; i < 6; ++i) clones.push_back(agent.clone());
+  std::vector<proto::SamplingInfo> infos;
+  std::vector<double> rewards;
+  for (ESAgent& clone : clones) {
+    infos.push_back(clone.add_noise());
+    rewards.push_back(static_cast<double>(clone.predict({0.1f, 0.2f, -0.1f, 0.0f})[0]));
+  }
+  agent.update(infos, rewards);
+  const std::string k1 = w + "/model_iter_id-1";
+  agent.save_inference_model(k1);
+  agent.save_solver(k1);
+  proto::WarehouseInfo info;
+  info.set_config(config_to_text(agent.config()));
+  info.set_config_fingerprint(std::string(64, 'c'));
+  info.set_noise_version(kNoiseVersion);
+  testing::write_bytes(w + "/warehouse.pb", info.SerializeAsString());
+
+  const Warehouse wh(w);
+  EXPECT_EQ(wh.latest(), 1);
+  EXPECT_EQ(wh.config(1).solver().sampling().type(), proto::SamplingConfig::CMA_SAMPLING);
+  EXPECT_EQ(wh.model_fingerprint(1), agent.solver_state().params_fingerprint());
+  ESAgent loaded = wh.load_agent();
+  EXPECT_EQ(loaded.model_iter_id(), 1);
+  EXPECT_TRUE(evokit::testing::SameBits(loaded.params(), agent.params()));
+  EXPECT_EQ(loaded.solver_state().SerializeAsString(), agent.solver_state().SerializeAsString());
+  // Its clones draw the members the original's next clones would.
+  EXPECT_EQ(loaded.clone().add_noise().SerializeAsString(),
+            agent.clone().add_noise().SerializeAsString());
 }
 
 TEST(WarehouseErrors, NotAWarehouse) {

@@ -1,12 +1,13 @@
 // EvoKit configs (protobuf text format, message evokit.proto.EvoKitConfig
-// in proto/evokit.proto) and their mapping onto the core's options.
+// in proto/evokit.proto) and their mapping onto the core's solver options.
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
-#include "evokit/es_agent.h"
 #include "evokit/io/evokit.pb.h"
+#include "evokit/solver.h"
 
 namespace evokit::io {
 
@@ -20,11 +21,21 @@ proto::EvoKitConfig parse_config(const std::string& text, const std::string& sou
 // The config as text format (what solver.pb stores).
 std::string config_to_text(const proto::EvoKitConfig& config);
 
-// The core's options for a model of `num_params` parameters. Values are
-// copied as they are: the core's constructors validate them (and throw
-// std::invalid_argument naming the option). Only what cannot be copied
-// faithfully is checked here (a negative cache_size), with
-// std::invalid_argument naming the config field.
-SolverOptions solver_options(const proto::EvoKitConfig& config, std::size_t num_params);
+// Every field of `solver` by its dotted name below `solver` (the core's
+// OptionSet, evokit/solver.h), walked by protobuf reflection as Python's
+// evokit.solvers.solver_options walks it: repeated fields skipped,
+// submessages recursed with "a.b." prefixes, unset fields with their
+// defaults; bools, integers (int64), floats (widened to double) and strings
+// as they are, enums as their value names, uint64 as the int64 of the same
+// bits. Nothing is checked here: see validate_config and make_solver.
+OptionSet solver_options(const proto::SolverConfig& solver);
+
+// The core's checks of the solver options (evokit::validate_solver_options;
+// with num_params, also those that need the model's size). Throws
+// ConfigError "<source>: <the core's message>", which starts with the
+// option's full name: "c.prototxt: solver.population_size must be >= 1,
+// got 0".
+void validate_config(const proto::EvoKitConfig& config, const std::string& source,
+                     std::optional<std::size_t> num_params = std::nullopt);
 
 }  // namespace evokit::io

@@ -7,27 +7,34 @@
 //   agent.init_solver();
 //   std::vector<evokit::io::ESAgent> clones;
 //   for (int i = 0; i < n; ++i) clones.push_back(agent.clone());
+//   for (int i = 0; i < n; ++i) infos[i] = clones[i].add_noise();
 //   #pragma omp parallel for
-//   for (int i = 0; i < n; ++i) {
-//     proto::SamplingInfo info;
-//     clones[i].add_noise(&info);
-//     rewards[i] = evaluate(clones[i]);            // clones[i].predict(obs) inside
-//     infos[i] = info;
-//   }
+//   for (int i = 0; i < n; ++i) rewards[i] = evaluate(clones[i]);  // clones[i].predict(obs)
 //   agent.update(infos, rewards);                   // clones see the new centre
 //   agent.save_inference_model("out"); agent.save_solver("out");
 //
-// The original agent owns the centre parameters and the solver; clones share
-// them (and the model graph) and own only their perturbed parameters, exactly
-// as the core's ESAgent::clone. Errors are exceptions (ConfigError,
-// ModelError, SolverFileError; std::logic_error for a call out of order or
-// on the wrong kind of agent). Agents are movable, not copyable.
+// The sampling family is the config's solver.sampling.type: the core's
+// registry (evokit/solver.h) makes its Solver (Gaussian sampling, CMA-ES,
+// the GA), and this class never asks which. add_noise() takes the member the
+// solver draws for the clone; update() tells the solver the rewards (larger
+// is better); the centre (the policy saved by save_inference_model) is the
+// solver's. Gaussian sampling keys each clone's draws by the clone (add_noise
+// may run in parallel); CMA and the GA hand a generation's members out in
+// the order add_noise is called, so call it in a fixed order (as above) when
+// which clone gets which member must be reproducible.
+//
+// The original agent owns the solver; clones share it (and the model graph)
+// and own only their SamplingInfo, exactly as the core's ESAgent::clone.
+// Errors are exceptions (ConfigError, ModelError, SolverFileError;
+// std::logic_error for a call out of order or on the wrong kind of agent).
+// Agents are movable, not copyable.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "evokit/es_agent.h"
@@ -63,19 +70,22 @@ class ESAgent {
   // solver.param_pattern if a config is loaded (".*" otherwise). Drops the
   // solver: call init_solver() again.
   void load_inference_model(const std::string& path);
-  // Builds the core agent (sampler, noise table, optimizer) from the config
-  // and the model's parameters. Invalid options throw ConfigError naming the
-  // config source and the option.
+  // Builds the solver the config's `solver` section describes, starting from
+  // the model's parameters: validate_config (ConfigError "<source>:
+  // solver.<option> ..."), then the core's make_solver on
+  // solver.num_threads threads.
   void init_solver();
 
   // ---- sampling ----
   // A sampling agent sharing the model graph and the solver state.
   ESAgent clone();
-  // Clones only: perturb with the next key, write its info (EvoKit's
-  // signature) / return it.
+  // Clones only: take the next member the solver draws for this clone,
+  // write its info (EvoKit's signature) / return it: the keys it is rebuilt
+  // from.
   void add_noise(proto::SamplingInfo* info);
   proto::SamplingInfo add_noise();
-  // Clones only: perturb with the noise `info` names.
+  // Clones only: take the member `info` names (checked by the solver), at
+  // the current iteration.
   void set_noise(const proto::SamplingInfo& info);
   // Salt for the keys of clones made afterwards (the sampler's id).
   void set_sampling_stream(std::uint64_t stream);
@@ -84,26 +94,58 @@ class ESAgent {
   // ---- inference ----
   // The first model output for `batch` observations (obs.size() must be
   // batch * obs_size()), computed natively with this agent's parameters:
-  // the perturbed ones for a clone with current noise, else the centre.
+  // the member's for a clone with current noise, else the centre.
   std::vector<float> predict(const std::vector<float>& obs, std::size_t batch = 1) const;
   std::size_t obs_size() const;
 
-  // ---- update (original agent only) ----
+  // ---- update ----
+  // Original only: tells the solver the rewards (larger is better) of the
+  // samples `infos`; everything is checked first (errors name the sample),
+  // nothing changes on error. `history` gives the centres of older
+  // iterations (Gaussian sampling's correction for older samples).
   UpdateStats update(const std::vector<proto::SamplingInfo>& infos,
-                     const std::vector<float>& rewards, const ParamsLookup& history = nullptr);
+                     const std::vector<double>& rewards, const ParamsLookup& history = nullptr);
+  // The same for a std::vector<float> of rewards (widened exactly), for
+  // callers written when rewards were float (cpp/io/tests/test_fingerprint.cc).
+  // A template so that a braced list of rewards still picks the double
+  // overload.
+  template <class Reward, class = std::enable_if_t<std::is_same_v<Reward, float>>>
+  UpdateStats update(const std::vector<proto::SamplingInfo>& infos,
+                     const std::vector<Reward>& rewards, const ParamsLookup& history = nullptr) {
+    return update(infos, std::vector<double>(rewards.begin(), rewards.end()), history);
+  }
+  // Why these samples are not yet enough for an update ("" when they are,
+  // e.g. CMA needs a reward for every member); throws like update() for a
+  // sample that cannot be told.
+  std::string shortfall(const std::vector<proto::SamplingInfo>& infos,
+                        const std::vector<double>& rewards) const;
 
   // ---- files (original agent only) ----
   // dir/model.onnx with the centre parameters; returns the path.
   std::string save_inference_model(const std::string& dir) const;
-  // dir/solver.pb: optimizer vectors, steps, config text, and the
-  // fingerprints of the graph (model_fingerprint) and of the centre model
+  // The solver state as saved in solver.pb: the solver's full state (draw
+  // counters included; state version 2, see solver_state.h), num_params,
+  // the config's optimizer type, the config text, and the fingerprints of
+  // the graph (model_fingerprint) and of the centre model
   // (params_fingerprint), version kFingerprintVersion: the same digests the
   // Python package computes (evokit/io/fingerprint.h).
+  proto::SolverState solver_state() const;
+  // solver_state() to dir/solver.pb, atomically; returns the path.
   std::string save_solver(const std::string& dir) const;
-  // Restores dir/solver.pb (SolverFileError naming the file: missing,
-  // corrupt, another parameter count, fingerprint version, model graph
-  // (model_fingerprint) or optimizer type).
+  // Restores dir/solver.pb as Python's ESAgent.load_solver does; a reloaded
+  // agent continues as the saved one would have, bit for bit. Throws
+  // SolverFileError starting with the path: no such file, not a solver
+  // state, then load_solver_state's checks.
   void load_solver(const std::string& dir);
+  // Restores a solver_state() message, checking in this order: num_params
+  // present and equal to the model's, fingerprint version (only
+  // kFingerprintVersion can be verified here), model fingerprint, optimizer
+  // type equal to the config's; then the solver's load() of
+  // state_from_proto(state, path), whose errors become SolverFileError
+  // "<path>: invalid solver state: ...". `path` names the state in errors.
+  // Not while clones sample.
+  void load_solver_state(const proto::SolverState& state,
+                         const std::string& path = "<solver state>");
 
   // ---- state ----
   bool is_clone() const noexcept;
@@ -115,7 +157,8 @@ class ESAgent {
   const proto::EvoKitConfig& config() const;
   const OnnxModel& model() const;
   const PolicyGraph& graph() const;
-  // The core agent (std::logic_error before init_solver()).
+  // The core agent (std::logic_error before init_solver()); its solver() is
+  // the family's Solver, shared with the clones.
   evokit::ESAgent& core();
   const evokit::ESAgent& core() const;
 

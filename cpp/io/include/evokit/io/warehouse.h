@@ -57,8 +57,11 @@ class Warehouse {
   // holds: solver.pb's params_fingerprint (WarehouseError if empty).
   std::string model_fingerprint(std::int64_t k) const;
 
-  // An agent at iteration k with its config, model and solver state.
-  // Checks that the solver state is at iteration k.
+  // An agent at iteration k with its config, model and solver state, for
+  // any sampling family (the config's solver, restored by
+  // ESAgent::load_solver as Python's Warehouse.load_agent does). Checks
+  // that the solver state is at iteration k. Unlike Python, does not
+  // recompute the config fingerprint (see above).
   ESAgent load_agent(std::int64_t k) const;
   ESAgent load_agent() const { return load_agent(latest()); }
 
