@@ -16,7 +16,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "evokit/io/crc32.h"
+#include "evokit/crc32.h"
 #include "evokit/io/errors.h"
 #include "file_util.h"
 

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "evokit/io/crc32.h"
+#include "evokit/crc32.h"
 #include "evokit/io/errors.h"
 #include "io_test_util.h"
 
