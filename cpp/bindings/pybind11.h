@@ -72,5 +72,6 @@ void bind_policy(py::module_& m);
 void bind_cma(py::module_& m);
 void bind_ga(py::module_& m);
 void bind_strategy_sampler(py::module_& m);
+void bind_log(py::module_& m);
 
 }  // namespace evokit::bindings
