@@ -42,7 +42,8 @@ std::vector<Candidate> find_candidates(std::string_view data, std::uint64_t& exa
   std::size_t from = 0;
   for (;;) {
     const std::size_t pos = data.find(kMagic, from);
-    examined += (pos == std::string_view::npos ? data.size() : pos + 1) - std::min(from, data.size());
+    const std::size_t searched_to = pos == std::string_view::npos ? data.size() : pos + 1;
+    examined += searched_to - std::min(from, data.size());
     if (pos == std::string_view::npos) break;
     from = pos + 1;
     if (pos + kRecordHeaderSize > data.size()) {

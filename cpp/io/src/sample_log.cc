@@ -47,7 +47,8 @@ LogContents parse_log(const std::string& bytes, const std::string& path) {
   LogContents result;
   for (RecordSpan& span : scan_record_log(bytes.data(), bytes.size()).spans) {
     if (span.kind == RecordSpan::Kind::kSkipped) {
-      result.skipped.push_back(SkippedBytes{path, span.offset, span.length, std::move(span.reason)});
+      result.skipped.push_back(
+          SkippedBytes{path, span.offset, span.length, std::move(span.reason)});
       continue;
     }
     LogRecord rec{path, span.offset, {}};
