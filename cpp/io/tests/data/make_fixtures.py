@@ -239,6 +239,10 @@ def native_cases():
     obs3 = rng.uniform(-2, 2, (2, 2, 3)).astype(f32)
     raw = numpy_helper.from_array(np.array([0.5, -1, 2, 0.25], f32))  # raw_data
     typed = helper.make_tensor("t", TensorProto.FLOAT, [1, 4], [1.5, -0.5, 0.75, 2])  # float_data
+
+    def refused_constant(name, **value):
+        return name, model([mm, node("Constant", [], "c", **value), node("Relu", ["mm"], "y")], ["N", 4]), obs
+
     return [
         ("constant_raw_data", model([mm, node("Constant", [], "c", value=raw), node("Add", ["mm", "c"], "y")],
                                     ["N", 4]), obs),
@@ -263,16 +267,13 @@ def native_cases():
                                               node("Sigmoid", ["t"], "s"), node("Identity", ["s"], "y")], ["N", 4]),
          obs),
         # refused
-        ("constant_int64", model([mm, node("Constant", [], "c", value=numpy_helper.from_array(np.array([1, 2], np.int64))),
-                                  node("Relu", ["mm"], "y")], ["N", 4]), obs),
-        ("constant_value_int", model([mm, node("Constant", [], "c", value_int=3), node("Relu", ["mm"], "y")],
-                                     ["N", 4]), obs),
-        ("constant_value_ints", model([mm, node("Constant", [], "c", value_ints=[3, 4]), node("Relu", ["mm"], "y")],
-                                      ["N", 4]), obs),
-        ("constant_value_string", model([mm, node("Constant", [], "c", value_string="x"), node("Relu", ["mm"], "y")],
-                                        ["N", 4]), obs),
+        refused_constant("constant_int64", value=numpy_helper.from_array(np.array([1, 2], np.int64))),
+        refused_constant("constant_value_int", value_int=3),
+        refused_constant("constant_value_ints", value_ints=[3, 4]),
+        refused_constant("constant_value_string", value_string="x"),
         ("softmax_axis0", model([mm, node("Softmax", ["mm"], "y", axis=0)], ["N", 4]), obs),
-        ("flatten_axis0", model([node("Flatten", ["obs"], "flat", axis=0), node("Relu", ["flat"], "y")], [1, None]), obs),
+        ("flatten_axis0", model([node("Flatten", ["obs"], "flat", axis=0), node("Relu", ["flat"], "y")],
+                                [1, None]), obs),
         ("gemm_trans_a", model([node("Gemm", ["obs", "obs"], "y", transA=1)], [3, 3]), obs),
         ("int64_initializer_input", model([mm, node("Add", ["mm", "k"], "y")], ["N", 4],
                                           [numpy_helper.from_array(np.array([1, 2, 3, 4], np.int64), "k")]), obs),
