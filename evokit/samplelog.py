@@ -28,6 +28,12 @@ hold and whose payload parses, and after a bad stretch resynchronises on the
 next magic whose header checksum holds, reporting each skipped stretch as a
 :class:`Skipped` (file, byte offset, length, reason).
 
+The framing and the reader's resynchronisation are the C++ core's
+(``cpp/include/evokit/record_log.h``, through ``evokit._core``), which the
+C++ io component uses too: one implementation, linear in the size of a log
+whatever it holds. This module keeps the protobuf payloads, the files and
+their locks.
+
 Each record is identified by :attr:`LogRecord.record_id`, the first 16 bytes
 of sha256(payload): the "already applied" bookkeeping of the update job
 (``ConsumedSamples.record_ids``).
@@ -39,26 +45,22 @@ import fcntl
 import hashlib
 import os
 import stat
-import struct
 import threading
-import zlib
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Union
 
 from google.protobuf.message import DecodeError
 
-from . import evokit_pb2
+from . import _core, evokit_pb2
 
 __all__ = [
     "HEADER_SIZE", "MAGIC", "MAX_PAYLOAD", "LogError", "LogRecord", "LogWriter", "ReadResult",
     "Skipped", "append_records", "encode_record", "read_log", "read_logs",
 ]
 
-MAGIC = b"EKR1"
-MAX_PAYLOAD = 16 * 1024 * 1024
-_HEADER = struct.Struct("<4sIII")  # magic, payload length, payload CRC, header CRC
-HEADER_SIZE = _HEADER.size  # 16
-_HEADER_CRC_SPAN = 12  # the header CRC covers bytes 0..11
+MAGIC: bytes = _core.RECORD_MAGIC  # b"EKR1"
+MAX_PAYLOAD: int = _core.MAX_RECORD_PAYLOAD  # 16 MiB
+HEADER_SIZE: int = _core.RECORD_HEADER_SIZE  # 16
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -110,11 +112,7 @@ def encode_record(record: evokit_pb2.SampleRecord) -> bytes:
     """The framed bytes of ``record``: the 16-byte header and the payload."""
     if not isinstance(record, evokit_pb2.SampleRecord):
         raise TypeError(f"expected an evokit.SampleRecord, got {type(record).__name__}")
-    payload = record.SerializeToString(deterministic=True)
-    if len(payload) > MAX_PAYLOAD:
-        raise ValueError(f"SampleRecord of {len(payload)} bytes exceeds the maximum payload of {MAX_PAYLOAD} bytes")
-    head = struct.pack("<4sII", MAGIC, len(payload), zlib.crc32(payload))
-    return head + struct.pack("<I", zlib.crc32(head)) + payload
+    return _core.frame_record(record.SerializeToString(deterministic=True))
 
 
 def _open_for_append(path: str) -> int:
@@ -269,81 +267,22 @@ def _read_bytes(path: str) -> bytes:
         raise LogError(f"{path}: cannot read sampling log: {exc.strerror or exc}") from exc
 
 
-def _header_crc_ok(data: bytes, pos: int) -> bool:
-    (stored,) = struct.unpack_from("<I", data, pos + _HEADER_CRC_SPAN)
-    return zlib.crc32(data[pos:pos + _HEADER_CRC_SPAN]) == stored
-
-
-def _next_record_start(data: bytes, start: int, *, torn_tail: bool) -> Optional[int]:
-    """Offset of the first magic at or after ``start`` that begins a header
-    whose header CRC holds; with ``torn_tail``, also a magic too close to the
-    end of the file for a whole header (a torn header). None if there is none."""
-    pos = data.find(MAGIC, start)
-    while pos != -1:
-        if pos + HEADER_SIZE > len(data):
-            return pos if torn_tail else None
-        if _header_crc_ok(data, pos):
-            return pos
-        pos = data.find(MAGIC, pos + 1)
-    return None
-
-
 def _parse_records(data: bytes, path: str, result: ReadResult) -> None:
-    size = len(data)
-    pos = 0
-    while pos < size:
-        left = size - pos
-        if left < HEADER_SIZE:
-            n = min(left, len(MAGIC))
-            if data[pos:pos + n] == MAGIC[:n]:
-                result.skipped.append(Skipped(
-                    path, pos, left, f"torn record at end of file ({left} of at least {HEADER_SIZE} bytes)"))
-                return
-            reason = "not a record (no magic)"
-        elif data[pos:pos + 4] != MAGIC:
-            reason = "not a record (no magic)"
-        elif not _header_crc_ok(data, pos):
-            reason = "bad header checksum"
+    spans, _ = _core.scan_record_log(data)
+    for offset, length, reason in spans:
+        if reason is not None:
+            result.skipped.append(Skipped(path, offset, length, reason))
+            continue
+        payload = data[offset + HEADER_SIZE:offset + length]
+        record = evokit_pb2.SampleRecord()
+        try:
+            record.ParseFromString(payload)
+        except DecodeError as exc:
+            # Both checksums hold, so the frame itself is sound: skip exactly
+            # this record.
+            result.skipped.append(Skipped(path, offset, length, f"payload is not a SampleRecord: {exc}"))
         else:
-            _, length, payload_crc, _ = _HEADER.unpack_from(data, pos)
-            end = pos + HEADER_SIZE + length
-            if length > MAX_PAYLOAD:
-                reason = f"payload length {length} exceeds the maximum of {MAX_PAYLOAD} bytes"
-            elif end > size:
-                # The header is sound but the file ends first: a torn last
-                # record, unless a whole record follows (a writer died
-                # mid-write and others appended after it).
-                nxt = _next_record_start(data, pos + 1, torn_tail=False)
-                total = HEADER_SIZE + length
-                if nxt is None:
-                    result.skipped.append(Skipped(
-                        path, pos, left, f"torn record at end of file ({left} of {total} bytes)"))
-                    return
-                result.skipped.append(Skipped(
-                    path, pos, nxt - pos, f"torn record ({nxt - pos} of {total} bytes) before the next record"))
-                pos = nxt
-                continue
-            else:
-                payload = data[pos + HEADER_SIZE:end]
-                if zlib.crc32(payload) != payload_crc:
-                    reason = "payload checksum mismatch"
-                else:
-                    record = evokit_pb2.SampleRecord()
-                    try:
-                        record.ParseFromString(payload)
-                    except DecodeError as exc:
-                        # Both checksums hold, so the frame itself is sound:
-                        # skip exactly this record.
-                        result.skipped.append(Skipped(
-                            path, pos, end - pos, f"payload is not a SampleRecord: {exc}"))
-                    else:
-                        result.records.append(LogRecord(record, path, pos, _record_id(payload)))
-                    pos = end
-                    continue
-        nxt = _next_record_start(data, pos + 1, torn_tail=True)
-        stop = size if nxt is None else nxt
-        result.skipped.append(Skipped(path, pos, stop - pos, reason))
-        pos = stop
+            result.records.append(LogRecord(record, path, offset, _record_id(payload)))
 
 
 def read_log(path: PathLike) -> ReadResult:

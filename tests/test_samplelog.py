@@ -13,8 +13,8 @@ import zlib
 
 import pytest
 
+from evokit import _core, samplelog
 from evokit import evokit_pb2 as pb
-from evokit import samplelog
 from evokit.samplelog import (
     MAGIC, MAX_PAYLOAD, LogError, LogWriter, append_records, encode_record, read_log, read_logs,
 )
@@ -288,6 +288,47 @@ def test_length_over_maximum_with_valid_header_crc(tmp_path):
     assert [r.record for r in result.records] == [rec]
     assert [(s.offset, s.length) for s in result.skipped] == [(0, 16)]
     assert "exceeds" in result.skipped[0].reason
+
+
+def test_crafted_headers_claiming_the_rest_of_the_file_read_in_linear_time(tmp_path):
+    """4 MiB of sound headers, one every 16 bytes, each claiming the rest of the
+    file with a wrong payload checksum. Checksumming every claim where it is
+    made reads size**2 / 32 = 5.5e11 bytes (minutes); the reader examines each
+    byte a few times."""
+    size = 4 << 20
+    heads = [struct.pack("<4sII", MAGIC, size - c - 16, 1) for c in range(0, size, 16)]
+    data = b"".join(h + struct.pack("<I", zlib.crc32(h)) for h in heads)
+    path = str(tmp_path / "crafted.log")
+    with open(path, "wb") as f:
+        f.write(data)
+    result = read_log(path)
+    assert result.records == []
+    assert len(result.skipped) == size // 16
+    assert all((s.offset, s.length, s.reason) == (16 * i, 16, "payload checksum mismatch")
+               for i, s in enumerate(result.skipped))
+    spans, examined = _core.scan_record_log(data)
+    assert len(spans) == size // 16
+    assert examined <= 3 * size
+
+
+def test_scan_record_log_binding():
+    """evokit._core's framing: spans in file order covering every byte, bytes
+    only, ValueError for an oversized payload."""
+    frames = [encode_record(make_record(i)) for i in range(3)]
+    data = frames[0] + b"junk" + frames[1] + frames[2][:20]
+    spans, examined = _core.scan_record_log(data)
+    a, b = len(frames[0]), len(frames[1])
+    assert spans == [(0, a, None), (a, 4, "not a record (no magic)"), (a + 4, b, None),
+                     (a + 4 + b, 20, f"torn record at end of file (20 of {len(frames[2])} bytes)")]
+    assert 0 < examined <= 5 * len(data)
+    assert _core.scan_record_log(b"") == ([], 0)
+    assert _core.frame_record(b"") == struct.pack("<4sII", MAGIC, 0, 0) + struct.pack(
+        "<I", zlib.crc32(struct.pack("<4sII", MAGIC, 0, 0)))
+    with pytest.raises(TypeError):
+        _core.scan_record_log(bytearray(data))
+    with pytest.raises(ValueError, match=r"^SampleRecord of 16777217 bytes exceeds the maximum payload of "
+                                         r"16777216 bytes$"):
+        _core.frame_record(bytes(MAX_PAYLOAD + 1))
 
 
 def test_empty_missing_and_directory(tmp_path):

@@ -12,7 +12,10 @@
 #      the model fingerprint Python wrote);
 #   5. C++ saves iteration 1's solver.pb: its fingerprints equal Python's and
 #      Python's load_solver accepts it; it replaces the warehouse's copy;
-#   6. a few more iterations: the mean return on the C++ CartPole improves.
+#   6. a few more iterations: the mean return on the C++ CartPole improves;
+#   7. a policy `evokit train` trained with observation normalisation
+#      (Constant nodes in front of the MLP) is served by the C++ evaluator
+#      and sampled by the C++ sampler.
 #
 #   bash demo/cpp/round_trip.sh BUILD_DIR [CMAKE]
 #
@@ -138,4 +141,24 @@ last=$(sed -n 's/^mean return \([0-9.]*\) .*/\1/p' <<<"$evaluation")
 echo "mean return: initial model $first, iteration 6 $last"
 python3 -c "import sys; sys.exit(0 if float('$last') > float('$first') else 1)" ||
   fail "the return did not improve ($first -> $last)"
+
+echo "== a policy trained with observation normalisation, served by C++"
+sed 's/^train {$/train {\n  observation_normalization: true/' "$src/configs/cartpole.prototxt" \
+  >"$work/obs_norm.prototxt"
+evokit train "$work/obs_norm.prototxt" --max-generations 3 --workers 1 --out "$work/obs_norm_run" -q
+python3 - "$work/obs_norm_run/model.onnx" <<'PY' || fail "the trained model does not normalise its observations"
+import sys
+import onnx
+ops = [(n.op_type, n.name) for n in onnx.load(sys.argv[1]).graph.node[:5]]
+assert ops[0] == ("Constant", "obs_norm/mean") and ops[4][0] == "Sub", ops
+PY
+"$evaluator" --model "$work/obs_norm_run/model.onnx" --episodes 5 ||
+  fail "the C++ evaluator cannot serve a policy trained with observation normalisation"
+# ... and sampled by the C++ service from a warehouse made of it.
+W2=$work/warehouse_obs_norm
+evokit init-solver --config "$src/configs/cartpole.prototxt" --model "$work/obs_norm_run/model.onnx" \
+  --warehouse "$W2"
+"$sampler" --warehouse "$W2" --log "$work/logs/obs_norm_0" --num-samples $N --seed 1 --threads 2
+evokit update --warehouse "$W2" --log "$work/logs/obs_norm_0" | grep "update 0 -> 1: used $N samples" ||
+  fail "evokit update did not use all $N samples of the C++ sampler's obs-norm log"
 echo "round trip OK"

@@ -3,6 +3,7 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -52,12 +53,15 @@ std::string one_line(const std::string& text) {
   return out;
 }
 
-std::vector<std::size_t> dims_of(const TensorProto& t, const std::string& source) {
+// "initializer 'W'": what holds a tensor, in errors.
+std::string initializer_label(const TensorProto& t) { return "initializer '" + t.name() + "'"; }
+
+std::vector<std::size_t> dims_of(const TensorProto& t, const std::string& source,
+                                 const std::string& what) {
   std::vector<std::size_t> dims;
   for (const std::int64_t d : t.dims()) {
     if (d < 0) {
-      throw ModelError(source + ": initializer '" + t.name() + "' has a negative dimension " +
-                       std::to_string(d));
+      throw ModelError(source + ": " + what + " has a negative dimension " + std::to_string(d));
     }
     dims.push_back(static_cast<std::size_t>(d));
   }
@@ -70,17 +74,17 @@ std::size_t element_count(const std::vector<std::size_t>& dims) {
   return n;
 }
 
-// The values of a float initializer, whether stored as raw_data
+// The values of a float tensor (`what` holds it), whether stored as raw_data
 // (little-endian) or float_data.
-std::vector<float> float_values(const TensorProto& t, const std::string& source) {
-  const std::size_t n = element_count(dims_of(t, source));
+std::vector<float> float_values(const TensorProto& t, const std::string& source,
+                                const std::string& what) {
+  const std::size_t n = element_count(dims_of(t, source, what));
   std::vector<float> out(n);
   if (t.has_raw_data()) {
     const std::string& raw = t.raw_data();
     if (raw.size() != n * 4) {
-      throw ModelError(source + ": initializer '" + t.name() + "' holds " +
-                       std::to_string(raw.size()) + " bytes of raw data, its shape needs " +
-                       std::to_string(n * 4));
+      throw ModelError(source + ": " + what + " holds " + std::to_string(raw.size()) +
+                       " bytes of raw data, its shape needs " + std::to_string(n * 4));
     }
     for (std::size_t i = 0; i < n; ++i) {
       const auto* b = reinterpret_cast<const unsigned char*>(raw.data()) + 4 * i;
@@ -92,9 +96,8 @@ std::vector<float> float_values(const TensorProto& t, const std::string& source)
     }
   } else {
     if (static_cast<std::size_t>(t.float_data_size()) != n) {
-      throw ModelError(source + ": initializer '" + t.name() + "' holds " +
-                       std::to_string(t.float_data_size()) + " values, its shape needs " +
-                       std::to_string(n));
+      throw ModelError(source + ": " + what + " holds " + std::to_string(t.float_data_size()) +
+                       " values, its shape needs " + std::to_string(n));
     }
     for (std::size_t i = 0; i < n; ++i) out[i] = t.float_data(static_cast<int>(i));
   }
@@ -115,6 +118,47 @@ std::string node_label(const onnx::NodeProto& node, int index) {
   const std::string who = node.name().empty() ? "node #" + std::to_string(index)
                                               : "node '" + node.name() + "'";
   return who + " (" + node.op_type() + ")";
+}
+
+// The tensor a Constant node holds: a FLOAT tensor `value`, or the floats of
+// `value_float` (a scalar) or `value_floats` (a vector); the first such
+// attribute counts. Other constants are refused, as by Python's native
+// backend (evokit/native.py).
+struct ConstantValue {
+  std::vector<std::size_t> shape;
+  std::vector<float> values;
+};
+
+ConstantValue constant_value(const onnx::NodeProto& node, const std::string& label,
+                             const std::string& source) {
+  using onnx::AttributeProto;
+  for (const AttributeProto& a : node.attribute()) {
+    if (a.name() == "value" && a.type() == AttributeProto::TENSOR) {
+      if (a.t().data_type() != TensorProto::FLOAT) {
+        throw ModelError(source + ": " + label + ": a " + data_type_name(a.t().data_type()) +
+                         " constant; only FLOAT tensors are supported");
+      }
+      const std::string what = label + ": value";
+      return {dims_of(a.t(), source, what), float_values(a.t(), source, what)};
+    }
+    if (a.name() == "value_float" && a.type() == AttributeProto::FLOAT) return {{}, {a.f()}};
+    if (a.name() == "value_floats" && a.type() == AttributeProto::FLOATS) {
+      return {{static_cast<std::size_t>(a.floats_size())},
+              std::vector<float>(a.floats().begin(), a.floats().end())};
+    }
+  }
+  std::string names;
+  for (const AttributeProto& a : node.attribute()) names += (names.empty() ? "" : ", ") + a.name();
+  throw ModelError(source + ": " + label +
+                   ": only float tensor constants are supported (attributes: " +
+                   (names.empty() ? "none" : names) + ")");
+}
+
+// "Gemm, MatMul, ..., Constant": what graph() runs.
+std::string supported_ops() {
+  std::string out;
+  for (const std::string& op : PolicyGraph::supported_ops()) out += op + ", ";
+  return out + "Constant";
 }
 
 }  // namespace
@@ -158,7 +202,7 @@ void OnnxModel::setup() {
   }
   ir_version_ = model.ir_version();
   for (const auto& op : model.opset_import()) {
-    if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
+    if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = std::max(opset_, op.version());
   }
   // Newer IR versions than this libonnx knows are not checked (as in Python).
   if (ir_version_ <= onnx::Version::IR_VERSION) {
@@ -184,9 +228,9 @@ void OnnxModel::setup() {
     if (t.data_type() != TensorProto::FLOAT) continue;
     float_names.push_back(t.name());
     if (!std::regex_match(t.name(), pattern)) continue;
-    std::vector<float> values = float_values(t, src);
+    std::vector<float> values = float_values(t, src, initializer_label(t));
     param_names_.push_back(t.name());
-    param_shapes_.push_back(dims_of(t, src));
+    param_shapes_.push_back(dims_of(t, src, initializer_label(t)));
     param_offsets_.push_back(offset);
     offset += values.size();
     parameters_.insert(parameters_.end(), values.begin(), values.end());
@@ -258,7 +302,8 @@ PolicyGraph OnnxModel::graph() const {
         g.add_param(t.name(), param_offsets_[p], param_shapes_[p]);
         ++p;
       } else if (t.data_type() == TensorProto::FLOAT) {
-        g.add_constant(t.name(), dims_of(t, src), float_values(t, src));
+        g.add_constant(t.name(), dims_of(t, src, initializer_label(t)),
+                       float_values(t, src, initializer_label(t)));
       } else {
         other_initializers.emplace(t.name(), data_type_name(t.data_type()));
       }
@@ -276,6 +321,32 @@ PolicyGraph OnnxModel::graph() const {
       throw ModelError(src + ": " + label + ": unsupported op " + node.domain() + "." +
                        node.op_type() + " (only the default ONNX domain is supported)");
     }
+    if (node.op_type() == "Constant") {
+      ConstantValue c = constant_value(node, label, src);
+      if (node.output_size() != 1) {
+        throw ModelError(src + ": " + label + ": expected 1 output, got " +
+                         std::to_string(node.output_size()));
+      }
+      try {
+        g.add_constant(node.output(0), c.shape, std::move(c.values));
+      } catch (const std::invalid_argument& e) {
+        throw ModelError(src + ": " + e.what());
+      }
+      continue;
+    }
+    const auto& ops = PolicyGraph::supported_ops();
+    if (std::find(ops.begin(), ops.end(), node.op_type()) == ops.end()) {
+      throw ModelError(src + ": " + label + ": unsupported op " + node.op_type() + " (supported: " +
+                       supported_ops() + ")");
+    }
+    std::vector<std::string> inputs(node.input().begin(), node.input().end());
+    for (const std::string& in : inputs) {
+      const auto it = other_initializers.find(in);
+      if (it != other_initializers.end()) {
+        throw ModelError(src + ": " + label + ": input '" + in + "' is a " + it->second +
+                         " initializer; the native policy computes on FLOAT tensors only");
+      }
+    }
     NodeAttributes attributes;
     for (const onnx::AttributeProto& a : node.attribute()) {
       if (a.type() == onnx::AttributeProto::INT) {
@@ -292,26 +363,33 @@ PolicyGraph OnnxModel::graph() const {
     if (node.op_type() == "Softmax" && opset_ < 13 && attributes.ints.count("axis") == 0) {
       attributes.ints["axis"] = 1;
     }
-    std::vector<std::string> inputs(node.input().begin(), node.input().end());
-    for (const std::string& in : inputs) {
-      const auto it = other_initializers.find(in);
-      if (it != other_initializers.end()) {
-        throw ModelError(src + ": " + label + ": input '" + in + "' is a " + it->second +
-                         " initializer; the native policy computes on FLOAT tensors only");
-      }
-    }
     std::vector<std::string> outputs(node.output().begin(), node.output().end());
     try {
       g.add_node(node.op_type(), inputs, outputs, attributes, node.name());
     } catch (const std::invalid_argument& e) {
-      // PolicyGraph labels unnamed nodes by their index too.
-      throw ModelError(src + ": " + e.what());
+      // PolicyGraph numbers unnamed nodes among its own nodes, which leave
+      // out the Constants: name them by their index in the ONNX graph.
+      std::string message = e.what();
+      const std::string core_label =
+          "node #" + std::to_string(g.num_nodes()) + " (" + node.op_type() + ")";
+      if (node.name().empty() && message.rfind(core_label, 0) == 0) {
+        message = label + message.substr(core_label.size());
+      }
+      throw ModelError(src + ": " + message);
     }
   }
+  std::vector<std::size_t> one, two;  // the first output's shape for 1 and 2 observations
   try {
     for (const auto& out : graph.output()) g.add_output(out.name());
+    one = g.output_shape(1);
+    two = g.output_shape(2);
   } catch (const std::invalid_argument& e) {
     throw ModelError(src + ": " + e.what());
+  }
+  if (one.empty() || one[0] != 1 || two[0] != 2) {
+    throw ModelError(src + ": output '" + graph.output(0).name() + "' has shape " +
+                     format_shape(one) +
+                     " for one observation: it does not start with the batch dimension");
   }
   return g;
 }

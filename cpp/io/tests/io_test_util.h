@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_util.h"
@@ -55,17 +56,27 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   out << bytes;
 }
 
+// The lines of a fixture file of make_fixtures.py in cpp/io/tests/data, but
+// comments and blank lines: each as its first word and the rest.
+inline std::vector<std::pair<std::string, std::string>> fixture_lines(const std::string& name) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::ifstream in(data_path(name));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t space = line.find(' ');
+    const std::string rest = space == std::string::npos ? "" : line.substr(space + 1);
+    out.emplace_back(line.substr(0, space), rest);
+  }
+  return out;
+}
+
 // cpp/io/tests/data/expected.txt: "name v1 v2 ..." per line (see make_fixtures.py).
 inline const std::map<std::string, std::vector<double>>& expected() {
   static const std::map<std::string, std::vector<double>> values = [] {
     std::map<std::string, std::vector<double>> out;
-    std::ifstream in(data_path("expected.txt"));
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      std::istringstream fields(line);
-      std::string name;
-      fields >> name;
+    for (const auto& [name, rest] : fixture_lines("expected.txt")) {
+      std::istringstream fields(rest);
       double v;
       while (fields >> v) out[name].push_back(v);
     }

@@ -28,15 +28,7 @@ using testing::TempDir;
 const std::map<std::string, std::string>& python_fingerprints() {
   static const std::map<std::string, std::string> values = [] {
     std::map<std::string, std::string> out;
-    std::ifstream in(data_path("fingerprints.txt"));
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      std::istringstream fields(line);
-      std::string name, hex;
-      fields >> name >> hex;
-      out[name] = hex;
-    }
+    for (const auto& [name, hex] : testing::fixture_lines("fingerprints.txt")) out[name] = hex;
     return out;
   }();
   return values;

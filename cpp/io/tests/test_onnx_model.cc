@@ -4,10 +4,15 @@
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "evokit/io/errors.h"
+#include "evokit/io/es_agent.h"
 #include "io_test_util.h"
 
 namespace evokit::io {
@@ -76,6 +81,16 @@ struct Builder {
     for (const auto& i : in) n->add_input(i);
     n->add_output(out);
     return n;
+  }
+  onnx::NodeProto* constant(const std::string& out, const std::string& name = "") {
+    return node("Constant", {}, out, name);
+  }
+  static onnx::AttributeProto* attribute(onnx::NodeProto* n, const std::string& name,
+                                         onnx::AttributeProto::AttributeType type) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(type);
+    return a;
   }
   void output(const std::string& name, std::int64_t n) { add_value(graph->add_output(), name, n); }
   OnnxModel load(const std::string& pattern = ".*") const {
@@ -204,13 +219,18 @@ TEST(OnnxModelErrors, UnsupportedOpNamesOpAndNode) {
 }
 
 TEST(OnnxModelErrors, ShapeMismatchNamesTheNode) {
-  Builder b;
-  b.init("W", {3, 2}, {1, 2, 3, 4, 5, 6});
-  b.node("MatMul", {"obs", "W"}, "y");
-  b.output("y", 2);
-  EXPECT_THROW_WITH(b.load().graph(), ModelError,
-                    "test.onnx: node #0 (MatMul): inner dimensions differ: 'obs' (batch, 2) x "
-                    "'W' (3, 2)");
+  for (const bool after_constant : {false, true}) {
+    Builder b;
+    b.init("W", {3, 2}, {1, 2, 3, 4, 5, 6});
+    if (after_constant) {  // numbered in the ONNX graph, Constants counted
+      Builder::attribute(b.constant("c"), "value_float", onnx::AttributeProto::FLOAT)->set_f(1.0f);
+    }
+    b.node("MatMul", {"obs", "W"}, "y");
+    b.output("y", 2);
+    EXPECT_THROW_WITH(b.load().graph(), ModelError,
+                      "test.onnx: node #" + std::to_string(after_constant ? 1 : 0) +
+                          " (MatMul): inner dimensions differ: 'obs' (batch, 2) x 'W' (3, 2)");
+  }
 }
 
 TEST(OnnxModelErrors, NonFloatInitializerInput) {
@@ -289,6 +309,157 @@ TEST(OnnxModel, SoftmaxBeforeOpset13DefaultsToAxis1) {
   const OnnxModel m = b.load();
   ExpectClose(run(m, {0, 0, 1, 2}, m.parameters()),
               {0.5f, 0.5f, 0.2689414213699951f, 0.7310585786300049f});
+}
+
+// ---- what Python's native backend accepts (evokit/native.py) -----------------
+
+TEST(OnnxModel, ServesAPolicyTrainedWithObservationNormalisation) {
+  // `evokit train` with train.observation_normalization: Constant nodes
+  // obs_norm/{mean,std,min,max}, then Sub, Div, Clip, then the MLP.
+  const std::string path = data_path("obs_norm_h8.onnx");
+  const OnnxModel m = OnnxModel::load(path);
+  const onnx::GraphProto& graph = m.proto().graph();
+  ASSERT_GE(graph.node_size(), 7);
+  EXPECT_EQ(graph.node(0).name(), "obs_norm/mean");
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(graph.node(i).op_type(), "Constant");
+  EXPECT_EQ(m.num_params(), 4u * 8 + 8 + 8 * 2 + 2);  // the constants are no parameters
+  // The very bits of Python's native backend.
+  const std::vector<float> obs = expected_floats("obs");
+  const std::vector<float> want = expected_floats("obs_norm_predict");
+  EXPECT_TRUE(evokit::testing::SameBits(run(m, obs, m.parameters()), want));
+  ESAgent agent;  // as a service loads it
+  agent.load_inference_model(path);
+  EXPECT_TRUE(evokit::testing::SameBits(agent.predict(obs, 3), want));
+}
+
+// native_cases.txt (make_fixtures.py): per model of native_cases/, Python's
+// observations and output, or its refusal.
+struct NativeCase {
+  std::vector<float> obs, out;
+  std::string refused;  // Python's message after "native backend: "
+};
+
+std::map<std::string, NativeCase> native_cases() {
+  std::map<std::string, NativeCase> cases;
+  for (const auto& [name, rest] : testing::fixture_lines("native_cases.txt")) {
+    const std::size_t space = rest.find(' ');
+    const std::string kind = rest.substr(0, space);
+    NativeCase& c = cases[name];
+    if (kind == "refused") {
+      c.refused = rest.substr(space + 1);
+      continue;
+    }
+    std::istringstream fields(rest.substr(space + 1));
+    float v;
+    while (fields >> v) (kind == "obs" ? c.obs : c.out).push_back(v);
+  }
+  return cases;
+}
+
+TEST(OnnxModel, AcceptsAndRefusesWhatPythonsNativeBackendDoes) {
+  const std::map<std::string, NativeCase> cases = native_cases();
+  std::size_t files = 0, refused = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(data_path("native_cases"))) {
+    ++files;
+    const std::string name = entry.path().stem().string();
+    SCOPED_TRACE(name);
+    ASSERT_EQ(cases.count(name), 1u);
+    const NativeCase& c = cases.at(name);
+    const OnnxModel m = OnnxModel::load(entry.path().string());
+    if (c.refused.empty()) {
+      // Python's output bit for bit: the same core runs the same graph.
+      EXPECT_TRUE(evokit::testing::SameBits(run(m, c.obs, m.parameters()), c.out));
+      continue;
+    }
+    ++refused;
+    // The same node or output, refused: "node 'c' (Constant)", "output 'y' ...".
+    const std::string subject = c.refused.substr(0, c.refused.find(": "));
+    EXPECT_THROW_WITH(m.graph(), ModelError, entry.path().string() + ": " + subject);
+  }
+  EXPECT_EQ(files, cases.size());
+  EXPECT_GE(refused, 5u);
+  EXPECT_GE(files - refused, 5u);
+}
+
+TEST(OnnxModel, ConstantNodes) {
+  // value (float_data), value_float (a scalar), value_floats: [1, -1] x W
+  // = [1, -1], then + c, * s, - v.
+  using A = onnx::AttributeProto;
+  Builder b;
+  b.init("W", {2, 2}, {1, 0, 0, 1});
+  b.node("MatMul", {"obs", "W"}, "h", "mm");
+  onnx::TensorProto* c = Builder::attribute(b.constant("c"), "value", A::TENSOR)->mutable_t();
+  c->set_data_type(onnx::TensorProto::FLOAT);
+  c->add_dims(2);
+  c->add_float_data(0.5f);
+  c->add_float_data(2.0f);
+  Builder::attribute(b.constant("s"), "value_float", A::FLOAT)->set_f(3.0f);
+  A* v = Builder::attribute(b.constant("v"), "value_floats", A::FLOATS);
+  v->add_floats(1.0f);
+  v->add_floats(-1.0f);
+  b.node("Add", {"h", "c"}, "h2");
+  b.node("Mul", {"h2", "s"}, "h3");
+  b.node("Sub", {"h3", "v"}, "y");
+  b.output("y", 2);
+  const OnnxModel m = b.load();
+  EXPECT_EQ(m.num_params(), 4u);
+  ExpectClose(run(m, {1, -1}, m.parameters()), {(1 + 0.5f) * 3 - 1, (-1 + 2.0f) * 3 + 1}, 0.0f);
+}
+
+TEST(OnnxModelErrors, ConstantsRefusedAsInPython) {
+  using A = onnx::AttributeProto;
+  const auto with_constant = [](const std::function<void(onnx::NodeProto*)>& set) {
+    Builder b;
+    b.init("W", {2, 2}, {1, 0, 0, 1});
+    b.node("MatMul", {"obs", "W"}, "y", "mm");
+    set(b.constant("k", "k"));
+    b.output("y", 2);
+    return b.load();
+  };
+  const OnnxModel int64 = with_constant([](onnx::NodeProto* n) {
+    onnx::TensorProto* t = Builder::attribute(n, "value", A::TENSOR)->mutable_t();
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_int64_data(7);
+  });
+  EXPECT_THROW_WITH(int64.graph(), ModelError,
+                    "test.onnx: node 'k' (Constant): a INT64 constant; only FLOAT tensors are "
+                    "supported");
+  const OnnxModel ints = with_constant(
+      [](onnx::NodeProto* n) { Builder::attribute(n, "value_int", A::INT)->set_i(3); });
+  EXPECT_THROW_WITH(ints.graph(), ModelError,
+                    "test.onnx: node 'k' (Constant): only float tensor constants are supported "
+                    "(attributes: value_int)");
+  const OnnxModel short_data = with_constant([](onnx::NodeProto* n) {
+    onnx::TensorProto* t = Builder::attribute(n, "value", A::TENSOR)->mutable_t();
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(3);
+    t->add_float_data(1.0f);
+  });
+  EXPECT_THROW_WITH(short_data.graph(), ModelError,
+                    "test.onnx: node 'k' (Constant): value holds 1 values, its shape needs 3");
+}
+
+TEST(OnnxModelErrors, OutputMustStartWithTheBatchDimension) {
+  Builder b;
+  b.init("W", {2, 2}, {1, 0, 0, 1});
+  b.node("MatMul", {"obs", "W"}, "h", "mm");
+  onnx::NodeProto* flatten = b.node("Flatten", {"h"}, "y", "flat");
+  Builder::attribute(flatten, "axis", onnx::AttributeProto::INT)->set_i(0);
+  b.output("y", 2);
+  EXPECT_THROW_WITH(b.load().graph(), ModelError,
+                    "test.onnx: output 'y' has shape (1, 2) for one observation: it does not start "
+                    "with the batch dimension");
+}
+
+TEST(OnnxModel, OpsetIsTheHighestDefaultDomainImport) {
+  Builder b(9);  // IR 9: not checked by this libonnx, which may not like two imports
+  auto* op = b.model.add_opset_import();
+  op->set_domain("ai.onnx");
+  op->set_version(11);
+  b.init("W", {2, 2}, {1, 0, 0, 1});
+  b.node("MatMul", {"obs", "W"}, "y");
+  b.output("y", 2);
+  EXPECT_EQ(b.load().opset(), 17);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "evokit/io/crc32.h"
+#include "evokit/crc32.h"
 #include "evokit/io/errors.h"
 #include "io_test_util.h"
 
@@ -238,6 +238,31 @@ TEST(SampleLogCorruption, OversizedLengthAndNonRecordPayload) {
   ASSERT_EQ(log.skipped.size(), 1u);
   EXPECT_EQ(log.skipped[0].length, 16 + payload.size());
   EXPECT_EQ(log.skipped[0].reason, "payload is not a SampleRecord");
+}
+
+TEST(SampleLogCorruption, CraftedHeadersClaimingTheRestOfTheFile) {
+  // 2 MiB of sound headers, one every 16 bytes, each claiming the rest of the
+  // file with a wrong payload checksum: the core's linear scan (checksumming
+  // each claim where it is made read 1.4e11 bytes: minutes).
+  constexpr std::size_t kSize = 2u << 20;
+  TempDir dir;
+  std::string bytes;
+  while (bytes.size() < kSize) {
+    std::string head = "EKR1";
+    for (const std::uint32_t v : {static_cast<std::uint32_t>(kSize - bytes.size() - 16), 1u}) {
+      for (int k = 0; k < 4; ++k) head += static_cast<char>((v >> (8 * k)) & 0xFF);
+    }
+    const std::uint32_t crc = crc32(head);
+    for (int k = 0; k < 4; ++k) head += static_cast<char>((crc >> (8 * k)) & 0xFF);
+    bytes += head;
+  }
+  write_bytes(dir.file("crafted.log"), bytes);
+  const LogContents log = read_log(dir.file("crafted.log"));
+  EXPECT_TRUE(log.records.empty());
+  ASSERT_EQ(log.skipped.size(), kSize / 16);
+  EXPECT_EQ(log.skipped.back().to_string(),
+            dir.file("crafted.log") + ": skipped 16 bytes at offset " + std::to_string(kSize - 16) +
+                ": payload checksum mismatch");
 }
 
 TEST(SampleLog, OversizedRecordIsRefusedAndAppendsNothing) {

@@ -17,6 +17,13 @@ Writes, next to this script:
   fingerprint_attributes.onnx  a model with attributes of most types, a
                          subgraph (If), typed (not raw) tensor data and a doc
                          string, for the fingerprint
+  obs_norm_h8.onnx       `evokit train` (configs/cartpole.prototxt, hidden 8,
+                         train.observation_normalization: true, 3 generations,
+                         seed 0): Constant nodes obs_norm/{mean,std,min,max}
+                         and Sub, Div, Clip in front of the MLP
+  native_cases/*.onnx    small models of every node and attribute form Python's
+                         native backend (evokit/native.py) accepts, and some it
+                         refuses (native_cases.txt says which)
   (solver_v1.pb, not written here: iter1/solver.pb as the EvoKit before
                          fingerprint version 2 wrote it, kept to test old files)
   fingerprints.txt       `name hex` per line: Python's model fingerprint
@@ -32,6 +39,12 @@ Writes, next to this script:
     clone0_predict       onnxruntime's output for obs with clone 0's perturbed
                          parameters at iteration 1
     record_rewards       rewards of the records in python_samples.log
+    obs_norm_predict     the native backend's output of obs_norm_h8.onnx for obs
+  native_cases.txt       per model of native_cases/, one line each:
+    NAME obs V...        observations (a batch of 2)
+    NAME out V...        the native backend's output for them
+    NAME refused MESSAGE the native backend refuses the model: its message
+                         after "native backend: "
 """
 
 from __future__ import annotations
@@ -117,6 +130,24 @@ def main() -> int:
     append_records(log, records)
     lines.append(f"record_rewards {fmt([r.reward for r in records])}")
 
+    # A policy trained with observation normalisation, as a service would get it.
+    obs_norm_model = os.path.join(HERE, "obs_norm_h8.onnx")
+    cfg = evokit.load_config(os.path.join(ROOT, "configs", "cartpole.prototxt"))
+    cfg.train.hidden_sizes[:] = [8]
+    cfg.train.observation_normalization = True
+    with tempfile.TemporaryDirectory() as tmp:
+        evokit.train(cfg, env_id="CartPole-v1", seed=0, out_dir=tmp, max_generations=3, num_workers=1,
+                     log=lambda line: None)
+        shutil.copy(os.path.join(tmp, "model.onnx"), obs_norm_model)
+    native = OnnxPolicy.load(obs_norm_model, backend="native")
+    assert [n.op_type for n in native._model.graph.node[:7]] == ["Constant"] * 4 + ["Sub", "Div", "Clip"]
+    predict = native.run(obs, native.initial_params())
+    ort = OnnxPolicy.load(obs_norm_model, backend="onnxruntime")
+    np.testing.assert_allclose(predict, ort.run(obs, ort.initial_params()), rtol=0, atol=1e-5)
+    lines.append(f"obs_norm_predict {fmt(predict)}")
+
+    write_native_cases()
+
     # Fingerprints (version 2) computed by Python, checked by test_fingerprint.cc.
     from evokit.agent import params_fingerprint
     attributes = os.path.join(HERE, "fingerprint_attributes.onnx")
@@ -179,6 +210,105 @@ def attributes_model():
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
+
+
+def native_cases():
+    """(name, model, obs) of every node and attribute form the native backend
+    accepts, and of forms it refuses: obs [N, 3] (or [N, 2, 3] with
+    Flatten), a parameter w, every node named."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def model(nodes, out_dims, inits=(), obs_dims=(3,), opset=17):
+        w = numpy_helper.from_array(np.linspace(-1, 1, 3 * 4, dtype=np.float32).reshape(3, 4), "w")
+        graph = helper.make_graph(
+            nodes, "case", [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["N", *obs_dims])],
+            [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, out_dims)],
+            initializer=[w, *inits])
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+        onnx.checker.check_model(m)
+        return m
+
+    def node(op, ins, out, **attrs):
+        return helper.make_node(op, ins, [out], name=out, **attrs)
+
+    mm = node("MatMul", ["obs", "w"], "mm")
+    f32 = np.float32
+    rng = np.random.default_rng(0)
+    obs = rng.uniform(-2, 2, (2, 3)).astype(f32)
+    obs3 = rng.uniform(-2, 2, (2, 2, 3)).astype(f32)
+    raw = numpy_helper.from_array(np.array([0.5, -1, 2, 0.25], f32))  # raw_data
+    typed = helper.make_tensor("t", TensorProto.FLOAT, [1, 4], [1.5, -0.5, 0.75, 2])  # float_data
+
+    def refused_constant(name, **value):
+        return name, model([mm, node("Constant", [], "c", **value), node("Relu", ["mm"], "y")], ["N", 4]), obs
+
+    return [
+        ("constant_raw_data", model([mm, node("Constant", [], "c", value=raw), node("Add", ["mm", "c"], "y")],
+                                    ["N", 4]), obs),
+        ("constant_float_data", model([mm, node("Constant", [], "c", value=typed), node("Mul", ["mm", "c"], "y")],
+                                      ["N", 4]), obs),
+        ("constant_value_float", model([mm, node("Constant", [], "c", value_float=0.75),
+                                        node("Div", ["mm", "c"], "y")], ["N", 4]), obs),
+        ("constant_value_floats", model([mm, node("Constant", [], "c", value_floats=[1, -2, 3, 0.5]),
+                                         node("Sub", ["c", "mm"], "y")], ["N", 4]), obs),
+        ("clip_scalar_constants", model([mm, node("Constant", [], "lo", value=numpy_helper.from_array(f32(-0.5))),
+                                         node("Constant", [], "hi", value=numpy_helper.from_array(f32(0.25))),
+                                         node("Clip", ["mm", "lo", "hi"], "y")], ["N", 4]), obs),
+        ("flatten_softmax", model([node("Flatten", ["obs"], "flat", axis=1),
+                                   node("MatMul", ["flat", "w6"], "h"), node("Softmax", ["h"], "y", axis=-1)],
+                                  ["N", 2], [numpy_helper.from_array(np.linspace(-2, 2, 12, dtype=f32).reshape(6, 2),
+                                                                     "w6")], obs_dims=(2, 3)), obs3),
+        ("softmax_opset11_axis1", model([mm, node("Softmax", ["mm"], "y")], ["N", 4], opset=11), obs),
+        ("gemm_attributes", model([node("Gemm", ["obs", "wt", "b"], "y", transB=1, alpha=0.5, beta=2.0)], ["N", 4],
+                                  [numpy_helper.from_array(np.linspace(1, -1, 12, dtype=f32).reshape(4, 3), "wt"),
+                                   numpy_helper.from_array(np.array([[0.5, -0.25, 1, 0]], f32), "b")]), obs),
+        ("relu_tanh_sigmoid_identity", model([mm, node("Relu", ["mm"], "r"), node("Tanh", ["r"], "t"),
+                                              node("Sigmoid", ["t"], "s"), node("Identity", ["s"], "y")], ["N", 4]),
+         obs),
+        # refused
+        refused_constant("constant_int64", value=numpy_helper.from_array(np.array([1, 2], np.int64))),
+        refused_constant("constant_value_int", value_int=3),
+        refused_constant("constant_value_ints", value_ints=[3, 4]),
+        refused_constant("constant_value_string", value_string="x"),
+        ("softmax_axis0", model([mm, node("Softmax", ["mm"], "y", axis=0)], ["N", 4]), obs),
+        ("flatten_axis0", model([node("Flatten", ["obs"], "flat", axis=0), node("Relu", ["flat"], "y")],
+                                [1, None]), obs),
+        ("gemm_trans_a", model([node("Gemm", ["obs", "obs"], "y", transA=1)], [3, 3]), obs),
+        ("int64_initializer_input", model([mm, node("Add", ["mm", "k"], "y")], ["N", 4],
+                                          [numpy_helper.from_array(np.array([1, 2, 3, 4], np.int64), "k")]), obs),
+        ("output_without_batch", model([node("Constant", [], "y", value=raw)], [4]), obs),
+        ("unsupported_op", model([mm, node("LeakyRelu", ["mm"], "y", alpha=0.1)], ["N", 4]), obs),
+    ]
+
+
+def write_native_cases():
+    """native_cases/NAME.onnx and native_cases.txt: what Python's native
+    backend makes of each case, for test_onnx_model.cc."""
+    from evokit.model import OnnxPolicy
+    from evokit.native import NotSupportedError
+
+    folder = os.path.join(HERE, "native_cases")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    lines = []
+    for name, model, obs in native_cases():
+        path = os.path.join(folder, name + ".onnx")
+        with open(path, "wb") as f:
+            f.write(model.SerializeToString())
+        try:
+            policy = OnnxPolicy.load(path, backend="native")
+        except NotSupportedError as exc:
+            lines.append(f"{name} refused {str(exc).split('native backend: ', 1)[1]}")
+            continue
+        out = policy.run(obs, policy.initial_params())
+        ort = OnnxPolicy.load(path, backend="onnxruntime")
+        np.testing.assert_allclose(out, ort.run(obs, ort.initial_params()), rtol=0, atol=1e-5)
+        lines.append(f"{name} obs {fmt(obs)}")
+        lines.append(f"{name} out {fmt(out)}")
+    with open(os.path.join(HERE, "native_cases.txt"), "w") as f:
+        f.write("# written by make_fixtures.py; do not edit\n")
+        f.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 #pragma once
 
 #include "evokit/io/config.h"
-#include "evokit/io/crc32.h"
 #include "evokit/io/errors.h"
 #include "evokit/io/es_agent.h"
 #include "evokit/io/fingerprint.h"

@@ -8,8 +8,12 @@
 //
 // graph() translates the ONNX nodes into an evokit::PolicyGraph whose
 // parameters are (offset, shape) windows of that vector; the other float
-// initializers become constants. The ONNX types stay behind this header
-// (only a forward declaration of onnx::ModelProto appears here).
+// initializers and float Constant nodes become constants. It accepts and
+// refuses exactly what Python's native backend (evokit/native.py) does, so a
+// policy trained with observation normalisation (Constant nodes
+// obs_norm/mean, ... in front of it) is served too. The ONNX types stay
+// behind this header (only a forward declaration of onnx::ModelProto
+// appears here).
 #pragma once
 
 #include <cstddef>
@@ -57,8 +61,12 @@ class OnnxModel {
   // The default-domain opset (0 if the model imports none).
   std::int64_t opset() const noexcept { return opset_; }
 
-  // The forward pass. Throws ModelError naming the file and the node for an
-  // op the native graph does not support or a shape it cannot run.
+  // The forward pass: the ops of PolicyGraph::supported_ops() with INT and
+  // FLOAT attributes (Softmax's axis defaulting to 1 before opset 13), and
+  // Constant nodes holding a FLOAT tensor (`value`), `value_float` or
+  // `value_floats`. Throws ModelError naming the file and the node for
+  // another op or constant, a non-float initializer input, a shape it cannot
+  // run, or a first output that does not start with the batch dimension.
   PolicyGraph graph() const;
 
   // The original model with the parameter initializers set to `params`

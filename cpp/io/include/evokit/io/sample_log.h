@@ -1,6 +1,8 @@
 // Sampling logs: append-only files of framed SampleRecord messages, exactly
 // as specified in proto/evokit.proto ("Sampling logs") and written by
-// Python's evokit.samplelog. Each record (little-endian):
+// Python's evokit.samplelog. The framing and the reader's resynchronisation
+// are the core's (evokit/record_log.h, which Python uses too); this header
+// adds the protobuf payloads and the files. Each record (little-endian):
 //
 //   offset  size  field
 //        0     4  magic "EKR1"
@@ -12,9 +14,10 @@
 // Writers (LogWriter) open the log with O_WRONLY | O_APPEND | O_CREAT and
 // append each record with one write() under an exclusive flock(), then
 // fsync: concurrent writers, in any process or language, never interleave
-// bytes. read_log keeps every record whose checksums hold, resynchronises
-// after a bad stretch on the next magic whose header checksum holds, and
-// reports every skipped stretch with file, offset and reason.
+// bytes. read_log keeps every record whose checksums hold and whose payload
+// parses, resynchronises after a bad stretch on the next magic whose header
+// checksum holds, and reports every skipped stretch with file, offset and
+// reason, in time linear in the size of the log.
 #pragma once
 
 #include <cstddef>
@@ -24,12 +27,13 @@
 #include <vector>
 
 #include "evokit/io/evokit.pb.h"
+#include "evokit/record_log.h"
 
 namespace evokit::io {
 
-inline constexpr char kLogMagic[4] = {'E', 'K', 'R', '1'};
-inline constexpr std::size_t kLogHeaderSize = 16;
-inline constexpr std::uint32_t kMaxPayload = 16u * 1024u * 1024u;
+inline constexpr const auto& kLogMagic = kRecordMagic;
+inline constexpr std::size_t kLogHeaderSize = kRecordHeaderSize;
+inline constexpr std::uint32_t kMaxPayload = kMaxRecordPayload;
 
 // The framed bytes of `record`: header and payload. Throws
 // std::invalid_argument if the payload would exceed kMaxPayload.
