@@ -40,7 +40,8 @@ import numpy as np
 
 from . import _core
 from . import evokit_pb2 as pb
-from .config import FITNESS_SHAPING_NAMES, ConfigError, config_to_text, load_config, validate_config
+from .config import FITNESS_SHAPING_NAMES, config_to_text, load_config, validate_config
+from .errors import ConfigError, SolverFileError
 from .fingerprint import FINGERPRINT_VERSION, params_digest
 from .model import OnnxPolicy, select_action
 from .policy_samplers import make_policy_sampler
@@ -62,10 +63,6 @@ def noise_version_message(path, what: str, version: int) -> str:
             f"would give different noise; "
             f"finish it with the EvoKit that wrote it, or start afresh from its model with "
             f"`evokit init-solver`")
-
-
-class SolverFileError(ValueError):
-    """A solver state file that is missing, corrupt or belongs to another model."""
 
 
 class ESAgent:

@@ -17,10 +17,11 @@ from typing import List, Optional, Tuple
 from google.protobuf import message as _message
 
 from . import evokit_pb2 as pb
-from .config import ConfigError, parse_config
+from .config import parse_config
+from .errors import CheckpointError, ConfigError
 from .util import atomic_write_bytes
 
-__all__ = ["CHECKPOINT_FILE", "CheckpointError", "read_checkpoint", "write_checkpoint",
+__all__ = ["CHECKPOINT_FILE", "read_checkpoint", "write_checkpoint",
            "config_differences", "check_resumable"]
 
 CHECKPOINT_FILE = "checkpoint.pb"
@@ -29,10 +30,6 @@ CHECKPOINT_FILE = "checkpoint.pb"
 # (results are identical for any number of workers), or they only move where
 # it stops.
 RESUME_MAY_CHANGE = ("train.num_workers", "train.max_generations")
-
-
-class CheckpointError(ValueError):
-    """A run directory that cannot be resumed."""
 
 
 def write_checkpoint(run_dir: str, ckpt: pb.TrainCheckpoint) -> str:

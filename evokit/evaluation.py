@@ -35,18 +35,15 @@ import numpy as np
 
 from . import _core
 from . import evokit_pb2 as pb
+from .errors import EnvError
 from .obsnorm import ObsNorm, ObsStats, merged_stats
 
-__all__ = ["EnvError", "EvalResult", "Evaluator", "SerialEvaluator", "ProcessEvaluator",
+__all__ = ["EvalResult", "Evaluator", "SerialEvaluator", "ProcessEvaluator",
            "VectorEvaluator", "EVALUATOR_KINDS", "make_env", "make_evaluator", "check_policy_fits",
            "run_episode", "has_vector_entry_point", "native_env_steps"]
 
 #: What :func:`make_evaluator` accepts as ``kind``.
 EVALUATOR_KINDS = ("auto", "vector", "process", "serial")
-
-
-class EnvError(ValueError):
-    """An environment that cannot be made, or that the policy does not fit."""
 
 
 @dataclass

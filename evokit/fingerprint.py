@@ -21,7 +21,9 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 from onnx import AttributeProto, GraphProto, ModelProto, TensorProto
 
-__all__ = ["FINGERPRINT_VERSION", "FingerprintError", "model_fingerprint", "params_digest"]
+from .errors import FingerprintError
+
+__all__ = ["FINGERPRINT_VERSION", "model_fingerprint", "params_digest"]
 
 #: The version written by this EvoKit (SolverState / WarehouseInfo.fingerprint_version).
 FINGERPRINT_VERSION = 2
@@ -49,10 +51,6 @@ _TYPED = {
 }
 _TYPED_FIELDS = ("float_data", "double_data", "int32_data", "int64_data", "uint64_data", "string_data")
 _MASK = {"<u2": 0xFFFF, "u1": 0xFF, "<u4": 0xFFFFFFFF}
-
-
-class FingerprintError(ValueError):
-    """A model holding something the fingerprint does not cover (the message names it)."""
 
 
 class _Encoder:

@@ -18,9 +18,10 @@ import os
 from typing import Dict, Iterable, List, Optional, Union
 
 from . import evokit_pb2 as pb
+from .errors import MetricsError
 from .util import atomic_write_bytes
 
-__all__ = ["COLUMNS", "FORMATS", "MetricsError", "MetricsFile", "TensorBoardWriter",
+__all__ = ["COLUMNS", "FORMATS", "MetricsFile", "TensorBoardWriter",
            "metrics_format", "read_metrics", "row_to_proto", "row_from_proto"]
 
 COLUMNS = ["generation", "model_iter_id", "env_steps", "wall_time", "reward_mean",
@@ -30,10 +31,6 @@ _INT_COLUMNS = ("generation", "model_iter_id", "env_steps")
 _EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl"}
 
 Row = Dict[str, Union[int, float, None]]
-
-
-class MetricsError(ValueError):
-    """A metrics file that cannot be read, or a format that cannot be told."""
 
 
 def metrics_format(path: Union[str, "os.PathLike[str]"], fmt: Optional[str] = None) -> str:

@@ -47,13 +47,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .fingerprint import FINGERPRINT_VERSION, FingerprintError, model_fingerprint
+from .errors import FingerprintError, ModelError, NativeFallbackWarning, NotSupportedError
+from .fingerprint import FINGERPRINT_VERSION, model_fingerprint
 from .util import atomic_write_bytes
 
 __all__ = [
     "BACKENDS",
-    "ModelError",
-    "NativeFallbackWarning",
     "OnnxPolicy",
     "init_mlp",
     "policy_for_spaces",
@@ -74,15 +73,6 @@ ACTIVATIONS = ("tanh", "relu", "sigmoid", "identity")
 BACKENDS = ("auto", "native", "onnxruntime")
 
 _MEMORY = "<memory>"
-
-
-class ModelError(ValueError):
-    """A bad model file, a bad model, or bad inputs for a model."""
-
-
-class NativeFallbackWarning(UserWarning):
-    """``backend="auto"`` met a graph the native backend cannot run and uses
-    onnxruntime for it; the message names the node and op."""
 
 
 # --------------------------------------------------------------------------
@@ -350,7 +340,7 @@ class OnnxPolicy:
         self.native = None
         self.fallback_reason = None
         if backend != "onnxruntime":
-            from .native import NativePolicy, NotSupportedError
+            from .native import NativePolicy
 
             try:
                 self.native = NativePolicy.from_onnx_policy(self)

@@ -39,19 +39,15 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 from . import _core
-from .model import ModelError
+from .errors import ModelError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import OnnxPolicy
 
-__all__ = ["NativePolicy", "NotSupportedError", "SUPPORTED_OPS"]
+__all__ = ["NativePolicy", "SUPPORTED_OPS"]
 
 #: ONNX op types the native backend runs (``Constant`` is read at build time).
 SUPPORTED_OPS = tuple(_core.PolicyGraph.supported_ops()) + ("Constant",)
-
-
-class NotSupportedError(ModelError):
-    """A model the native backend cannot run; the message names the node and op."""
 
 
 def _node_label(node: onnx.NodeProto, index: int) -> str:

@@ -51,7 +51,8 @@ import numpy as np
 
 from . import evokit_pb2 as pb
 from .evaluation import Evaluator, make_evaluator
-from .samplelog import LogError, Skipped, append_records, read_log
+from .errors import LogError
+from .samplelog import Skipped, append_records, read_log
 from .training import episode_seeds
 from .warehouse import Warehouse
 

@@ -12,7 +12,8 @@ import io
 import os
 from typing import List, Optional
 
-from .metrics import MetricsError, read_metrics
+from .errors import MetricsError
+from .metrics import read_metrics
 from .util import atomic_write_bytes
 
 __all__ = ["PLOT_FILE", "FIGURE_SIZE", "DPI", "find_metrics", "plot_run"]

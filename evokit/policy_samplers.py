@@ -18,12 +18,9 @@ import numpy as np
 
 from . import _core
 from . import evokit_pb2 as pb
+from .errors import SampleError, SolverFileError
 
 __all__ = ["PolicySampler", "SampleError", "make_policy_sampler"]
-
-
-class SampleError(ValueError):
-    """A SamplingInfo that cannot be rebuilt or told at the current iteration."""
 
 
 def _sample_error(call, *args):
@@ -130,8 +127,6 @@ class PolicySampler:
         state.vectors.add(name="ga.x0", data=np.ascontiguousarray(ga.x0, dtype="<f4").tobytes())
 
     def load(self, state: pb.SolverState, path: str) -> None:
-        from .agent import SolverFileError
-
         n = self.num_params
         field = self.kind.lower()
         if not state.HasField(field):
@@ -168,8 +163,6 @@ def _to_core(info):
 
 
 def _vector(state: pb.SolverState, name: str, size: int, path: str, dtype: str = "<f8") -> np.ndarray:
-    from .agent import SolverFileError
-
     for v in state.vectors:
         if v.name == name:
             arr = np.frombuffer(v.data, dtype=dtype)

@@ -48,9 +48,10 @@ from typing import Iterable, Optional, Union
 from google.protobuf.message import DecodeError
 
 from . import evokit_pb2
+from .errors import LogError
 
 __all__ = [
-    "HEADER_SIZE", "MAGIC", "MAX_PAYLOAD", "LogError", "LogRecord", "LogWriter", "ReadResult",
+    "HEADER_SIZE", "MAGIC", "MAX_PAYLOAD", "LogRecord", "LogWriter", "ReadResult",
     "Skipped", "append_records", "encode_record", "read_log", "read_logs",
 ]
 
@@ -61,11 +62,6 @@ HEADER_SIZE = _HEADER.size  # 16
 _HEADER_CRC_SPAN = 12  # the header CRC covers bytes 0..11
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-class LogError(ValueError):
-    """A sampling log that cannot be used at all: missing, a directory, not a
-    regular file, or not readable / writable. The message names the path."""
 
 
 @dataclass

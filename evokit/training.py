@@ -49,7 +49,8 @@ from . import evokit_pb2 as pb
 from .agent import MODEL_FILE, SOLVER_FILE, ESAgent
 from .checkpoint import check_resumable, read_checkpoint, write_checkpoint
 from .config import config_to_text, load_config, parse_config, validate_config
-from .evaluation import EnvError, Evaluator, check_policy_fits, make_env, make_evaluator
+from .errors import EnvError
+from .evaluation import Evaluator, check_policy_fits, make_env, make_evaluator
 from .metrics import COLUMNS as METRICS_COLUMNS
 from .metrics import MetricsFile, TensorBoardWriter, row_from_proto, row_to_proto
 from .model import policy_for_spaces

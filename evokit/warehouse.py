@@ -34,14 +34,14 @@ import numpy as np
 
 from . import evokit_pb2 as pb
 from . import _core
-from .agent import (MODEL_FILE, SOLVER_FILE, ESAgent, SolverFileError, noise_version_message,
-                    params_fingerprint)
-from .config import ConfigError, config_to_text, load_config, parse_config
+from .agent import MODEL_FILE, SOLVER_FILE, ESAgent, noise_version_message, params_fingerprint
+from .config import config_to_text, load_config, parse_config
+from .errors import ConfigError, SolverFileError, WarehouseError
 from .fingerprint import FINGERPRINT_VERSION
 from .model import OnnxPolicy
 from .util import atomic_write_bytes, fsync_dir
 
-__all__ = ["Warehouse", "WarehouseError", "config_fingerprint",
+__all__ = ["Warehouse", "config_fingerprint",
            "ITER_PREFIX", "INFO_FILE", "CONSUMED_FILE"]
 
 ITER_PREFIX = "model_iter_id-"
@@ -80,10 +80,6 @@ _STRATEGY_KEY_FIELDS = [
     ("solver.sampling.ga_sampling.elite_evaluations",
      lambda c: c.solver.sampling.ga_sampling.elite_evaluations),
 ]
-
-
-class WarehouseError(ValueError):
-    """A warehouse that is missing, empty, half-written or inconsistent."""
 
 
 def config_fingerprint(config: pb.EvoKitConfig, policy: OnnxPolicy,

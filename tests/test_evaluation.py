@@ -12,7 +12,8 @@ import pytest
 from gymnasium import spaces
 
 import evokit
-from evokit.evaluation import (EnvError, ProcessEvaluator, SerialEvaluator, VectorEvaluator,
+from evokit.errors import EnvError
+from evokit.evaluation import (ProcessEvaluator, SerialEvaluator, VectorEvaluator,
                                has_vector_entry_point, make_evaluator)
 from evokit.model import init_mlp
 

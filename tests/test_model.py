@@ -14,9 +14,8 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from evokit.errors import ModelError, NativeFallbackWarning
 from evokit.model import (
-    ModelError,
-    NativeFallbackWarning,
     OnnxPolicy,
     init_mlp,
     policy_for_spaces,

@@ -15,8 +15,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 import evokit
 from evokit import _core
-from evokit.model import ModelError, NativeFallbackWarning, OnnxPolicy, init_mlp
-from evokit.native import NativePolicy, NotSupportedError
+from evokit.errors import ModelError, NativeFallbackWarning, NotSupportedError
+from evokit.model import OnnxPolicy, init_mlp
+from evokit.native import NativePolicy
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TORCH_ONNX = FIXTURES / "torch_mlp.onnx"

@@ -9,7 +9,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import evokit
 from evokit import evokit_pb2 as pb
-from evokit.config import ConfigError, parse_config
+from evokit.config import parse_config
+from evokit.errors import ConfigError, NotSupportedError
 from evokit.evaluation import ProcessEvaluator, SerialEvaluator, VectorEvaluator
 from evokit.model import OnnxPolicy, init_mlp
 from evokit.obsnorm import OBS_NORM_FILE, VAR_FLOOR, ObsNorm, ObsStats, RunningStat, with_obs_norm
@@ -168,7 +169,7 @@ def test_native_clip_needs_constant_bounds():
                               [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", 3])],
                               initializer=[numpy_helper.from_array(np.array([0.5], np.float32), "lo")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    with pytest.raises(evokit.native.NotSupportedError,
+    with pytest.raises(NotSupportedError,
                        match=r"^<memory>: native backend: node 'clip' \(Clip\): min 'lo' must be a "
                              r"constant with one element, got a non-constant of shape \(1,\)$"):
         OnnxPolicy.from_model(model, backend="native")

@@ -13,7 +13,8 @@ from evokit.evaluation import SerialEvaluator
 from evokit.model import init_mlp
 from evokit.pipeline import sample, update
 from evokit.samplelog import append_records, read_log
-from evokit.warehouse import ITER_PREFIX, Warehouse, WarehouseError
+from evokit.errors import WarehouseError
+from evokit.warehouse import ITER_PREFIX, Warehouse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

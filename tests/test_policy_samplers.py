@@ -13,7 +13,7 @@ from evokit import ConfigError, ESAgent, _core, load_config, parse_config
 from evokit import evokit_pb2 as pb
 from evokit.model import init_mlp
 from evokit.pipeline import sample, update
-from evokit.policy_samplers import SampleError
+from evokit.errors import SampleError
 from evokit.samplelog import append_records, read_log
 from evokit.warehouse import Warehouse
 

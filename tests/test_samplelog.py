@@ -15,8 +15,9 @@ import pytest
 
 from evokit import evokit_pb2 as pb
 from evokit import samplelog
+from evokit.errors import LogError
 from evokit.samplelog import (
-    MAGIC, MAX_PAYLOAD, LogError, LogWriter, append_records, encode_record, read_log, read_logs,
+    MAGIC, MAX_PAYLOAD, LogWriter, append_records, encode_record, read_log, read_logs,
 )
 
 

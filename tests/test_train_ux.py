@@ -18,7 +18,8 @@ import evokit
 from evokit import evokit_pb2 as pb
 from evokit.config import config_to_text
 from evokit.checkpoint import CHECKPOINT_FILE, config_differences, read_checkpoint
-from evokit.metrics import COLUMNS, MetricsError, read_metrics
+from evokit.errors import MetricsError
+from evokit.metrics import COLUMNS, read_metrics
 from evokit.progress import NORMAL, QUIET, VERBOSE, Progress, format_duration
 from evokit.training import generation_infos
 

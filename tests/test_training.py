@@ -11,7 +11,8 @@ import pytest
 
 import evokit
 from evokit.cli import main as cli
-from evokit.evaluation import EnvError, ProcessEvaluator, SerialEvaluator
+from evokit.errors import EnvError
+from evokit.evaluation import ProcessEvaluator, SerialEvaluator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")
