@@ -147,11 +147,15 @@ class OnnxPolicy:
         num_params: total number of float32 parameters.
         param_names: selected initializer names, in ``graph.initializer`` order.
         param_shapes: their shapes.
+        param_slices: where each parameter lies in the flat vector, as
+            ``(start, stop)``, in ``param_names`` order.
         input_name: the observation input (first graph input that is not an
             initializer).
         obs_shape: declared shape of that input without its leading batch dim,
             symbolic dims as None; None if the model declares no shape (then
             observations are fed unchecked, always as a batch).
+        obs_dtype: the numpy dtype of the observation input (observations are
+            converted to it).
         output_name: the first graph output, the one :meth:`run` returns.
         backend: the forward pass in use, ``"native"`` or ``"onnxruntime"``.
         native: the :class:`~evokit.native.NativePolicy` when ``backend`` is
@@ -164,8 +168,10 @@ class OnnxPolicy:
     num_params: int
     param_names: list[str]
     param_shapes: list[tuple[int, ...]]
+    param_slices: list[tuple[int, int]]
     input_name: str
     obs_shape: tuple | None
+    obs_dtype: np.dtype
     output_name: str
     backend: str
     native: Any
@@ -273,7 +279,7 @@ class OnnxPolicy:
         self.param_shapes = [tuple(int(d) for d in t.dims) for t in selected]
         self._sizes = [int(math.prod(s)) for s in self.param_shapes]
         offsets = np.cumsum([0] + self._sizes)
-        self._slices = [
+        self.param_slices = [
             (int(offsets[i]), int(offsets[i + 1])) for i in range(len(self._sizes))
         ]
         self.num_params = int(offsets[-1])
@@ -304,7 +310,7 @@ class OnnxPolicy:
             )
         obs_vi = data_inputs[0]
         self.input_name = obs_vi.name
-        self._obs_dtype = _np_dtype_for(obs_vi.type.tensor_type.elem_type)
+        self.obs_dtype = _np_dtype_for(obs_vi.type.tensor_type.elem_type)
         declared = _declared_shape(obs_vi)
         if declared is None:
             self.obs_shape = None
@@ -352,6 +358,12 @@ class OnnxPolicy:
                               NativeFallbackWarning, stacklevel=4)
         self.backend = "native" if self.native is not None else "onnxruntime"
 
+    @property
+    def model(self) -> onnx.ModelProto:
+        """The model as loaded, with its own parameter values: read it, do not
+        modify it (:meth:`to_model` gives a copy with other parameters)."""
+        return self._model
+
     # ---- parameters ---------------------------------------------------
 
     def initial_params(self) -> np.ndarray:
@@ -392,7 +404,7 @@ class OnnxPolicy:
     def _param_feeds(self, flat: np.ndarray) -> dict[str, np.ndarray]:
         return {
             name: flat[a:b].reshape(shape)
-            for name, shape, (a, b) in zip(self.param_names, self.param_shapes, self._slices)
+            for name, shape, (a, b) in zip(self.param_names, self.param_shapes, self.param_slices)
         }
 
     # ---- inference ----------------------------------------------------
@@ -423,13 +435,13 @@ class OnnxPolicy:
 
     def _check_obs(self, obs: Any) -> tuple[np.ndarray, bool]:
         arr = np.asarray(obs)
-        if arr.dtype != self._obs_dtype:
+        if arr.dtype != self.obs_dtype:
             try:
-                arr = np.asarray(arr, dtype=self._obs_dtype)
+                arr = np.asarray(arr, dtype=self.obs_dtype)
             except (TypeError, ValueError) as e:
                 raise ModelError(
                     f"{self.source}: observation cannot be converted to "
-                    f"{self._obs_dtype}: {e}"
+                    f"{self.obs_dtype}: {e}"
                 ) from e
         shape = self.obs_shape
         if shape is None:

@@ -32,7 +32,7 @@ a clone predicts with, for any ``num_threads``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import Any, Optional, Protocol, Sequence
 
 import numpy as np
 import onnx
@@ -41,13 +41,24 @@ from onnx import TensorProto, numpy_helper
 from . import _core
 from .errors import ModelError, NotSupportedError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .model import OnnxPolicy
-
-__all__ = ["NativePolicy", "SUPPORTED_OPS"]
+__all__ = ["NativePolicy", "PolicyLayout", "SUPPORTED_OPS"]
 
 #: ONNX op types the native backend runs (``Constant`` is read at build time).
 SUPPORTED_OPS = tuple(_core.PolicyGraph.supported_ops()) + ("Constant",)
+
+
+class PolicyLayout(Protocol):
+    """What :meth:`NativePolicy.from_onnx_policy` reads of a policy: the
+    public attributes of :class:`~evokit.model.OnnxPolicy` of those names."""
+
+    source: str
+    model: onnx.ModelProto
+    input_name: str
+    obs_shape: Optional[tuple]
+    obs_dtype: np.dtype
+    param_names: Sequence[str]
+    param_shapes: Sequence[tuple]
+    param_slices: Sequence[tuple]
 
 
 def _node_label(node: onnx.NodeProto, index: int) -> str:
@@ -100,12 +111,12 @@ class NativePolicy:
         self.action_shape = tuple(graph.output_shape(1)[1:])
 
     @classmethod
-    def from_onnx_policy(cls, policy: "OnnxPolicy") -> "NativePolicy":
+    def from_onnx_policy(cls, policy: PolicyLayout) -> "NativePolicy":
         """The native graph of ``policy`` (same parameter layout). Raises
         :class:`NotSupportedError` naming the node and op for a graph the core
         cannot run."""
         source = policy.source
-        model = policy._model
+        model = policy.model
         graph = model.graph
         g = _core.PolicyGraph()
 
@@ -117,13 +128,13 @@ class NativePolicy:
             raise refuse(f"observation input {policy.input_name!r} has shape "
                          f"{'undeclared' if obs_shape is None else obs_shape} (without the batch "
                          f"dimension); the native backend needs fixed feature sizes")
-        if policy._obs_dtype != np.float32:
-            raise refuse(f"observation input {policy.input_name!r} has dtype {policy._obs_dtype}, "
+        if policy.obs_dtype != np.float32:
+            raise refuse(f"observation input {policy.input_name!r} has dtype {policy.obs_dtype}, "
                          f"not float32")
         opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
 
         params = {name: (a, shape) for name, shape, (a, _) in
-                  zip(policy.param_names, policy.param_shapes, policy._slices)}
+                  zip(policy.param_names, policy.param_shapes, policy.param_slices)}
         other: dict = {}  # non-float initializers: name -> type name
         try:
             g.add_input(policy.input_name, list(obs_shape))
