@@ -85,7 +85,7 @@ def main() -> int:
     args = p.parse_args()
 
     from evokit.evaluation import SerialEvaluator, VectorEvaluator
-    from evokit.model import init_mlp
+    from evokit.policy.mlp import init_mlp
 
     with tempfile.TemporaryDirectory() as tmp:
         fresh = os.path.join(tmp, "fresh.onnx")

@@ -44,7 +44,7 @@ CONFIG = os.path.join(ROOT, "configs", "hopper.prototxt")
 def _agent(cfg, tmp, model_path=None):
     import evokit
     from evokit.evaluation import make_env
-    from evokit.model import policy_for_spaces
+    from evokit.policy.mlp import policy_for_spaces
 
     path = model_path
     if path is None:

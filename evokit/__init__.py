@@ -25,8 +25,8 @@ from .config import load_config, parse_config
 from .errors import ConfigError, ModelError, SolverFileError
 from .evokit_pb2 import EvoKitConfig
 from .ga import GA, OpenES
-from .model import OnnxPolicy
-from .native import NativePolicy
+from .policy.native import NativePolicy
+from .policy.onnx_policy import OnnxPolicy
 from .training import TrainResult, train
 
 __all__ = [

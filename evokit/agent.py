@@ -42,8 +42,8 @@ from . import _core
 from . import evokit_pb2 as pb
 from .config import FITNESS_SHAPING_NAMES, config_to_text, load_config, validate_config
 from .errors import ConfigError, SolverFileError
-from .fingerprint import FINGERPRINT_VERSION, params_digest
-from .model import OnnxPolicy, select_action
+from .policy.fingerprint import FINGERPRINT_VERSION, params_digest
+from .policy.onnx_policy import OnnxPolicy, select_action
 from .policy_samplers import make_policy_sampler
 from .util import atomic_write_bytes
 

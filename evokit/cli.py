@@ -62,7 +62,7 @@ def _cmd_plot(args) -> int:
 
 def _cmd_init_model(args) -> int:
     from .evaluation import make_env
-    from .model import policy_for_spaces
+    from .policy.mlp import policy_for_spaces
     from .util import atomic_write_bytes
 
     env = make_env(args.env)

@@ -25,7 +25,7 @@ __all__ = ["load_config", "parse_config", "validate_config", "config_to_text"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 ACTIVATIONS = ("tanh", "relu", "sigmoid", "identity")
-BACKENDS = ("auto", "native", "onnxruntime")  # as evokit.model.BACKENDS
+BACKENDS = ("auto", "native", "onnxruntime")  # as evokit.policy.onnx_policy.BACKENDS
 
 FITNESS_SHAPING_NAMES = {
     pb.CENTERED_RANK: "centered_rank",

@@ -17,7 +17,7 @@ mean and standard deviation of the observations of the sampled episodes.
 - :func:`with_obs_norm`: the ONNX policy with the normaliser as explicit first
   nodes ``Sub(mean) -> Div(std) -> Clip(-c, c)`` whose operands are
   ``Constant`` nodes, not initializers: they are never trainable parameters
-  (:class:`~evokit.model.OnnxPolicy` trains initializers only), the parameter
+  (:class:`~evokit.policy.onnx_policy.OnnxPolicy` trains initializers only), the parameter
   vector is unchanged, and onnxruntime and the native backend run it alike.
 """
 

@@ -53,7 +53,7 @@ from .errors import EnvError
 from .evaluation import Evaluator, check_policy_fits, make_env, make_evaluator
 from .metrics import COLUMNS as METRICS_COLUMNS
 from .metrics import MetricsFile, TensorBoardWriter, row_from_proto, row_to_proto
-from .model import policy_for_spaces
+from .policy.mlp import policy_for_spaces
 from .obsnorm import ObsNorm, RunningStat, save_with_model
 from .progress import NORMAL, Progress
 from .util import atomic_write_bytes

@@ -12,7 +12,7 @@ from gymnasium.utils import seeding
 import evokit
 from evokit import _core
 from evokit.evaluation import SerialEvaluator, VectorEvaluator, native_env_steps
-from evokit.model import init_mlp
+from evokit.policy.mlp import init_mlp
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 7, 1000, 2**31 - 1, 2**32 - 1, 2**32, 2**40 + 7, 2**63 - 1])

@@ -15,7 +15,7 @@ import evokit
 from evokit.errors import EnvError
 from evokit.evaluation import (ProcessEvaluator, SerialEvaluator, VectorEvaluator,
                                has_vector_entry_point, make_evaluator)
-from evokit.model import init_mlp
+from evokit.policy.mlp import init_mlp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")

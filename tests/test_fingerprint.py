@@ -15,7 +15,8 @@ import evokit
 from evokit import ModelError, SolverFileError
 from evokit import evokit_pb2 as pb
 from evokit.agent import params_fingerprint
-from evokit.model import OnnxPolicy, init_mlp
+from evokit.policy.mlp import init_mlp
+from evokit.policy.onnx_policy import OnnxPolicy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IO_DATA = os.path.join(ROOT, "cpp", "io", "tests", "data")

@@ -1,4 +1,6 @@
-"""Tests for evokit.model (ONNX policies).  Must not import torch."""
+"""Tests for evokit.policy.onnx_policy and evokit.policy.mlp (ONNX policies).
+
+Must not import torch."""
 
 from __future__ import annotations
 
@@ -15,12 +17,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from evokit.errors import ModelError, NativeFallbackWarning
-from evokit.model import (
-    OnnxPolicy,
-    init_mlp,
-    policy_for_spaces,
-    select_action,
-)
+from evokit.policy.mlp import init_mlp, policy_for_spaces
+from evokit.policy.onnx_policy import OnnxPolicy, select_action
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TORCH_ONNX = FIXTURES / "torch_mlp.onnx"

@@ -1,4 +1,4 @@
-"""The native backend (evokit.native) against onnxruntime: random MLPs, the
+"""The native backend (evokit.policy.native) against onnxruntime: random MLPs, the
 PyTorch fixture, populations from noise keys, fallback, thread invariance."""
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from onnx import TensorProto, helper, numpy_helper
 import evokit
 from evokit import _core
 from evokit.errors import ModelError, NativeFallbackWarning, NotSupportedError
-from evokit.model import OnnxPolicy, init_mlp
-from evokit.native import NativePolicy
+from evokit.policy.mlp import init_mlp
+from evokit.policy.onnx_policy import OnnxPolicy
+from evokit.policy.native import NativePolicy
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TORCH_ONNX = FIXTURES / "torch_mlp.onnx"

@@ -12,7 +12,8 @@ from evokit import evokit_pb2 as pb
 from evokit.config import parse_config
 from evokit.errors import ConfigError, NotSupportedError
 from evokit.evaluation import ProcessEvaluator, SerialEvaluator, VectorEvaluator
-from evokit.model import OnnxPolicy, init_mlp
+from evokit.policy.mlp import init_mlp
+from evokit.policy.onnx_policy import OnnxPolicy
 from evokit.obsnorm import OBS_NORM_FILE, VAR_FLOOR, ObsNorm, ObsStats, RunningStat, with_obs_norm
 
 from helpers import CARTPOLE, mlp_agent, quiet, read  # noqa: E402

@@ -11,7 +11,7 @@ import pytest
 import evokit
 from evokit import ConfigError, ESAgent, _core, load_config, parse_config
 from evokit import evokit_pb2 as pb
-from evokit.model import init_mlp
+from evokit.policy.mlp import init_mlp
 from evokit.pipeline import sample, update
 from evokit.errors import SampleError
 from evokit.samplelog import append_records, read_log

@@ -377,7 +377,7 @@ def test_checkpoint_is_one_message_with_model_and_solver(tmp_path):
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    from evokit.model import init_mlp
+    from evokit.policy.mlp import init_mlp
 
     tmp_path = tmp_path_factory.mktemp("cli_errors")
     (tmp_path / "bad.onnx").write_bytes(b"not onnx")

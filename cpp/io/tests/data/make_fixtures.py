@@ -55,7 +55,7 @@ def fmt(values) -> str:
 def main() -> int:
     import evokit
     from evokit import evokit_pb2 as pb
-    from evokit.model import OnnxPolicy
+    from evokit.policy.onnx_policy import OnnxPolicy
     from evokit.samplelog import append_records
 
     config = os.path.join(HERE, "adam.prototxt")

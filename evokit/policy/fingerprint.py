@@ -1,4 +1,5 @@
-"""The model fingerprint, version 2: the same bytes in Python and in C++.
+"""The model fingerprint, version 2: the same bytes in Python and in C++
+(and version 1, which only this package computes, to verify older files).
 
 The fingerprint is the sha256 of a canonical encoding of what an ONNX policy
 computes, not of a protobuf serialization (which is not guaranteed to be the
@@ -21,9 +22,9 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 from onnx import AttributeProto, GraphProto, ModelProto, TensorProto
 
-from .errors import FingerprintError
+from ..errors import FingerprintError
 
-__all__ = ["FINGERPRINT_VERSION", "model_fingerprint", "params_digest"]
+__all__ = ["FINGERPRINT_VERSION", "model_fingerprint", "model_fingerprint_v1", "params_digest"]
 
 #: The version written by this EvoKit (SolverState / WarehouseInfo.fingerprint_version).
 FINGERPRINT_VERSION = 2
@@ -240,6 +241,28 @@ def model_fingerprint(model: ModelProto, param_names: Sequence[str], source: str
         params.append((name, tuple(t.dims)))
     enc.graph(model.graph, params, source)
     return enc.h.hexdigest()
+
+
+def model_fingerprint_v1(run_model: ModelProto) -> str:
+    """sha256 (hex) of version 1 (EvoKit before the C++ fingerprint; computed
+    only to verify files written then): a protobuf serialization of the graph
+    of ``run_model``, the model with its parameters declared as graph inputs
+    (the graph onnxruntime runs), doc strings cleared, after its sorted opset
+    imports. Only the Python package reproduces it."""
+    graph = run_model.graph
+    g = GraphProto()
+    for source, copy in ((graph.node, g.node), (graph.input, g.input), (graph.output, g.output),
+                         (graph.initializer, g.initializer)):
+        for item in source:
+            c = copy.add()
+            c.CopyFrom(item)
+            c.doc_string = ""
+    h = hashlib.sha256()
+    h.update(b"evokit-onnx-fingerprint-v1\0")
+    for op in sorted((o.domain, o.version) for o in run_model.opset_import):
+        h.update(f"opset {op[0] or 'ai.onnx'} {op[1]}\0".encode())
+    h.update(g.SerializeToString(deterministic=True))
+    return h.hexdigest()
 
 
 def params_digest(model_fingerprint_hex: str, params: np.ndarray) -> str:

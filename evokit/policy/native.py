@@ -1,17 +1,18 @@
 """The native backend: feed-forward ONNX policies run by EvoKit's C++ core.
 
 :meth:`NativePolicy.from_onnx_policy` reads the graph of an
-:class:`~evokit.model.OnnxPolicy` with the ``onnx`` package and hands the core
-a node list (``evokit._core.PolicyGraph``): op types, input and output names,
-integer and float attributes, which initializers are parameters (a window
-``(offset, shape)`` of the flat parameter vector, exactly as ``OnnxPolicy``
-lays it out) and which are constants. The extension module never links ONNX.
+:class:`~evokit.policy.onnx_policy.OnnxPolicy` with the ``onnx`` package and
+hands the core a node list (``evokit._core.PolicyGraph``): op types, input and
+output names, integer and float attributes, which initializers are parameters
+(a window ``(offset, shape)`` of the flat parameter vector, exactly as
+``OnnxPolicy`` lays it out) and which are constants. The extension module
+never links ONNX.
 
 Supported: ``Gemm``, ``MatMul`` (2-D right operand), ``Add`` (numpy
 broadcasting), ``Relu``, ``Tanh``, ``Sigmoid``, ``Softmax`` (last axis),
 ``Identity``, ``Flatten``, and ``Constant`` nodes holding float tensors: the
-MLPs of :func:`~evokit.model.init_mlp` and PyTorch's ``torch.onnx.export`` of
-``Linear`` / activation stacks. Anything else raises
+MLPs of :func:`~evokit.policy.mlp.init_mlp` and PyTorch's
+``torch.onnx.export`` of ``Linear`` / activation stacks. Anything else raises
 :class:`NotSupportedError` naming the node and the op; ``OnnxPolicy`` with
 ``backend="auto"`` then falls back to onnxruntime and says so once.
 
@@ -38,8 +39,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
-from . import _core
-from .errors import ModelError, NotSupportedError
+from .. import _core
+from ..errors import ModelError, NotSupportedError
 
 __all__ = ["NativePolicy", "PolicyLayout", "SUPPORTED_OPS"]
 
@@ -49,7 +50,7 @@ SUPPORTED_OPS = tuple(_core.PolicyGraph.supported_ops()) + ("Constant",)
 
 class PolicyLayout(Protocol):
     """What :meth:`NativePolicy.from_onnx_policy` reads of a policy: the
-    public attributes of :class:`~evokit.model.OnnxPolicy` of those names."""
+    public attributes of :class:`~evokit.policy.onnx_policy.OnnxPolicy` of those names."""
 
     source: str
     model: onnx.ModelProto
@@ -84,7 +85,7 @@ def _constant_value(node: onnx.NodeProto, label: str, source: str) -> np.ndarray
 
 
 class NativePolicy:
-    """An :class:`~evokit.model.OnnxPolicy`'s graph on the native backend.
+    """An :class:`~evokit.policy.onnx_policy.OnnxPolicy`'s graph on the native backend.
 
     Build one with :meth:`from_onnx_policy`. It is immutable and any number of
     threads may run it at once (every call releases the GIL).
