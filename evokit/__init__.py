@@ -20,11 +20,11 @@ except ImportError as _exc:  # pragma: no cover - depends on how evokit was impo
 from . import evokit_pb2 as proto
 from ._core import __version__
 from .agent import ESAgent, SamplingInfo
-from .blackbox import CMAES, SepCMAES
+from .blackbox.cmaes import CMAES, SepCMAES
+from .blackbox.ga import GA, OpenES
 from .config import load_config, parse_config
 from .errors import ConfigError, ModelError, SolverFileError
 from .evokit_pb2 import EvoKitConfig
-from .ga import GA, OpenES
 from .policy.native import NativePolicy
 from .policy.onnx_policy import OnnxPolicy
 from .training import TrainResult, train

@@ -13,9 +13,9 @@ tutorial, arXiv:1604.00772), the keys samples are drawn from, the bound
 transformation and the termination criteria.
 
 The ask/tell bookkeeping (the tell contract, NaN policy, optimize with
-parallel evaluation, result) is evokit.asktell.AskTellStrategy's, shared with
-GA and OpenES; CMA supplies the hooks _ask, _tell, _stop, _result and
-iterations from the C++ core.
+parallel evaluation, result) is evokit.blackbox.asktell.AskTellStrategy's,
+shared with GA and OpenES; CMA supplies the hooks _ask, _tell, _stop, _result
+and iterations from the C++ core.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
-from .asktell import NAN_POLICIES, AskTellStrategy, OptimizeResult  # noqa: F401 (NAN_POLICIES: re-export)
+from .. import _core
+from .asktell import AskTellStrategy, OptimizeResult
 
-__all__ = ["CMAES", "AskTellStrategy", "OptimizeResult", "SepCMAES"]
+__all__ = ["CMAES", "SepCMAES"]
 
 
 def _bounds(bounds, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:

@@ -16,7 +16,7 @@ Both minimise ``f`` (the C++ GA maximises fitness; values are negated here)::
     es.result.xbest
 
 or ``es.optimize(f)``. The ask / tell contract (value checks and NaN policy,
-stop, result, ``optimize``) is :class:`evokit.asktell.AskTellStrategy`'s, the
+stop, result, ``optimize``) is :class:`evokit.blackbox.asktell.AskTellStrategy`'s, the
 one base shared with CMAES; ``_Strategy`` adds what the C++ CMA core does for
 itself (evaluation counts, the best solution, the stop criteria) and asks a
 strategy for three hooks: ``_ask`` (the solutions to evaluate),
@@ -34,10 +34,10 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import _core
-from .asktell import GA_WORDING, NAN_POLICIES, AskTellStrategy, Result
+from .. import _core
+from .asktell import GA_WORDING, AskTellStrategy, Result
 
-__all__ = ["GA", "OpenES", "Result", "NAN_POLICIES"]
+__all__ = ["GA", "OpenES"]
 
 
 def _check_x0(x0) -> np.ndarray:
