@@ -21,7 +21,8 @@ from . import evokit_pb2 as proto
 from ._core import __version__
 from .agent import ESAgent, SamplingInfo
 from .blackbox.cmaes import CMAES, SepCMAES
-from .blackbox.ga import GA, OpenES
+from .blackbox.ga import GA
+from .blackbox.openes import OpenES
 from .config import load_config, parse_config
 from .errors import ConfigError, ModelError, SolverFileError
 from .evokit_pb2 import EvoKitConfig
