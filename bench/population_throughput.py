@@ -84,7 +84,8 @@ def main() -> int:
     p.add_argument("--serial-repeats", type=int, default=1)
     args = p.parse_args()
 
-    from evokit.evaluation import SerialEvaluator, VectorEvaluator
+    from evokit.evaluation.serial import SerialEvaluator
+    from evokit.evaluation.vector import VectorEvaluator
     from evokit.policy.mlp import init_mlp
 
     with tempfile.TemporaryDirectory() as tmp:

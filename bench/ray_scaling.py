@@ -43,7 +43,7 @@ CONFIG = os.path.join(ROOT, "configs", "hopper.prototxt")
 
 def _agent(cfg, tmp, model_path=None):
     import evokit
-    from evokit.evaluation import make_env
+    from evokit.evaluation.envs import make_env
     from evokit.policy.mlp import policy_for_spaces
 
     path = model_path
@@ -116,7 +116,7 @@ def main(argv=None) -> int:
     import ray
 
     import evokit
-    from evokit.evaluation import make_evaluator
+    from evokit.evaluation.factory import make_evaluator
     from evokit.ray_backend import RayEvaluator, init_ray
 
     cfg = evokit.load_config(args.config)

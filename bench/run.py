@@ -246,7 +246,7 @@ def _rate(steps: int, seconds: float) -> float:
 
 
 def throughput_evokit(agent, batches, threads: int) -> dict:
-    from evokit.evaluation import VectorEvaluator
+    from evokit.evaluation.vector import VectorEvaluator
 
     rates, cpu_rates, steps, returns = [], [], [], None
     with VectorEvaluator("CartPole-v1", num_threads=threads) as ev:

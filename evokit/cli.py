@@ -61,7 +61,7 @@ def _cmd_plot(args) -> int:
 
 
 def _cmd_init_model(args) -> int:
-    from .evaluation import make_env
+    from .evaluation.envs import make_env
     from .policy.mlp import policy_for_spaces
     from .util import atomic_write_bytes
 
@@ -107,7 +107,7 @@ def _cmd_update(args) -> int:
 def _cmd_evaluate(args) -> int:
     from .agent import ESAgent
     from .config import parse_config
-    from .evaluation import make_evaluator
+    from .evaluation.factory import make_evaluator
     from .warehouse import INFO_FILE, Warehouse
 
     model = args.model

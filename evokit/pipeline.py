@@ -50,7 +50,8 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from . import evokit_pb2 as pb
-from .evaluation import Evaluator, make_evaluator
+from .evaluation.base import Evaluator
+from .evaluation.factory import make_evaluator
 from .errors import LogError
 from .samplelog import Skipped, append_records, read_log
 from .training import episode_seeds

@@ -13,7 +13,7 @@ generation it
 
 Each actor builds its own agent from the config (sampler, noise rebuilt from
 the seed: no noise table travels) and evaluates its chunk with the local
-evaluator :func:`~evokit.evaluation.make_evaluator` picks for one core
+evaluator :func:`~evokit.evaluation.factory.make_evaluator` picks for one core
 (the batched native lockstep evaluator for a native policy). Rewards are a
 pure function of (centre, key, episode seeds), so they do not depend on which
 actor ran a chunk, nor on how many actors there are.
@@ -41,7 +41,9 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from . import evokit_pb2 as pb
-from .evaluation import EvalResult, Evaluator, check_policy_fits, make_env, make_evaluator
+from .evaluation.base import EvalResult, Evaluator
+from .evaluation.envs import check_policy_fits, make_env
+from .evaluation.factory import make_evaluator
 from .obsnorm import merged_stats
 
 _log = logging.getLogger("evokit.ray")
@@ -122,8 +124,8 @@ class RayEvaluator(Evaluator):
     instance the evaluator started is shut down by :meth:`close`.
 
     ``kind`` is the local evaluator each actor uses (see
-    :func:`~evokit.evaluation.make_evaluator`); ``chunks_per_worker`` chunks
-    per actor and generation balance the load.
+    :func:`~evokit.evaluation.factory.make_evaluator`); ``chunks_per_worker``
+    chunks per actor and generation balance the load.
 
     After each :meth:`evaluate`, :attr:`last_timing` holds the wall time of
     the call, of the ``ray.put`` of the centre, and the evaluation time summed

@@ -26,10 +26,11 @@ RUN_DIR``) continues from it and reaches the model, bit for bit, that the
 uninterrupted run reaches.
 
 Evaluation: by default (``evaluator_kind="auto"``) a policy that runs on the
-native backend is evaluated in lockstep by :class:`~evokit.evaluation.VectorEvaluator`
-(CartPole: the whole population on one ``CartPoleVectorEnv`` in this process,
-one batched policy call per step, ``train.num_workers`` threads); other
-policies by worker processes, or in this process for one worker. Every
+native backend is evaluated in lockstep by
+:class:`~evokit.evaluation.vector.VectorEvaluator` (CartPole: the whole
+population on one ``CartPoleVectorEnv`` in this process, one batched policy
+call per step, ``train.num_workers`` threads); other policies by worker
+processes, or in this process for one worker. Every
 evaluator gives the same rewards for a deterministic environment, so the
 choice changes the speed, not the model.
 """
@@ -50,7 +51,9 @@ from .agent import MODEL_FILE, SOLVER_FILE, ESAgent
 from .checkpoint import check_resumable, read_checkpoint, write_checkpoint
 from .config import config_to_text, load_config, parse_config, validate_config
 from .errors import EnvError
-from .evaluation import Evaluator, check_policy_fits, make_env, make_evaluator
+from .evaluation.base import Evaluator
+from .evaluation.envs import check_policy_fits, make_env
+from .evaluation.factory import make_evaluator
 from .metrics import COLUMNS as METRICS_COLUMNS
 from .metrics import MetricsFile, TensorBoardWriter, row_from_proto, row_to_proto
 from .policy.mlp import policy_for_spaces
@@ -176,8 +179,9 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
     is made for the environment. ``env_id``, ``seed``, ``num_workers`` and
     ``max_generations`` override the config's ``train`` section.
     ``evaluator_kind`` (``"auto"``, ``"vector"``, ``"process"``, ``"serial"``)
-    picks the evaluator, see :func:`~evokit.evaluation.make_evaluator`, unless
-    an ``evaluator`` is given. ``backend="ray"`` evaluates on Ray actors
+    picks the evaluator, see
+    :func:`~evokit.evaluation.factory.make_evaluator`, unless an ``evaluator``
+    is given. ``backend="ray"`` evaluates on Ray actors
     (:class:`~evokit.ray_backend.RayEvaluator`, ``train.num_workers`` of
     them, each using the ``evaluator_kind`` evaluator): a local Ray instance,
     or the cluster at ``address``; the model is the same bits.

@@ -11,7 +11,9 @@ from gymnasium.utils import seeding
 
 import evokit
 from evokit import _core
-from evokit.evaluation import SerialEvaluator, VectorEvaluator, native_env_steps
+from evokit.evaluation.envs import native_env_steps
+from evokit.evaluation.serial import SerialEvaluator
+from evokit.evaluation.vector import VectorEvaluator
 from evokit.policy.mlp import init_mlp
 
 

@@ -13,8 +13,11 @@ from gymnasium import spaces
 
 import evokit
 from evokit.errors import EnvError
-from evokit.evaluation import (ProcessEvaluator, SerialEvaluator, VectorEvaluator,
-                               has_vector_entry_point, make_evaluator)
+from evokit.evaluation.envs import has_vector_entry_point
+from evokit.evaluation.factory import make_evaluator
+from evokit.evaluation.processes import ProcessEvaluator
+from evokit.evaluation.serial import SerialEvaluator
+from evokit.evaluation.vector import VectorEvaluator
 from evokit.policy.mlp import init_mlp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -196,7 +199,7 @@ def test_train_logs_the_evaluator(tmp_path):
 def test_vectorised_env_without_per_member_seeds(tmp_path, seed_config, monkeypatch):
     """Without a seeded reset, the members of a vectorised env share one seeded
     generator: deterministic rewards, but not SerialEvaluator's."""
-    import evokit.evaluation as ev
+    import evokit.evaluation.lockstep as ev
 
     agent = cartpole_agent(tmp_path, seed_config)
     infos = population(agent, 8)

@@ -9,7 +9,7 @@ import pytest
 
 import evokit
 from evokit import evokit_pb2 as pb
-from evokit.evaluation import SerialEvaluator
+from evokit.evaluation.serial import SerialEvaluator
 from evokit.policy.mlp import init_mlp
 from evokit.pipeline import sample, update
 from evokit.samplelog import append_records, read_log

@@ -382,7 +382,7 @@ def test_evokit_train_solves_cartpole(tmp_path, name):
     assert proc.returncode == 0
     agent = ESAgent(os.path.join(ROOT, "configs", name), str(out))
     agent.load_solver(out)
-    from evokit.evaluation import SerialEvaluator
+    from evokit.evaluation.serial import SerialEvaluator
     from evokit.training import episode_seeds
     with SerialEvaluator("CartPole-v1") as ev:
         result = ev.evaluate(agent, [None] * 20, [episode_seeds(123, 0, i, 1, 1) for i in range(20)])
@@ -400,7 +400,8 @@ def test_strategy_samplers_are_evaluated_in_the_training_process(tmp_path):
 @pytest.mark.parametrize("name", ["cartpole_cma.prototxt", "cartpole_ga.prototxt"])
 @pytest.mark.parametrize("mode", ["native", "vector_entry_point", "sync"])
 def test_vector_evaluator_runs_strategy_members_as_the_serial_one_does(tmp_path, name, mode):
-    from evokit.evaluation import SerialEvaluator, VectorEvaluator
+    from evokit.evaluation.serial import SerialEvaluator
+    from evokit.evaluation.vector import VectorEvaluator
     from evokit.training import episode_seeds, generation_infos
 
     path = tmp_path / "mlp.onnx"

@@ -11,7 +11,7 @@ import pytest
 import evokit
 from evokit.cli import main as cli
 from evokit.config import config_to_text
-from evokit.evaluation import SerialEvaluator
+from evokit.evaluation.serial import SerialEvaluator
 
 ray = pytest.importorskip("ray")
 from evokit.ray_backend import RayEvaluator, init_ray  # noqa: E402

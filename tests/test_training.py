@@ -12,7 +12,8 @@ import pytest
 import evokit
 from evokit.cli import main as cli
 from evokit.errors import EnvError
-from evokit.evaluation import ProcessEvaluator, SerialEvaluator
+from evokit.evaluation.processes import ProcessEvaluator
+from evokit.evaluation.serial import SerialEvaluator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")
