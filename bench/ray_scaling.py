@@ -1,7 +1,7 @@
 """Ray backend scaling: env steps/s against Ray workers on a MuJoCo task.
 
 For each worker count, a fresh local Ray instance with that many CPUs and a
-:class:`evokit.ray_backend.RayEvaluator` run the same ES generations
+:class:`evokit.evaluation.ray_backend.RayEvaluator` run the same ES generations
 (configs/hopper.prototxt: Hopper-v5, population 40, antithetic, the same
 seeds, so every worker count simulates exactly the same episodes and the
 same env steps). The in-process local evaluator (`backend="local"`, one
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
 
     import evokit
     from evokit.evaluation.factory import make_evaluator
-    from evokit.ray_backend import RayEvaluator, init_ray
+    from evokit.evaluation.ray_backend import RayEvaluator, init_ray
 
     cfg = evokit.load_config(args.config)
     results = []

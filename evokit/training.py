@@ -54,10 +54,11 @@ from .errors import EnvError
 from .evaluation.base import Evaluator
 from .evaluation.envs import check_policy_fits, make_env
 from .evaluation.factory import make_evaluator
+from .evaluation.obsnorm import ObsNorm, RunningStat, save_with_model
+from .evaluation.ray_backend import RayEvaluator
 from .metrics import COLUMNS as METRICS_COLUMNS
 from .metrics import MetricsFile, TensorBoardWriter, row_from_proto, row_to_proto
 from .policy.mlp import policy_for_spaces
-from .obsnorm import ObsNorm, RunningStat, save_with_model
 from .progress import NORMAL, Progress
 from .util import atomic_write_bytes
 
@@ -182,9 +183,10 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
     picks the evaluator, see
     :func:`~evokit.evaluation.factory.make_evaluator`, unless an ``evaluator``
     is given. ``backend="ray"`` evaluates on Ray actors
-    (:class:`~evokit.ray_backend.RayEvaluator`, ``train.num_workers`` of
-    them, each using the ``evaluator_kind`` evaluator): a local Ray instance,
-    or the cluster at ``address``; the model is the same bits.
+    (:class:`~evokit.evaluation.ray_backend.RayEvaluator`,
+    ``train.num_workers`` of them, each using the ``evaluator_kind``
+    evaluator): a local Ray instance, or the cluster at ``address``; the model
+    is the same bits.
 
     Output: ``progress`` (a :class:`~evokit.progress.Progress`) reports the
     run; without one, ``log`` receives one plain line per generation (default:
@@ -236,8 +238,6 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
             raise ValueError(f"backend 'ray' rebuilds Gaussian noise on the workers; "
                              f"{agent.sampling_type} samples are evaluated in this process: use "
                              f"backend='local'")
-        from .ray_backend import RayEvaluator
-
         evaluator = RayEvaluator(t.env_id, t.num_workers, address=address, kind=evaluator_kind)
     evaluator = evaluator or make_evaluator(t.env_id, t.num_workers, kind=evaluator_kind,
                                             policy=agent.policy)

@@ -16,7 +16,7 @@ from evokit.evaluation.serial import SerialEvaluator
 from evokit.evaluation.vector import VectorEvaluator
 from evokit.policy.mlp import init_mlp
 from evokit.policy.onnx_policy import OnnxPolicy
-from evokit.obsnorm import OBS_NORM_FILE, VAR_FLOOR, ObsNorm, ObsStats, RunningStat, with_obs_norm
+from evokit.evaluation.obsnorm import OBS_NORM_FILE, VAR_FLOOR, ObsNorm, ObsStats, RunningStat, with_obs_norm
 
 from helpers import CARTPOLE, mlp_agent, quiet, read  # noqa: E402
 

@@ -14,7 +14,7 @@ from evokit.config import config_to_text
 from evokit.evaluation.serial import SerialEvaluator
 
 ray = pytest.importorskip("ray")
-from evokit.ray_backend import RayEvaluator, init_ray  # noqa: E402
+from evokit.evaluation.ray_backend import RayEvaluator, init_ray  # noqa: E402
 
 from helpers import CARTPOLE, ROOT, quiet, read  # noqa: E402
 from helpers import mlp_agent as agent_for  # noqa: E402

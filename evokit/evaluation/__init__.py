@@ -16,7 +16,13 @@ the rewards. Backends plug in behind it without touching the training loop:
   environment (:mod:`~evokit.evaluation.lockstep`), one batched native policy
   call per step for every member (``evokit._core.PolicyGraph.run_population``),
   finished members masked out; for environments without a vectorised form,
-  worker processes each run a slice of the population the same way.
+  worker processes each run a slice of the population the same way;
+- :class:`~evokit.evaluation.ray_backend.RayEvaluator`: chunks of the
+  population on Ray actors, each running one of the above.
+
+With ``Evaluator.obs_norm`` set, every evaluator shows the policy normalised
+observations (:mod:`~evokit.evaluation.obsnorm`) and returns the statistics
+of the raw ones.
 
 :func:`~evokit.evaluation.factory.make_evaluator` picks one;
 :mod:`~evokit.evaluation.envs` makes environments and checks that a policy

@@ -12,7 +12,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from .. import evokit_pb2 as pb
-from ..obsnorm import ObsNorm, ObsStats, merged_stats
+from .obsnorm import ObsNorm, ObsStats, merged_stats
 
 __all__ = ["EvalResult", "Evaluator", "PooledEvaluator"]
 

@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import EnvError
-from ..obsnorm import ObsNorm, ObsStats
+from .obsnorm import ObsNorm, ObsStats
 from .envs import check_policy_fits
 
 __all__ = ["Lockstep"]

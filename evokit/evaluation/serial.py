@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from ..obsnorm import ObsNorm, ObsStats
+from .obsnorm import ObsNorm, ObsStats
 from .base import EvalResult, Evaluator
 from .envs import check_policy_fits, make_env
 

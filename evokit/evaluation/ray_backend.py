@@ -40,13 +40,16 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from . import evokit_pb2 as pb
-from .evaluation.base import EvalResult, Evaluator
-from .evaluation.envs import check_policy_fits, make_env
-from .evaluation.factory import make_evaluator
+from .. import evokit_pb2 as pb
+from ..agent import ESAgent
+from .base import EvalResult, Evaluator
+from .envs import check_policy_fits, make_env
+from .factory import make_evaluator
 from .obsnorm import merged_stats
 
 _log = logging.getLogger("evokit.ray")
+# The directory holding the evokit package (this file is evokit/evaluation/ray_backend.py).
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 __all__ = ["RayEvaluator", "import_ray", "init_ray"]
 
@@ -70,7 +73,7 @@ def init_ray(address: Optional[str] = None, num_cpus: Optional[int] = None) -> N
     driver therefore connects from the directory evokit is installed in."""
     ray = import_ray()
     here = os.getcwd()
-    os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    os.chdir(_PACKAGE_PARENT)
     try:
         if address is None:
             ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
@@ -101,8 +104,6 @@ class _Worker:
                  seeds: List[List[int]], norm=None):
         """(rewards, steps, seconds spent evaluating, observation statistics)
         for one chunk."""
-        from .agent import ESAgent
-
         t0 = time.perf_counter()
         key = (centre.tobytes(), model_iter_id)
         if self.key != key:
