@@ -66,7 +66,7 @@ def _agent(cfg, tmp, model_path=None):
 
 def run(cfg, evaluator, generations: int, model_path=None):
     """Per-generation timings of `generations` ES generations."""
-    from evokit.training import episode_seeds
+    from evokit.evaluation.seeds import episode_seeds
 
     with tempfile.TemporaryDirectory() as tmp:
         agent = _agent(cfg, tmp, model_path)

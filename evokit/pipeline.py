@@ -50,16 +50,14 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from . import evokit_pb2 as pb
+from .errors import LogError
 from .evaluation.base import Evaluator
 from .evaluation.factory import make_evaluator
-from .errors import LogError
+from .evaluation.seeds import SAMPLER_TAG, episode_seeds
 from .samplelog import Skipped, append_records, read_log
-from .training import episode_seeds
 from .warehouse import Warehouse
 
 __all__ = ["SampleReport", "UpdateReport", "sample", "update"]
-
-_SAMPLER_SEEDS = 2
 
 
 @dataclass
@@ -134,7 +132,7 @@ def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
     agent.sampling_stream = seed
     clones = [agent.clone() for _ in range(num_samples)]
     infos = [c.add_noise() for c in clones]
-    seeds = [episode_seeds(seed, k, i // 2 if antithetic else i, episodes_per_sample, _SAMPLER_SEEDS)
+    seeds = [episode_seeds(seed, k, i // 2 if antithetic else i, episodes_per_sample, SAMPLER_TAG)
              for i in range(num_samples)]
     own = evaluator is None
     if own and not agent.is_gaussian:

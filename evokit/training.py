@@ -45,7 +45,6 @@ from typing import Callable, List, Optional, Union
 
 import numpy as np
 
-from . import _core
 from . import evokit_pb2 as pb
 from .agent import MODEL_FILE, SOLVER_FILE, ESAgent
 from .checkpoint import check_resumable, read_checkpoint, write_checkpoint
@@ -56,16 +55,15 @@ from .evaluation.envs import check_policy_fits, make_env
 from .evaluation.factory import make_evaluator
 from .evaluation.obsnorm import ObsNorm, RunningStat, save_with_model
 from .evaluation.ray_backend import RayEvaluator
+from .evaluation.seeds import EVAL_TAG, SAMPLE_TAG, episode_seeds
 from .metrics import COLUMNS as METRICS_COLUMNS
 from .metrics import MetricsFile, TensorBoardWriter, row_from_proto, row_to_proto
 from .policy.mlp import policy_for_spaces
 from .progress import NORMAL, Progress
 from .util import atomic_write_bytes
 
-__all__ = ["TrainResult", "train", "episode_seeds", "generation_infos"]
+__all__ = ["TrainResult", "train", "generation_infos"]
 
-_SAMPLE_SEEDS = 0
-_EVAL_SEEDS = 1
 METRICS_FILE = "metrics.csv"
 TENSORBOARD_DIR = "tensorboard"
 #: What :func:`train` accepts as ``backend``.
@@ -82,13 +80,6 @@ class TrainResult:
     wall_time: float         # seconds of training (all parts of a resumed run)
     eval_mean: float         # last centre evaluation
     history: List[dict] = field(default_factory=list)  # metrics rows; eval_mean None if not evaluated
-
-
-def episode_seeds(seed: int, generation: int, index: int, count: int, tag: int) -> List[int]:
-    """Episode seeds of sample ``index`` of ``generation``: a pure function of
-    its arguments (``tag`` separates sample episodes from centre evaluations)."""
-    return [int(_core.hash_draw(seed, generation, index, tag * 1_000_003 + j) & 0x7FFFFFFF)
-            for j in range(count)]
 
 
 def generation_infos(agent: ESAgent, generation: int) -> List[pb.SamplingInfo]:
@@ -365,7 +356,7 @@ def _generation(run: _Run, generation: int, agent: ESAgent, evaluator: Evaluator
     tick = time.perf_counter()
     infos = generation_infos(agent, generation)
     seeds = [episode_seeds(t.seed, generation, i // 2 if antithetic else i,
-                           t.episodes_per_sample, _SAMPLE_SEEDS) for i in range(len(infos))]
+                           t.episodes_per_sample, SAMPLE_TAG) for i in range(len(infos))]
     evaluator.obs_norm = _normalizer(run.obs_stat, t)
     result = evaluator.evaluate(agent, infos, seeds)
     run.env_steps += result.steps
@@ -386,7 +377,7 @@ def _generation(run: _Run, generation: int, agent: ESAgent, evaluator: Evaluator
         evaluator.obs_norm = _normalizer(run.obs_stat, t)
         centre = evaluator.evaluate(
             agent, [None] * t.eval_episodes,
-            [episode_seeds(t.seed, generation, i, 1, _EVAL_SEEDS) for i in range(t.eval_episodes)])
+            [episode_seeds(t.seed, generation, i, 1, EVAL_TAG) for i in range(t.eval_episodes)])
         run.env_steps += centre.steps
         run.eval_mean = row["eval_mean"] = float(centre.rewards.mean())
         run.solved = run.eval_mean >= t.target_return

@@ -17,8 +17,8 @@ import evokit
 from evokit import _core
 from evokit.errors import ModelError, NativeFallbackWarning, NotSupportedError
 from evokit.policy.mlp import init_mlp
-from evokit.policy.onnx_policy import OnnxPolicy
 from evokit.policy.native import NativePolicy
+from evokit.policy.onnx_policy import OnnxPolicy
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TORCH_ONNX = FIXTURES / "torch_mlp.onnx"

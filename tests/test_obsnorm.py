@@ -11,12 +11,12 @@ import evokit
 from evokit import evokit_pb2 as pb
 from evokit.config import parse_config
 from evokit.errors import ConfigError, NotSupportedError
+from evokit.evaluation.obsnorm import OBS_NORM_FILE, VAR_FLOOR, ObsNorm, ObsStats, RunningStat, with_obs_norm
 from evokit.evaluation.processes import ProcessEvaluator
 from evokit.evaluation.serial import SerialEvaluator
 from evokit.evaluation.vector import VectorEvaluator
 from evokit.policy.mlp import init_mlp
 from evokit.policy.onnx_policy import OnnxPolicy
-from evokit.evaluation.obsnorm import OBS_NORM_FILE, VAR_FLOOR, ObsNorm, ObsStats, RunningStat, with_obs_norm
 
 from helpers import CARTPOLE, mlp_agent, quiet, read  # noqa: E402
 

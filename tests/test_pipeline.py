@@ -9,11 +9,11 @@ import pytest
 
 import evokit
 from evokit import evokit_pb2 as pb
-from evokit.evaluation.serial import SerialEvaluator
-from evokit.policy.mlp import init_mlp
-from evokit.pipeline import sample, update
-from evokit.samplelog import append_records, read_log
 from evokit.errors import WarehouseError
+from evokit.evaluation.serial import SerialEvaluator
+from evokit.pipeline import sample, update
+from evokit.policy.mlp import init_mlp
+from evokit.samplelog import append_records, read_log
 from evokit.warehouse import ITER_PREFIX, Warehouse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -11,9 +11,9 @@ import pytest
 import evokit
 from evokit import ConfigError, ESAgent, _core, load_config, parse_config
 from evokit import evokit_pb2 as pb
-from evokit.policy.mlp import init_mlp
-from evokit.pipeline import sample, update
 from evokit.errors import SampleError
+from evokit.pipeline import sample, update
+from evokit.policy.mlp import init_mlp
 from evokit.samplelog import append_records, read_log
 from evokit.warehouse import Warehouse
 
@@ -383,7 +383,7 @@ def test_evokit_train_solves_cartpole(tmp_path, name):
     agent = ESAgent(os.path.join(ROOT, "configs", name), str(out))
     agent.load_solver(out)
     from evokit.evaluation.serial import SerialEvaluator
-    from evokit.training import episode_seeds
+    from evokit.evaluation.seeds import episode_seeds
     with SerialEvaluator("CartPole-v1") as ev:
         result = ev.evaluate(agent, [None] * 20, [episode_seeds(123, 0, i, 1, 1) for i in range(20)])
     assert result.rewards.mean() >= 475
@@ -402,7 +402,8 @@ def test_strategy_samplers_are_evaluated_in_the_training_process(tmp_path):
 def test_vector_evaluator_runs_strategy_members_as_the_serial_one_does(tmp_path, name, mode):
     from evokit.evaluation.serial import SerialEvaluator
     from evokit.evaluation.vector import VectorEvaluator
-    from evokit.training import episode_seeds, generation_infos
+    from evokit.evaluation.seeds import episode_seeds
+    from evokit.training import generation_infos
 
     path = tmp_path / "mlp.onnx"
     path.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=3).SerializeToString())

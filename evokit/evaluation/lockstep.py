@@ -11,8 +11,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import EnvError
-from .obsnorm import ObsNorm, ObsStats
 from .envs import check_policy_fits
+from .obsnorm import ObsNorm, ObsStats
 
 __all__ = ["Lockstep"]
 

@@ -7,9 +7,9 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from .obsnorm import ObsNorm, ObsStats
 from .base import EvalResult, Evaluator
 from .envs import check_policy_fits, make_env
+from .obsnorm import ObsNorm, ObsStats
 
 __all__ = ["SerialEvaluator", "evaluate_items", "run_episode"]
 
