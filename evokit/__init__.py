@@ -28,7 +28,7 @@ from .errors import ConfigError, ModelError, SolverFileError
 from .evokit_pb2 import EvoKitConfig
 from .policy.native import NativePolicy
 from .policy.onnx_policy import OnnxPolicy
-from .training import TrainResult, train
+from .training.loop import TrainResult, train
 
 __all__ = [
     "CMAES", "SepCMAES",

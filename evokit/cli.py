@@ -26,8 +26,8 @@ __all__ = ["main"]
 
 
 def _cmd_train(args) -> int:
-    from .progress import NORMAL, QUIET, VERBOSE, Progress
-    from .training import train
+    from .training.loop import train
+    from .training.progress import NORMAL, QUIET, VERBOSE, Progress
 
     if args.resume is not None:
         if args.out is not None and os.path.abspath(args.out) != os.path.abspath(args.resume):
@@ -53,7 +53,7 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_plot(args) -> int:
-    from .plot import plot_run
+    from .training.plot import plot_run
 
     path = plot_run(args.run_dir, args.output)
     print(f"wrote {path}")

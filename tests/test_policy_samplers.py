@@ -403,7 +403,7 @@ def test_vector_evaluator_runs_strategy_members_as_the_serial_one_does(tmp_path,
     from evokit.evaluation.serial import SerialEvaluator
     from evokit.evaluation.vector import VectorEvaluator
     from evokit.evaluation.seeds import episode_seeds
-    from evokit.training import generation_infos
+    from evokit.training.loop import generation_infos
 
     path = tmp_path / "mlp.onnx"
     path.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=3).SerializeToString())

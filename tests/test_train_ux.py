@@ -17,11 +17,11 @@ import pytest
 import evokit
 from evokit import evokit_pb2 as pb
 from evokit.config import config_to_text
-from evokit.checkpoint import CHECKPOINT_FILE, config_differences, read_checkpoint
 from evokit.errors import MetricsError
-from evokit.metrics import COLUMNS, read_metrics
-from evokit.progress import NORMAL, QUIET, VERBOSE, Progress, format_duration
-from evokit.training import generation_infos
+from evokit.training.checkpoint import CHECKPOINT_FILE, config_differences, read_checkpoint
+from evokit.training.loop import generation_infos
+from evokit.training.metrics import COLUMNS, read_metrics
+from evokit.training.progress import NORMAL, QUIET, VERBOSE, Progress, format_duration
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")

@@ -12,9 +12,9 @@ import io
 import os
 from typing import List, Optional
 
-from .errors import MetricsError
+from ..errors import MetricsError
+from ..util import atomic_write_bytes
 from .metrics import read_metrics
-from .util import atomic_write_bytes
 
 __all__ = ["PLOT_FILE", "FIGURE_SIZE", "DPI", "find_metrics", "plot_run"]
 

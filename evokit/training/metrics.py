@@ -17,9 +17,9 @@ import math
 import os
 from typing import Dict, Iterable, List, Optional, Union
 
-from . import evokit_pb2 as pb
-from .errors import MetricsError
-from .util import atomic_write_bytes
+from .. import evokit_pb2 as pb
+from ..errors import MetricsError
+from ..util import atomic_write_bytes
 
 __all__ = ["COLUMNS", "FORMATS", "MetricsFile", "TensorBoardWriter",
            "metrics_format", "read_metrics", "row_to_proto", "row_from_proto"]

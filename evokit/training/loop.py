@@ -20,8 +20,8 @@ uninterrupted one draws.
 
 Checkpoints: after every ``checkpoint_every`` generations (and at the start and
 the end) ``RUN_DIR/checkpoint.pb`` is written atomically
-(:mod:`evokit.checkpoint`): the centre model, the solver state, the metrics
-and the counters. ``train(..., resume=True)`` (``evokit train --resume
+(:mod:`evokit.training.checkpoint`): the centre model, the solver state, the
+metrics and the counters. ``train(..., resume=True)`` (``evokit train --resume
 RUN_DIR``) continues from it and reaches the model, bit for bit, that the
 uninterrupted run reaches.
 
@@ -45,22 +45,22 @@ from typing import Callable, List, Optional, Union
 
 import numpy as np
 
-from . import evokit_pb2 as pb
-from .agent import MODEL_FILE, SOLVER_FILE, ESAgent
+from .. import evokit_pb2 as pb
+from ..agent import MODEL_FILE, SOLVER_FILE, ESAgent
+from ..config import config_to_text, load_config, parse_config, validate_config
+from ..errors import EnvError
+from ..evaluation.base import Evaluator
+from ..evaluation.envs import check_policy_fits, make_env
+from ..evaluation.factory import make_evaluator
+from ..evaluation.obsnorm import ObsNorm, RunningStat, save_with_model
+from ..evaluation.ray_backend import RayEvaluator
+from ..evaluation.seeds import EVAL_TAG, SAMPLE_TAG, episode_seeds
+from ..policy.mlp import policy_for_spaces
+from ..util import atomic_write_bytes
 from .checkpoint import check_resumable, read_checkpoint, write_checkpoint
-from .config import config_to_text, load_config, parse_config, validate_config
-from .errors import EnvError
-from .evaluation.base import Evaluator
-from .evaluation.envs import check_policy_fits, make_env
-from .evaluation.factory import make_evaluator
-from .evaluation.obsnorm import ObsNorm, RunningStat, save_with_model
-from .evaluation.ray_backend import RayEvaluator
-from .evaluation.seeds import EVAL_TAG, SAMPLE_TAG, episode_seeds
 from .metrics import COLUMNS as METRICS_COLUMNS
 from .metrics import MetricsFile, TensorBoardWriter, row_from_proto, row_to_proto
-from .policy.mlp import policy_for_spaces
 from .progress import NORMAL, Progress
-from .util import atomic_write_bytes
 
 __all__ = ["TrainResult", "train", "generation_infos"]
 
@@ -179,10 +179,10 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
     evaluator): a local Ray instance, or the cluster at ``address``; the model
     is the same bits.
 
-    Output: ``progress`` (a :class:`~evokit.progress.Progress`) reports the
-    run; without one, ``log`` receives one plain line per generation (default:
-    a Progress on stdout, refreshing in place on a terminal; pass
-    ``lambda s: None`` for quiet). Metrics go to ``metrics_path`` (default
+    Output: ``progress`` (a :class:`~evokit.training.progress.Progress`)
+    reports the run; without one, ``log`` receives one plain line per
+    generation (default: a Progress on stdout, refreshing in place on a
+    terminal; pass ``lambda s: None`` for quiet). Metrics go to ``metrics_path`` (default
     ``out_dir/metrics.csv``) as ``metrics_format`` (``"csv"`` or ``"jsonl"``;
     default from the extension) and, with ``tensorboard`` (a directory, or True
     for ``out_dir/tensorboard``), to TensorBoard event files.

@@ -6,7 +6,7 @@ leaves the previous checkpoint or the new one, never a mix. It holds the
 centre model, the solver state (optimizer vectors and the step count, i.e.
 the model_iter_id), the metrics so far and the counters; nothing else is
 needed, because every random draw of a run is a pure function of the config,
-the seed and the generation (see :mod:`evokit.training`).
+the seed and the generation (see :mod:`evokit.training.loop`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import List, Optional, Tuple
 
 from google.protobuf import message as _message
 
-from . import evokit_pb2 as pb
-from .config import parse_config
-from .errors import CheckpointError, ConfigError
-from .util import atomic_write_bytes
+from .. import evokit_pb2 as pb
+from ..config import parse_config
+from ..errors import CheckpointError, ConfigError
+from ..util import atomic_write_bytes
 
 __all__ = ["CHECKPOINT_FILE", "read_checkpoint", "write_checkpoint",
            "config_differences", "check_resumable"]
