@@ -76,7 +76,7 @@ def _cmd_init_model(args) -> int:
 
 
 def _cmd_init_solver(args) -> int:
-    from .warehouse import Warehouse
+    from .online.warehouse import Warehouse
 
     wh = Warehouse.create(args.warehouse, args.config, args.model)
     agent = wh.load_agent(0)
@@ -85,7 +85,7 @@ def _cmd_init_solver(args) -> int:
 
 
 def _cmd_sample(args) -> int:
-    from .pipeline import sample
+    from .online.pipeline import sample
 
     report = sample(args.warehouse, args.env, args.num_samples, args.log, seed=args.seed,
                     iteration=args.iteration, num_workers=args.workers,
@@ -96,7 +96,7 @@ def _cmd_sample(args) -> int:
 
 
 def _cmd_update(args) -> int:
-    from .pipeline import update
+    from .online.pipeline import update
 
     report = update(args.warehouse, args.log, config=args.config)
     for line in report.lines():
@@ -108,7 +108,7 @@ def _cmd_evaluate(args) -> int:
     from .agent import ESAgent
     from .config import parse_config
     from .evaluation.factory import make_evaluator
-    from .warehouse import INFO_FILE, Warehouse
+    from .online.warehouse import INFO_FILE, Warehouse
 
     model = args.model
     what = model

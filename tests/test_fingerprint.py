@@ -214,9 +214,9 @@ def test_previous_version_warehouse_and_logs_still_update(tmp_path):
     """A warehouse and log of the previous version (version 1 fingerprints in
     warehouse.pb, solver.pb and the records) are still used by an update; the
     new iteration is written with version 2."""
-    from evokit.pipeline import sample, update
-    from evokit.samplelog import append_records, read_log
-    from evokit.warehouse import INFO_FILE, Warehouse, config_fingerprint
+    from evokit.online.pipeline import sample, update
+    from evokit.online.samplelog import append_records, read_log
+    from evokit.online.warehouse import INFO_FILE, Warehouse, config_fingerprint
 
     cfg = tmp_path / "config.prototxt"
     cfg.write_text('solver { optimizer { type: ADAM base_lr: 0.05 } sampling { gaussian_sampling '

@@ -11,10 +11,10 @@ import evokit
 from evokit import evokit_pb2 as pb
 from evokit.errors import WarehouseError
 from evokit.evaluation.serial import SerialEvaluator
-from evokit.pipeline import sample, update
+from evokit.online.pipeline import sample, update
+from evokit.online.samplelog import append_records, read_log
+from evokit.online.warehouse import ITER_PREFIX, Warehouse
 from evokit.policy.mlp import init_mlp
-from evokit.samplelog import append_records, read_log
-from evokit.warehouse import ITER_PREFIX, Warehouse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -12,10 +12,10 @@ import evokit
 from evokit import ConfigError, ESAgent, _core, load_config, parse_config
 from evokit import evokit_pb2 as pb
 from evokit.errors import SampleError
-from evokit.pipeline import sample, update
+from evokit.online.pipeline import sample, update
+from evokit.online.samplelog import append_records, read_log
+from evokit.online.warehouse import Warehouse
 from evokit.policy.mlp import init_mlp
-from evokit.samplelog import append_records, read_log
-from evokit.warehouse import Warehouse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -382,8 +382,8 @@ def test_evokit_train_solves_cartpole(tmp_path, name):
     assert proc.returncode == 0
     agent = ESAgent(os.path.join(ROOT, "configs", name), str(out))
     agent.load_solver(out)
-    from evokit.evaluation.serial import SerialEvaluator
     from evokit.evaluation.seeds import episode_seeds
+    from evokit.evaluation.serial import SerialEvaluator
     with SerialEvaluator("CartPole-v1") as ev:
         result = ev.evaluate(agent, [None] * 20, [episode_seeds(123, 0, i, 1, 1) for i in range(20)])
     assert result.rewards.mean() >= 475
@@ -400,9 +400,9 @@ def test_strategy_samplers_are_evaluated_in_the_training_process(tmp_path):
 @pytest.mark.parametrize("name", ["cartpole_cma.prototxt", "cartpole_ga.prototxt"])
 @pytest.mark.parametrize("mode", ["native", "vector_entry_point", "sync"])
 def test_vector_evaluator_runs_strategy_members_as_the_serial_one_does(tmp_path, name, mode):
+    from evokit.evaluation.seeds import episode_seeds
     from evokit.evaluation.serial import SerialEvaluator
     from evokit.evaluation.vector import VectorEvaluator
-    from evokit.evaluation.seeds import episode_seeds
     from evokit.training.loop import generation_infos
 
     path = tmp_path / "mlp.onnx"

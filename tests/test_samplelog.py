@@ -1,4 +1,4 @@
-"""Sampling logs (evokit.samplelog): framing, torn / corrupt / foreign bytes,
+"""Sampling logs (evokit.online.samplelog): framing, torn / corrupt / foreign bytes,
 concurrent writers (processes and threads), read-only readers."""
 
 import fcntl
@@ -14,9 +14,9 @@ import zlib
 import pytest
 
 from evokit import evokit_pb2 as pb
-from evokit import samplelog
 from evokit.errors import LogError
-from evokit.samplelog import (
+from evokit.online import samplelog
+from evokit.online.samplelog import (
     MAGIC, MAX_PAYLOAD, LogWriter, append_records, encode_record, read_log, read_logs,
 )
 

@@ -49,11 +49,11 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import evokit_pb2 as pb
-from .errors import LogError
-from .evaluation.base import Evaluator
-from .evaluation.factory import make_evaluator
-from .evaluation.seeds import SAMPLER_TAG, episode_seeds
+from .. import evokit_pb2 as pb
+from ..errors import LogError
+from ..evaluation.base import Evaluator
+from ..evaluation.factory import make_evaluator
+from ..evaluation.seeds import SAMPLER_TAG, episode_seeds
 from .samplelog import Skipped, append_records, read_log
 from .warehouse import Warehouse
 

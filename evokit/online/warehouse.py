@@ -32,14 +32,14 @@ from typing import Dict, Iterable, List, Optional, Set
 
 import numpy as np
 
-from . import evokit_pb2 as pb
-from . import _core
-from .agent import MODEL_FILE, SOLVER_FILE, ESAgent, noise_version_message, params_fingerprint
-from .config import config_to_text, load_config, parse_config
-from .errors import ConfigError, SolverFileError, WarehouseError
-from .policy.fingerprint import FINGERPRINT_VERSION
-from .policy.onnx_policy import OnnxPolicy
-from .util import atomic_write_bytes, fsync_dir
+from .. import evokit_pb2 as pb
+from .. import _core
+from ..agent import MODEL_FILE, SOLVER_FILE, ESAgent, noise_version_message, params_fingerprint
+from ..config import config_to_text, load_config, parse_config
+from ..errors import ConfigError, SolverFileError, WarehouseError
+from ..policy.fingerprint import FINGERPRINT_VERSION
+from ..policy.onnx_policy import OnnxPolicy
+from ..util import atomic_write_bytes, fsync_dir
 
 __all__ = ["Warehouse", "config_fingerprint",
            "ITER_PREFIX", "INFO_FILE", "CONSUMED_FILE"]

@@ -47,8 +47,8 @@ from typing import Iterable, Optional, Union
 
 from google.protobuf.message import DecodeError
 
-from . import evokit_pb2
-from .errors import LogError
+from .. import evokit_pb2
+from ..errors import LogError
 
 __all__ = [
     "HEADER_SIZE", "MAGIC", "MAX_PAYLOAD", "LogRecord", "LogWriter", "ReadResult",
