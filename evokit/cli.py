@@ -22,6 +22,11 @@ import os
 import sys
 from typing import List, Optional
 
+from .evaluation.factory import EVALUATOR_KINDS
+from .policy.mlp import ACTIVATIONS
+from .training.loop import EVALUATION_BACKENDS
+from .training.metrics import FORMATS as METRICS_FORMATS
+
 __all__ = ["main"]
 
 
@@ -198,11 +203,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="evaluation workers (processes, or the threads of the batched policy call on "
                         "a vectorised env), or 'auto' for one per core (default: train.num_workers)")
     t.add_argument("--max-generations", type=int, help="override train.max_generations")
-    t.add_argument("--evaluator", choices=["auto", "vector", "process", "serial"], default="auto",
+    t.add_argument("--evaluator", choices=EVALUATOR_KINDS, default="auto",
                    help="how the population is evaluated: 'vector' runs it in lockstep on a vector "
                         "env with one batched native policy call per step; 'auto' (default) does "
                         "that when the policy runs natively, else uses worker processes")
-    t.add_argument("--backend", choices=["local", "ray"], default="local",
+    t.add_argument("--backend", choices=EVALUATION_BACKENDS, default="local",
                    help="'ray' evaluates on --workers Ray actors (pip install 'evokit[ray]'); "
                         "same model as 'local' (default)")
     t.add_argument("--address", help="with --backend ray: join the Ray cluster at ADDR (HOST:PORT of "
@@ -215,7 +220,7 @@ def _parser() -> argparse.ArgumentParser:
                             "place and a line per centre evaluation; elsewhere a line per generation)")
     t.add_argument("--metrics", metavar="FILE",
                    help="per-generation metrics file (default: OUT/metrics.csv)")
-    t.add_argument("--metrics-format", choices=["csv", "jsonl"],
+    t.add_argument("--metrics-format", choices=METRICS_FORMATS,
                    help="format of --metrics (default: from its extension, .csv or .jsonl)")
     t.add_argument("--tensorboard", nargs="?", const="", metavar="DIR",
                    help="also write TensorBoard event files, to DIR (default: OUT/tensorboard); "
@@ -236,7 +241,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--env", required=True, help="gymnasium environment id")
     m.add_argument("--hidden", type=int, nargs="*", default=[16],
                    help="hidden layer sizes (default: 16; none for a linear policy)")
-    m.add_argument("--activation", default="tanh", choices=["tanh", "relu", "sigmoid", "identity"])
+    m.add_argument("--activation", default="tanh", choices=ACTIVATIONS)
     m.add_argument("--seed", type=int, default=0, help="seed of the initial weights (default: 0)")
     m.add_argument("-o", "--output", required=True, help="path of the .onnx file to write")
     m.set_defaults(func=_cmd_init_model)

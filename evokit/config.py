@@ -19,14 +19,14 @@ from google.protobuf import text_format
 
 from . import evokit_pb2 as pb
 from .errors import ConfigError
+from .policy.mlp import ACTIVATIONS
+from .policy.onnx_policy import BACKENDS
 
 __all__ = ["load_config", "parse_config", "validate_config", "config_to_text"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-ACTIVATIONS = ("tanh", "relu", "sigmoid", "identity")
-BACKENDS = ("auto", "native", "onnxruntime")  # as evokit.policy.onnx_policy.BACKENDS
-
+#: solver.fitness_shaping -> the name the core (and OpenES) know it by.
 FITNESS_SHAPING_NAMES = {
     pb.CENTERED_RANK: "centered_rank",
     pb.Z_SCORE: "z_score",

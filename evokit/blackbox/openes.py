@@ -15,12 +15,13 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
+from ..config import FITNESS_SHAPING_NAMES
 from .tracked import TrackedStrategy, check_int, check_positive, check_x0
 
 __all__ = ["OpenES"]
 
 _OPTIMIZERS = ("adam", "sgd", "momentum")
-_FITNESS_SHAPINGS = ("centered_rank", "z_score", "raw")
+_FITNESS_SHAPINGS = tuple(FITNESS_SHAPING_NAMES.values())
 
 
 class OpenES(TrackedStrategy):

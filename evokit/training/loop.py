@@ -62,12 +62,12 @@ from .metrics import COLUMNS as METRICS_COLUMNS
 from .metrics import MetricsFile, TensorBoardWriter, row_from_proto, row_to_proto
 from .progress import NORMAL, Progress
 
-__all__ = ["TrainResult", "train", "generation_infos"]
+__all__ = ["EVALUATION_BACKENDS", "TrainResult", "train", "generation_infos"]
 
 METRICS_FILE = "metrics.csv"
 TENSORBOARD_DIR = "tensorboard"
-#: What :func:`train` accepts as ``backend``.
-BACKENDS = ("local", "ray")
+#: What :func:`train` accepts as ``backend``: where the population is evaluated.
+EVALUATION_BACKENDS = ("local", "ray")
 
 
 @dataclass
@@ -192,8 +192,8 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
     None (the run's own), and may differ from the run's only in
     ``train.num_workers`` and ``train.max_generations``.
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend not in EVALUATION_BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(EVALUATION_BACKENDS)}, got {backend!r}")
     if address is not None and backend != "ray":
         raise ValueError(f"address={address!r} is for backend='ray', got backend={backend!r}")
     t0 = time.perf_counter()
