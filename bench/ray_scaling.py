@@ -43,16 +43,12 @@ CONFIG = os.path.join(ROOT, "configs", "hopper.prototxt")
 
 def _agent(cfg, tmp, model_path=None):
     import evokit
-    from evokit.evaluation.envs import make_env
-    from evokit.policy.mlp import policy_for_spaces
+    from evokit.evaluation.envs import policy_for_env
 
     path = model_path
     if path is None:
-        env = make_env(cfg.train.env_id)
-        model = policy_for_spaces(env.observation_space, env.action_space,
-                                  hidden_sizes=tuple(cfg.train.hidden_sizes),
-                                  activation=cfg.train.activation, seed=cfg.train.seed)
-        env.close()
+        model = policy_for_env(cfg.train.env_id, hidden_sizes=cfg.train.hidden_sizes,
+                               activation=cfg.train.activation, seed=cfg.train.seed)
         path = os.path.join(tmp, "init_model.onnx")
         with open(path, "wb") as f:
             f.write(model.SerializeToString())

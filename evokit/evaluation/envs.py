@@ -1,15 +1,19 @@
-"""Gymnasium environments: making one, checking that a policy fits it, and
-what EvoKit knows of it (a vectorised form; an implementation in the core)."""
+"""Gymnasium environments: making one, a fresh policy for it, checking that a
+policy fits it, and what EvoKit knows of it (a vectorised form; an
+implementation in the core)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
+import onnx
 
 from ..errors import EnvError
+from ..policy.mlp import policy_for_spaces
 
-__all__ = ["check_policy_fits", "has_vector_entry_point", "make_env", "native_env_steps"]
+__all__ = ["check_policy_fits", "has_vector_entry_point", "make_env", "native_env_steps",
+           "policy_for_env"]
 
 
 def make_env(env_id: str):
@@ -20,6 +24,19 @@ def make_env(env_id: str):
         return gymnasium.make(env_id)
     except gymnasium.error.Error as exc:
         raise EnvError(f"cannot make environment {env_id!r}: {exc}") from None
+
+
+def policy_for_env(env_id: str, hidden_sizes: Sequence[int] = (16,), activation: str = "tanh",
+                   seed: int = 0) -> onnx.ModelProto:
+    """A fresh MLP policy for ``env_id``'s observation and action spaces:
+    :func:`~evokit.policy.mlp.policy_for_spaces` of the environment
+    :func:`make_env` makes."""
+    env = make_env(env_id)
+    try:
+        return policy_for_spaces(env.observation_space, env.action_space,
+                                 hidden_sizes=tuple(hidden_sizes), activation=activation, seed=seed)
+    finally:
+        env.close()
 
 
 def check_policy_fits(policy, env) -> bool:

@@ -10,7 +10,8 @@
 sample and appends one :class:`~evokit.evokit_pb2.SampleRecord` per sample to
 the log. ``update`` reads logs (never modifying them), keeps the records that
 belong to this warehouse and have not been applied, corrects the ones from
-older kept iterations, and commits iteration k+1.
+older kept iterations, and commits iteration k+1. ``evaluate`` runs episodes
+of the newest model (or of any ONNX policy) to see how far the loop has come.
 
 Which records an update uses, and why it drops the others:
 
@@ -50,14 +51,16 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from .. import evokit_pb2 as pb
+from ..agent import ESAgent
+from ..config import parse_config
 from ..errors import LogError
 from ..evaluation.base import Evaluator
 from ..evaluation.factory import make_evaluator
 from ..evaluation.seeds import SAMPLER_TAG, episode_seeds
 from .samplelog import Skipped, append_records, read_log
-from .warehouse import Warehouse
+from .warehouse import INFO_FILE, Warehouse
 
-__all__ = ["SampleReport", "UpdateReport", "sample", "update"]
+__all__ = ["EvaluateReport", "SampleReport", "UpdateReport", "evaluate", "sample", "update"]
 
 
 @dataclass
@@ -240,3 +243,42 @@ def _valid_key(agent, info: pb.SamplingInfo) -> bool:
     except IndexError:
         return False
     return True
+
+
+@dataclass
+class EvaluateReport:
+    what: str            # the model, or the warehouse and its iteration
+    rewards: np.ndarray  # the return of each episode
+
+    @property
+    def mean(self) -> float:
+        return float(self.rewards.mean())
+
+    def __str__(self) -> str:
+        return (f"{self.what}: mean return {self.mean:.2f} over {len(self.rewards)} episodes "
+                f"(min {self.rewards.min():.2f}, max {self.rewards.max():.2f})")
+
+
+def evaluate(model, env_id: str, episodes: int = 20, seed: int = 0,
+             num_workers: int = 1) -> EvaluateReport:
+    """The returns of ``episodes`` episodes (seeds ``seed``, ``seed + 1``, ...)
+    of the centre policy of ``model``: an ONNX policy (a file, or a directory
+    holding model.onnx), or a warehouse, whose newest iteration is evaluated."""
+    model = os.fspath(model)
+    what = model
+    if os.path.isdir(model) and os.path.exists(os.path.join(model, INFO_FILE)):
+        wh = Warehouse(model)
+        agent = wh.load_agent()
+        what = f"{model} iteration {agent.model_iter_id}"
+        # A CMA / GA agent's samples need its strategy state, which evaluation
+        # workers do not have; its centre is the iteration's model.onnx.
+        model = None if agent.is_gaussian else wh.iteration_dir(agent.model_iter_id)
+    if model is not None:
+        agent = ESAgent()
+        agent.load_config(parse_config(""))
+        agent.load_inference_model(model)
+        agent.init_solver()
+    seeds = [[seed + i] for i in range(episodes)]
+    with make_evaluator(env_id, num_workers) as ev:
+        result = ev.evaluate(agent, [None] * episodes, seeds)
+    return EvaluateReport(what, result.rewards)
