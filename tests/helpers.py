@@ -4,6 +4,9 @@ import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")
+#: Models the tests load (tests/fixtures) and reference data they compare with (tests/data).
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+DATA = os.path.join(ROOT, "tests", "data")
 
 
 def quiet(_):

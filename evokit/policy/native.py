@@ -16,9 +16,10 @@ MLPs of :func:`~evokit.policy.mlp.init_mlp` and PyTorch's
 :class:`NotSupportedError` naming the node and the op; ``OnnxPolicy`` with
 ``backend="auto"`` then falls back to onnxruntime and says so once.
 
-Outputs equal onnxruntime's within 1e-5 (tests/test_native.py). Tanh is
-onnxruntime's own rational approximation, computed in plain float arithmetic,
-so outputs are the same bits on every machine and for any thread count.
+Outputs equal onnxruntime's within 1e-5 (tests/policy/test_native.py). Tanh
+is onnxruntime's own rational approximation, computed in plain float
+arithmetic, so outputs are the same bits on every machine and for any thread
+count.
 
 Populations. :meth:`NativePolicy.run_population` computes the outputs of N
 members in one call, member i with its own observation ``obs[i]`` and its own

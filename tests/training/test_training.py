@@ -15,8 +15,7 @@ from evokit.errors import EnvError
 from evokit.evaluation.processes import ProcessEvaluator
 from evokit.evaluation.serial import SerialEvaluator
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")
+from helpers import CARTPOLE, ROOT
 
 
 def quiet(_):

@@ -20,9 +20,10 @@ from evokit.errors import ModelError, NativeFallbackWarning
 from evokit.policy.mlp import init_mlp, policy_for_spaces
 from evokit.policy.onnx_policy import OnnxPolicy, select_action
 
-FIXTURES = Path(__file__).parent / "fixtures"
-TORCH_ONNX = FIXTURES / "torch_mlp.onnx"
-TORCH_REF = FIXTURES / "torch_mlp_reference.npz"
+from helpers import FIXTURES
+
+TORCH_ONNX = Path(FIXTURES, "torch_mlp.onnx")
+TORCH_REF = Path(FIXTURES, "torch_mlp_reference.npz")
 
 ACTS = {
     "tanh": np.tanh,

@@ -23,8 +23,7 @@ from evokit.training.loop import generation_infos
 from evokit.training.metrics import COLUMNS, read_metrics
 from evokit.training.progress import NORMAL, QUIET, VERBOSE, Progress, format_duration
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")
+from helpers import CARTPOLE
 
 
 def quiet(_):

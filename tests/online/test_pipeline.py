@@ -16,7 +16,7 @@ from evokit.online.samplelog import append_records, read_log
 from evokit.online.warehouse import ITER_PREFIX, Warehouse
 from evokit.policy.mlp import init_mlp
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import ROOT
 
 CONFIG = """solver {
   optimizer { type: ADAM base_lr: 0.05 }

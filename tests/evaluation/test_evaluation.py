@@ -3,7 +3,6 @@ members masked out, worker processes, and the evaluator make_evaluator picks."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import gymnasium
@@ -20,8 +19,7 @@ from evokit.evaluation.serial import SerialEvaluator
 from evokit.evaluation.vector import VectorEvaluator
 from evokit.policy.mlp import init_mlp
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")
+from helpers import CARTPOLE
 
 
 def cartpole_agent(tmp_path, seed_config, hidden=(8,), backend=None, std=None):

@@ -15,7 +15,7 @@ from cma_problems import PROBLEMS, TARGET, ellipsoid, rosenbrock, sphere
 import evokit
 from evokit import _core
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from helpers import DATA
 PARITY_TOL = 1e-10
 
 
@@ -149,7 +149,7 @@ def test_same_seed_same_run_other_seed_other_run():
 
 # ---- convergence within pycma's budget ---------------------------------------------------
 
-with open(os.path.join(HERE, "data", "pycma_budget.json")) as _fh:
+with open(os.path.join(DATA, "pycma_budget.json")) as _fh:
     BUDGET = json.load(_fh)
 SEEDS = [1, 2, 3, 4, 5]
 

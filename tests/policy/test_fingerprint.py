@@ -18,7 +18,7 @@ from evokit.agent import params_fingerprint
 from evokit.policy.mlp import init_mlp
 from evokit.policy.onnx_policy import OnnxPolicy
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import ROOT
 IO_DATA = os.path.join(ROOT, "cpp", "io", "tests", "data")
 
 

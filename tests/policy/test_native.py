@@ -20,9 +20,10 @@ from evokit.policy.mlp import init_mlp
 from evokit.policy.native import NativePolicy
 from evokit.policy.onnx_policy import OnnxPolicy
 
-FIXTURES = Path(__file__).parent / "fixtures"
-TORCH_ONNX = FIXTURES / "torch_mlp.onnx"
-TORCH_REF = FIXTURES / "torch_mlp_reference.npz"
+from helpers import FIXTURES
+
+TORCH_ONNX = Path(FIXTURES, "torch_mlp.onnx")
+TORCH_REF = Path(FIXTURES, "torch_mlp_reference.npz")
 TOL = dict(rtol=1e-5, atol=1e-5)
 ACTS = ["Tanh", "Relu", "Sigmoid", "Identity"]
 
