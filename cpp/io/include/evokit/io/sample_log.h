@@ -1,6 +1,6 @@
 // Sampling logs: append-only files of framed SampleRecord messages, exactly
 // as specified in proto/evokit.proto ("Sampling logs") and written by
-// Python's evokit.samplelog. Each record (little-endian):
+// Python's evokit.online.samplelog. Each record (little-endian):
 //
 //   offset  size  field
 //        0     4  magic "EKR1"
