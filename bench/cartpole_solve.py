@@ -75,7 +75,7 @@ def run_numpy(seed: int) -> dict:
     import es_oracle
 
     import evokit
-    from evokit.model import init_mlp
+    from evokit.policy.mlp import init_mlp
 
     t0 = time.perf_counter()
     cfg = evokit.load_config(CONFIG)

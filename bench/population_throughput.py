@@ -84,8 +84,9 @@ def main() -> int:
     p.add_argument("--serial-repeats", type=int, default=1)
     args = p.parse_args()
 
-    from evokit.evaluation import SerialEvaluator, VectorEvaluator
-    from evokit.model import init_mlp
+    from evokit.evaluation.serial import SerialEvaluator
+    from evokit.evaluation.vector import VectorEvaluator
+    from evokit.policy.mlp import init_mlp
 
     with tempfile.TemporaryDirectory() as tmp:
         fresh = os.path.join(tmp, "fresh.onnx")

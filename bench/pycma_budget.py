@@ -1,4 +1,4 @@
-"""pycma's evaluations to f < 1e-8, the budget of tests/test_cmaes.py.
+"""pycma's evaluations to f < 1e-8, the budget of tests/blackbox/test_cmaes.py.
 
 Runs pycma (`pip install cma`) with its default population size on the
 problems of tests/cma_problems.py in dimensions 10 and 30, for several seeds,

@@ -1,7 +1,7 @@
 """Ray backend scaling: env steps/s against Ray workers on a MuJoCo task.
 
 For each worker count, a fresh local Ray instance with that many CPUs and a
-:class:`evokit.ray_backend.RayEvaluator` run the same ES generations
+:class:`evokit.evaluation.ray_backend.RayEvaluator` run the same ES generations
 (configs/hopper.prototxt: Hopper-v5, population 40, antithetic, the same
 seeds, so every worker count simulates exactly the same episodes and the
 same env steps). The in-process local evaluator (`backend="local"`, one
@@ -43,16 +43,12 @@ CONFIG = os.path.join(ROOT, "configs", "hopper.prototxt")
 
 def _agent(cfg, tmp, model_path=None):
     import evokit
-    from evokit.evaluation import make_env
-    from evokit.model import policy_for_spaces
+    from evokit.evaluation.envs import policy_for_env
 
     path = model_path
     if path is None:
-        env = make_env(cfg.train.env_id)
-        model = policy_for_spaces(env.observation_space, env.action_space,
-                                  hidden_sizes=tuple(cfg.train.hidden_sizes),
-                                  activation=cfg.train.activation, seed=cfg.train.seed)
-        env.close()
+        model = policy_for_env(cfg.train.env_id, hidden_sizes=cfg.train.hidden_sizes,
+                               activation=cfg.train.activation, seed=cfg.train.seed)
         path = os.path.join(tmp, "init_model.onnx")
         with open(path, "wb") as f:
             f.write(model.SerializeToString())
@@ -66,7 +62,7 @@ def _agent(cfg, tmp, model_path=None):
 
 def run(cfg, evaluator, generations: int, model_path=None):
     """Per-generation timings of `generations` ES generations."""
-    from evokit.training import episode_seeds
+    from evokit.evaluation.seeds import episode_seeds
 
     with tempfile.TemporaryDirectory() as tmp:
         agent = _agent(cfg, tmp, model_path)
@@ -116,8 +112,8 @@ def main(argv=None) -> int:
     import ray
 
     import evokit
-    from evokit.evaluation import make_evaluator
-    from evokit.ray_backend import RayEvaluator, init_ray
+    from evokit.evaluation.factory import make_evaluator
+    from evokit.evaluation.ray_backend import RayEvaluator, init_ray
 
     cfg = evokit.load_config(args.config)
     results = []

@@ -210,7 +210,7 @@ def make_policy(kind: str, out_dir: str, hidden=(64, 64)) -> str:
     """An ONNX 4-64-64-2 tanh MLP: "fresh" (init_mlp, seed 0) or
     "balancing" (fresh trained with evokit.train until its centre balances)."""
     import evokit
-    from evokit.model import init_mlp
+    from evokit.policy.mlp import init_mlp
 
     fresh = os.path.join(out_dir, "fresh.onnx")
     with open(fresh, "wb") as f:
@@ -246,7 +246,7 @@ def _rate(steps: int, seconds: float) -> float:
 
 
 def throughput_evokit(agent, batches, threads: int) -> dict:
-    from evokit.evaluation import VectorEvaluator
+    from evokit.evaluation.vector import VectorEvaluator
 
     rates, cpu_rates, steps, returns = [], [], [], None
     with VectorEvaluator("CartPole-v1", num_threads=threads) as ev:
@@ -418,7 +418,7 @@ def _initial_mlp(seed: int, hidden):
     import numpy as np
     from onnx import numpy_helper
 
-    from evokit.model import init_mlp
+    from evokit.policy.mlp import init_mlp
 
     model = init_mlp(4, 2, hidden_sizes=tuple(hidden), activation="tanh", seed=seed)
     inits = [numpy_helper.to_array(i) for i in model.graph.initializer]

@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 import evokit
-from evokit.model import init_mlp
+from evokit.policy.mlp import init_mlp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG = os.path.join(HERE, "..", "configs", "cartpole.prototxt")

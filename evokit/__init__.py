@@ -19,14 +19,16 @@ except ImportError as _exc:  # pragma: no cover - depends on how evokit was impo
 
 from . import evokit_pb2 as proto
 from ._core import __version__
-from .agent import ESAgent, SamplingInfo, SolverFileError
-from .blackbox import CMAES, SepCMAES
-from .config import ConfigError, load_config, parse_config
+from .agent import ESAgent, SamplingInfo
+from .blackbox.cmaes import CMAES, SepCMAES
+from .blackbox.ga import GA
+from .blackbox.openes import OpenES
+from .config import load_config, parse_config
+from .errors import ConfigError, ModelError, SolverFileError
 from .evokit_pb2 import EvoKitConfig
-from .ga import GA, OpenES
-from .model import ModelError, OnnxPolicy
-from .native import NativePolicy
-from .training import TrainResult, train
+from .policy.native import NativePolicy
+from .policy.onnx_policy import OnnxPolicy
+from .training.loop import TrainResult, train
 
 __all__ = [
     "CMAES", "SepCMAES",

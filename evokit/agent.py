@@ -41,8 +41,9 @@ import numpy as np
 from . import _core
 from . import evokit_pb2 as pb
 from .config import config_to_text, load_config, validate_config
-from .fingerprint import FINGERPRINT_VERSION, params_digest
-from .model import OnnxPolicy, select_action
+from .errors import SolverFileError
+from .policy.fingerprint import FINGERPRINT_VERSION, params_digest
+from .policy.onnx_policy import OnnxPolicy, select_action
 from .solvers import solver_options, state_from_proto, state_to_proto
 from .util import atomic_write_bytes
 
@@ -62,10 +63,6 @@ def noise_version_message(path, what: str, version: int) -> str:
             f"would give different noise; "
             f"finish it with the EvoKit that wrote it, or start afresh from its model with "
             f"`evokit init-solver`")
-
-
-class SolverFileError(ValueError):
-    """A solver state file that is missing, corrupt or belongs to another model."""
 
 
 class ESAgent:
@@ -106,7 +103,7 @@ class ESAgent:
         """Load the ONNX policy: a ``.onnx`` file, or a directory holding ``model.onnx``.
 
         ``backend`` (``"auto"``, ``"native"`` or ``"onnxruntime"``) chooses
-        the forward pass of :meth:`predict` (see :class:`~evokit.model.OnnxPolicy`);
+        the forward pass of :meth:`predict` (see :class:`~evokit.policy.onnx_policy.OnnxPolicy`);
         by default the config's ``solver.backend``, ``"auto"`` without a config.
         """
         self._require_original("load_inference_model")
@@ -133,7 +130,7 @@ class ESAgent:
         self._core.sampling_stream = self._stream
 
     @classmethod
-    def _replica(cls, config: pb.EvoKitConfig, policy: OnnxPolicy) -> "ESAgent":
+    def replica(cls, config: pb.EvoKitConfig, policy: OnnxPolicy) -> "ESAgent":
         """An agent for an evaluation worker: same config and model, its
         solver set from the owner's :meth:`sampling_state` before each use
         (:meth:`load_sampling_state`), used only to clone and set noise."""

@@ -22,13 +22,23 @@ import os
 import sys
 from typing import List, Optional
 
+from . import __version__
+from .config import config_to_text, load_config
+from .evaluation.envs import policy_for_env
+from .evaluation.factory import EVALUATOR_KINDS
+from .online.pipeline import evaluate, sample, update
+from .online.warehouse import Warehouse
+from .policy.mlp import ACTIVATIONS
+from .training.loop import EVALUATION_BACKENDS, train
+from .training.metrics import FORMATS as METRICS_FORMATS
+from .training.plot import plot_run
+from .training.progress import NORMAL, QUIET, VERBOSE, Progress
+from .util import atomic_write_bytes
+
 __all__ = ["main"]
 
 
 def _cmd_train(args) -> int:
-    from .progress import NORMAL, QUIET, VERBOSE, Progress
-    from .training import train
-
     if args.resume is not None:
         if args.out is not None and os.path.abspath(args.out) != os.path.abspath(args.resume):
             raise ValueError(f"--out {args.out} and --resume {args.resume} name different run "
@@ -53,31 +63,20 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_plot(args) -> int:
-    from .plot import plot_run
-
     path = plot_run(args.run_dir, args.output)
     print(f"wrote {path}")
     return 0
 
 
 def _cmd_init_model(args) -> int:
-    from .evaluation import make_env
-    from .model import policy_for_spaces
-    from .util import atomic_write_bytes
-
-    env = make_env(args.env)
-    model = policy_for_spaces(env.observation_space, env.action_space,
-                              hidden_sizes=tuple(args.hidden), activation=args.activation,
-                              seed=args.seed)
-    env.close()
+    model = policy_for_env(args.env, hidden_sizes=args.hidden, activation=args.activation,
+                           seed=args.seed)
     atomic_write_bytes(args.output, model.SerializeToString())
     print(f"wrote {args.output}: MLP {args.hidden or 'linear'} ({args.activation}) for {args.env}")
     return 0
 
 
 def _cmd_init_solver(args) -> int:
-    from .warehouse import Warehouse
-
     wh = Warehouse.create(args.warehouse, args.config, args.model)
     agent = wh.load_agent(0)
     print(f"created warehouse {wh.path}: iteration 0 ({agent.num_params} parameters)")
@@ -85,8 +84,6 @@ def _cmd_init_solver(args) -> int:
 
 
 def _cmd_sample(args) -> int:
-    from .pipeline import sample
-
     report = sample(args.warehouse, args.env, args.num_samples, args.log, seed=args.seed,
                     iteration=args.iteration, num_workers=args.workers,
                     episodes_per_sample=args.episodes)
@@ -96,8 +93,6 @@ def _cmd_sample(args) -> int:
 
 
 def _cmd_update(args) -> int:
-    from .pipeline import update
-
     report = update(args.warehouse, args.log, config=args.config)
     for line in report.lines():
         print(line, file=sys.stdout if report.to_iteration is not None else sys.stderr)
@@ -105,37 +100,14 @@ def _cmd_update(args) -> int:
 
 
 def _cmd_evaluate(args) -> int:
-    from .agent import ESAgent
-    from .config import parse_config
-    from .evaluation import make_evaluator
-    from .warehouse import INFO_FILE, Warehouse
-
-    model = args.model
-    what = model
-    if os.path.isdir(model) and os.path.exists(os.path.join(model, INFO_FILE)):
-        wh = Warehouse(model)
-        agent = wh.load_agent()
-        what = f"{model} iteration {agent.model_iter_id}"
-        model = None
-    if model is not None:
-        agent = ESAgent()
-        agent.load_config(parse_config(""))
-        agent.load_inference_model(model)
-        agent.init_solver()
-    seeds = [[args.seed + i] for i in range(args.episodes)]
-    with make_evaluator(args.env, args.workers) as ev:
-        result = ev.evaluate(agent, [None] * args.episodes, seeds)
-    mean = float(result.rewards.mean())
-    print(f"{what}: mean return {mean:.2f} over {args.episodes} episodes "
-          f"(min {result.rewards.min():.2f}, max {result.rewards.max():.2f})")
-    if args.min_return is not None and mean < args.min_return:
+    report = evaluate(args.model, args.env, args.episodes, seed=args.seed, num_workers=args.workers)
+    print(report)
+    if args.min_return is not None and report.mean < args.min_return:
         return 1
     return 0
 
 
 def _cmd_check_config(args) -> int:
-    from .config import config_to_text, load_config
-
     for path in args.config:
         cfg = load_config(path)
         print(f"{path}: ok")
@@ -172,8 +144,6 @@ def _workers(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import __version__
-
     p = argparse.ArgumentParser(prog="evokit", description="EvoKit: fast evolution strategies.")
     p.add_argument("--version", action="version", version=f"evokit {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -196,11 +166,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="evaluation workers (processes, or the threads of the batched policy call on "
                         "a vectorised env), or 'auto' for one per core (default: train.num_workers)")
     t.add_argument("--max-generations", type=int, help="override train.max_generations")
-    t.add_argument("--evaluator", choices=["auto", "vector", "process", "serial"], default="auto",
+    t.add_argument("--evaluator", choices=EVALUATOR_KINDS, default="auto",
                    help="how the population is evaluated: 'vector' runs it in lockstep on a vector "
                         "env with one batched native policy call per step; 'auto' (default) does "
                         "that when the policy runs natively, else uses worker processes")
-    t.add_argument("--backend", choices=["local", "ray"], default="local",
+    t.add_argument("--backend", choices=EVALUATION_BACKENDS, default="local",
                    help="'ray' evaluates on --workers Ray actors (pip install 'evokit[ray]'); "
                         "same model as 'local' (default)")
     t.add_argument("--address", help="with --backend ray: join the Ray cluster at ADDR (HOST:PORT of "
@@ -213,7 +183,7 @@ def _parser() -> argparse.ArgumentParser:
                             "place and a line per centre evaluation; elsewhere a line per generation)")
     t.add_argument("--metrics", metavar="FILE",
                    help="per-generation metrics file (default: OUT/metrics.csv)")
-    t.add_argument("--metrics-format", choices=["csv", "jsonl"],
+    t.add_argument("--metrics-format", choices=METRICS_FORMATS,
                    help="format of --metrics (default: from its extension, .csv or .jsonl)")
     t.add_argument("--tensorboard", nargs="?", const="", metavar="DIR",
                    help="also write TensorBoard event files, to DIR (default: OUT/tensorboard); "
@@ -234,7 +204,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--env", required=True, help="gymnasium environment id")
     m.add_argument("--hidden", type=int, nargs="*", default=[16],
                    help="hidden layer sizes (default: 16; none for a linear policy)")
-    m.add_argument("--activation", default="tanh", choices=["tanh", "relu", "sigmoid", "identity"])
+    m.add_argument("--activation", default="tanh", choices=ACTIVATIONS)
     m.add_argument("--seed", type=int, default=0, help="seed of the initial weights (default: 0)")
     m.add_argument("-o", "--output", required=True, help="path of the .onnx file to write")
     m.set_defaults(func=_cmd_init_model)

@@ -18,31 +18,21 @@ from typing import Dict, List, Optional, Tuple, Union
 from google.protobuf import text_format
 
 from . import evokit_pb2 as pb
+from .errors import ConfigError
+from .policy.mlp import ACTIVATIONS
+from .policy.onnx_policy import BACKENDS
 from .solvers.options import validate_solver_options
 
-__all__ = ["ConfigError", "load_config", "parse_config", "validate_config", "config_to_text"]
+__all__ = ["load_config", "parse_config", "validate_config", "config_to_text"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-ACTIVATIONS = ("tanh", "relu", "sigmoid", "identity")
-BACKENDS = ("auto", "native", "onnxruntime")  # as evokit.model.BACKENDS
-
-class ConfigError(ValueError):
-    """A config that cannot be parsed or holds an invalid value.
-
-    Attributes ``source`` (file name or ``"<string>"``), ``line`` (1-based, or
-    None where unknown) and ``field`` (dotted path, or None).
-    """
-
-    def __init__(self, source: str, message: str, line: Optional[int] = None,
-                 field: Optional[str] = None, column: Optional[int] = None):
-        self.source = source
-        self.line = line
-        self.field = field
-        where = source
-        if line is not None:
-            where += f":{line}" + (f":{column}" if column is not None else "")
-        super().__init__(f"{where}: {message}")
+#: solver.fitness_shaping -> the name the core (and OpenES) know it by.
+FITNESS_SHAPING_NAMES = {
+    pb.CENTERED_RANK: "centered_rank",
+    pb.Z_SCORE: "z_score",
+    pb.RAW: "raw",
+}
 
 
 # --------------------------------------------------------------------------

@@ -19,7 +19,7 @@ SEED_EXAMPLE = """solver {
 @pytest.fixture
 def mlp_path(tmp_path):
     """A 4-8-2 tanh MLP policy written as ONNX."""
-    from evokit.model import init_mlp
+    from evokit.policy.mlp import init_mlp
 
     path = tmp_path / "mlp.onnx"
     path.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=3).SerializeToString())

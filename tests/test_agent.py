@@ -139,7 +139,7 @@ def test_save_and_load_solver_continue_identically(mlp_path, tmp_path):
 
 
 def test_solver_file_from_another_model(mlp_path, tmp_path):
-    from evokit.model import init_mlp
+    from evokit.policy.mlp import init_mlp
 
     a = make_agent(mlp_path)
     a.save_solver(tmp_path)

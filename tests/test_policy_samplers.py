@@ -11,10 +11,10 @@ import pytest
 import evokit
 from evokit import ConfigError, ESAgent, _core, load_config, parse_config
 from evokit import evokit_pb2 as pb
-from evokit.model import init_mlp
-from evokit.pipeline import sample, update
-from evokit.samplelog import append_records, read_log
-from evokit.warehouse import Warehouse
+from evokit.online.pipeline import sample, update
+from evokit.online.samplelog import append_records, read_log
+from evokit.online.warehouse import Warehouse
+from evokit.policy.mlp import init_mlp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -182,7 +182,7 @@ def test_strategy_members_are_rebuilt_by_a_replica_in_a_worker(model):
     clones = [agent.clone() for _ in range(8)]
     infos, rewards = generation(agent, clones)
     agent.update(infos, rewards)
-    replica = ESAgent._replica(agent.config, agent.policy)
+    replica = ESAgent.replica(agent.config, agent.policy)
     replica.load_sampling_state(agent.sampling_state())
     mine, theirs = agent.clone(), replica.clone()
     for info in [c.add_noise() for c in clones]:
@@ -389,8 +389,8 @@ def test_evokit_train_solves_cartpole(tmp_path, name):
     assert proc.returncode == 0
     agent = ESAgent(os.path.join(ROOT, "configs", name), str(out))
     agent.load_solver(out)
-    from evokit.evaluation import SerialEvaluator
-    from evokit.training import episode_seeds
+    from evokit.evaluation.seeds import episode_seeds
+    from evokit.evaluation.serial import SerialEvaluator
     with SerialEvaluator("CartPole-v1") as ev:
         result = ev.evaluate(agent, [None] * 20, [episode_seeds(123, 0, i, 1, 1) for i in range(20)])
     assert result.rewards.mean() >= 475
@@ -414,8 +414,9 @@ def test_strategy_samplers_train_on_worker_processes_as_in_process(tmp_path, nam
 @pytest.mark.parametrize("name", ["cartpole_cma.prototxt", "cartpole_ga.prototxt"])
 @pytest.mark.parametrize("mode", ["native", "vector_entry_point", "sync"])
 def test_vector_evaluator_runs_strategy_members_as_the_serial_one_does(tmp_path, name, mode):
-    from evokit.evaluation import SerialEvaluator, VectorEvaluator
-    from evokit.training import episode_seeds
+    from evokit.evaluation.seeds import episode_seeds
+    from evokit.evaluation.serial import SerialEvaluator
+    from evokit.evaluation.vector import VectorEvaluator
 
     path = tmp_path / "mlp.onnx"
     path.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=3).SerializeToString())

@@ -176,7 +176,7 @@ def test_a_replica_rebuilds_the_owners_members(family, mlp_path):
     given the owner's sampling state, rebuilds every member bit for bit."""
     agent = evokit.ESAgent(_config(family), mlp_path)
     _generations(agent, [agent.clone() for _ in range(8)], 2)
-    replica = evokit.ESAgent._replica(agent.config, agent.policy)
+    replica = evokit.ESAgent.replica(agent.config, agent.policy)
     replica.load_sampling_state(agent.sampling_state())
     assert replica.model_iter_id == agent.model_iter_id
     np.testing.assert_array_equal(replica.center, agent.center)

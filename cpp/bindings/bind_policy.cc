@@ -1,6 +1,6 @@
 // PolicyGraph (the native forward pass), Population (a whole ES population
 // in one call) and CartPole rollouts run entirely in the core. Python builds the graph node by node from an ONNX model it has
-// parsed (evokit/native.py); the extension itself never links ONNX.
+// parsed (evokit/policy/native.py); the extension itself never links ONNX.
 #include <evokit/cartpole.h>
 #include <evokit/gaussian_sampler.h>
 #include <evokit/policy_graph.h>

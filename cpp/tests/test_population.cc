@@ -3,8 +3,8 @@
 // thread invariance; masking; noise read in place; errors. Also the Tanh
 // approximation and Plan/execute against run(). And the native CartPole:
 // numpy's seeding and gymnasium's dynamics (reference values computed with
-// numpy 2.4 / gymnasium 1.4; tests/test_cartpole_native.py compares against
-// them directly), and rollouts against a step-by-step loop.
+// numpy 2.4 / gymnasium 1.4; tests/evaluation/test_cartpole_native.py
+// compares against them directly), and rollouts against a step-by-step loop.
 #include "evokit/population.h"
 #include "evokit/cartpole.h"
 

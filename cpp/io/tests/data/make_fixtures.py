@@ -13,7 +13,7 @@ Writes, next to this script:
                          adam.prototxt) after one update: Adam state m, v, steps 1
   iter2_model.onnx       the model after a second update, made by a fresh agent
                          loaded from iter1/ (stream 7, 4 clones, rewards below)
-  python_samples.log     three SampleRecords appended by evokit.samplelog
+  python_samples.log     three SampleRecords appended by evokit.online.samplelog
   fingerprint_attributes.onnx  a model with attributes of most types, a
                          subgraph (If), typed (not raw) tensor data and a doc
                          string, for the fingerprint
@@ -68,8 +68,8 @@ def fmt(values) -> str:
 def main() -> int:
     import evokit
     from evokit import evokit_pb2 as pb
-    from evokit.model import OnnxPolicy
-    from evokit.samplelog import append_records
+    from evokit.policy.onnx_policy import OnnxPolicy
+    from evokit.online.samplelog import append_records
 
     config = os.path.join(HERE, "adam.prototxt")
     model = os.path.join(HERE, "cartpole_h8.onnx")

@@ -1,5 +1,5 @@
 // The model fingerprints, version 2: the same digests as the Python package
-// (evokit/fingerprint.py). The encoding that is hashed is specified in
+// (evokit/policy/fingerprint.py). The encoding that is hashed is specified in
 // proto/evokit.proto (SolverState.model_fingerprint): a canonical encoding of
 // the opset imports, the nodes with their attributes, the graph inputs and
 // outputs, the parameters (names, dims) and the fixed initializers, not a

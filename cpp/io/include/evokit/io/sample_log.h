@@ -1,8 +1,9 @@
 // Sampling logs: append-only files of framed SampleRecord messages, exactly
 // as specified in proto/evokit.proto ("Sampling logs") and written by
-// Python's evokit.samplelog. The framing and the reader's resynchronisation
-// are the core's (evokit/record_log.h, which Python uses too); this header
-// adds the protobuf payloads and the files. Each record (little-endian):
+// Python's evokit.online.samplelog. The framing and the reader's
+// resynchronisation are the core's (evokit/record_log.h, which Python uses
+// too); this header adds the protobuf payloads and the files. Each record
+// (little-endian):
 //
 //   offset  size  field
 //        0     4  magic "EKR1"

@@ -1,0 +1,13 @@
+"""Black-box minimisers with pycma's ask / tell / stop / result contract.
+
+- :mod:`~evokit.blackbox.asktell`: :class:`AskTellStrategy`, the one base
+  that does the ask / tell / stop / result / optimize bookkeeping, and
+  :class:`OptimizeResult`;
+- :mod:`~evokit.blackbox.cmaes`: :class:`CMAES` and :class:`SepCMAES`;
+- :mod:`~evokit.blackbox.tracked`: :class:`TrackedStrategy`, the evaluation
+  counts, best solution and stop criteria of the strategies below, whose
+  core does not keep them;
+- :mod:`~evokit.blackbox.ga`: :class:`GA`, the genetic algorithm of Such et
+  al. 2017;
+- :mod:`~evokit.blackbox.openes`: :class:`OpenES`, OpenAI-ES.
+"""

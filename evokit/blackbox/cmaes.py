@@ -1,0 +1,147 @@
+"""Black-box minimisation with ask/tell strategies: CMAES and SepCMAES.
+
+    es = evokit.CMAES(x0, sigma0)
+    while not es.stop():
+        X = es.ask()                          # [population_size, num_params] float64
+        es.tell(X, [f(x) for x in X])
+    print(es.result.xbest, es.result.fbest)
+
+or simply ``evokit.CMAES(x0, sigma0).optimize(f)``. The semantics and messages
+follow pycma's (ask / tell / stop / result); the numbers come from the C++
+core (cpp/include/evokit/cma_es.h), which documents the algorithm (Hansen's
+tutorial, arXiv:1604.00772), the keys samples are drawn from, the bound
+transformation and the termination criteria.
+
+The ask/tell bookkeeping (the tell contract, NaN policy, optimize with
+parallel evaluation, result) is evokit.blackbox.asktell.AskTellStrategy's,
+shared with GA and OpenES; CMA supplies the hooks _ask, _tell, _stop, _result
+and iterations from the C++ core.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _core
+from .asktell import AskTellStrategy, OptimizeResult
+
+__all__ = ["CMAES", "SepCMAES"]
+
+
+def _bounds(bounds, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if bounds is None:
+        return None, None
+    if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+        raise ValueError(f"bounds must be a pair (lower, upper) of scalars, arrays of {n} or None, got {bounds!r}")
+    out = []
+    for side, default in zip(bounds, (-math.inf, math.inf)):
+        b = np.full(n, default) if side is None else np.asarray(side, dtype=np.float64)
+        if b.ndim == 0:
+            b = np.full(n, float(b))
+        out.append(b)
+    return out[0], out[1]
+
+
+class _CMABlackBox(AskTellStrategy):
+    _core_class: Any = None
+
+    def __init__(self, x0, sigma0: float, *, population_size: int | None = None, seed: int = 0,
+                 bounds=None, max_evaluations: int | None = None, ftarget: float | None = None,
+                 tolfun: float = 1e-11, tolfunhist: float = 1e-12, tolx: float = 1e-11,
+                 tolstagnation: int | None = None, conditioncov: float = 1e14, tolupsigma: float = 1e20,
+                 restarts: int = 0, restart_strategy: str = "ipop", nan_policy: str = "error",
+                 num_threads: int = 1):
+        x0 = np.asarray(x0, dtype=np.float64)
+        if x0.ndim != 1:
+            raise ValueError(f"x0 must be a 1-D array of the initial solution, got shape {x0.shape}")
+        super().__init__(x0.size, nan_policy)
+        lower, upper = _bounds(bounds, x0.size)
+        self._es = self._core_class(
+            x0, float(sigma0), population_size=population_size, seed=seed, lower=lower, upper=upper,
+            max_evaluations=max_evaluations, ftarget=-math.inf if ftarget is None else float(ftarget),
+            tolfun=tolfun, tolfunhist=tolfunhist, tolx=tolx, tolstagnation=tolstagnation,
+            conditioncov=conditioncov, tolupsigma=tolupsigma, restarts=restarts,
+            restart_strategy=restart_strategy, num_threads=num_threads)
+
+    # hooks
+    def _ask(self) -> np.ndarray:
+        return self._es.ask()
+
+    def _tell(self, values: np.ndarray) -> None:
+        self._es.tell(values)
+
+    def _stop(self) -> dict[str, Any]:
+        return self._es.stop()
+
+    def _result(self) -> OptimizeResult:
+        es = self._es
+        mean = es.mean_solution
+        return OptimizeResult(xbest=es.best_solution, fbest=es.best_value, evaluations=es.evaluations,
+                              iterations=es.iterations, xmean=mean, xfavorite=mean, stds=es.stds,
+                              restarts=es.restarts_done)
+
+    @property
+    def iterations(self) -> int:
+        return self._es.iterations
+
+    # CMA specifics
+    @property
+    def population_size(self) -> int:
+        """lambda of the current run (IPOP/BIPOP restarts change it)."""
+        return self._es.population_size
+
+    @property
+    def sigma(self) -> float:
+        return float(self._es.get_state()["sigma"])
+
+    @property
+    def keys(self) -> np.ndarray:
+        """The noise keys of the last ask(), one per member: log them to rebuild the samples."""
+        return self._es.keys
+
+    def regenerate(self, key: int) -> np.ndarray:
+        """The solution drawn with `key` under the current state (== its row of ask())."""
+        return self._es.regenerate(key)
+
+    @property
+    def core(self):
+        """The compiled strategy (evokit._core.CMAES / SepCMAES): state, keys, tell_keys."""
+        return self._es
+
+
+class CMAES(_CMABlackBox):
+    """Full-covariance CMA-ES (Hansen's tutorial, arXiv:1604.00772), minimising.
+
+    x0, sigma0: the initial mean and step size (about a quarter of the
+        search range is a good sigma0).
+    population_size: None is the tutorial's default 4 + floor(3 ln n).
+    seed: the noise seed; same seed, same run, bit for bit, for any
+        num_threads.
+    bounds: None or (lower, upper), each a scalar, an array of n, or None
+        (unbounded on that side); solutions are mapped into the box by mirror
+        reflection, the mean lives in the unbounded space.
+    max_evaluations (pycma's maxfevals), ftarget (stop once an f-value
+        <= ftarget), tolfun, tolfunhist, tolx, tolstagnation (iterations;
+        None: 100 + 100 n^1.5 / population_size), conditioncov, tolupsigma:
+        termination criteria, reported by stop() under pycma's names.
+    restarts, restart_strategy: up to `restarts` restarts after a stop by
+        any criterion but maxfevals and ftarget; 'ipop' doubles the population
+        each time, 'bipop' alternates that with small populations and step
+        sizes (Hansen 2009).
+    nan_policy: 'error' (ValueError) or 'worst' (RuntimeWarning; NaN members
+        get the population's worst value).
+    num_threads: OpenMP threads of the core (sampling, covariance update,
+        eigendecomposition); results do not depend on it.
+    """
+
+    _core_class = _core.CMAES
+
+
+class SepCMAES(_CMABlackBox):
+    """Separable CMA-ES (Ros & Hansen 2008): a diagonal covariance matrix, linear time and
+    memory per sample, for high dimensions. Options as CMAES."""
+
+    _core_class = _core.SepCMAES

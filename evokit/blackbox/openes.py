@@ -1,0 +1,130 @@
+"""``OpenES``: OpenAI-ES (Salimans et al. 2017, arXiv:1703.03864) on the
+core's uncached Gaussian sampler and its SGD / momentum / Adam optimizers.
+
+It minimises ``f`` with pycma's ask / tell / stop / result contract (see
+:mod:`evokit.blackbox.ga` for the loop); the bookkeeping (evaluation counts,
+the best solution, the stop criteria) is
+:class:`~evokit.blackbox.tracked.TrackedStrategy`'s, shared with GA.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from .. import _core
+from ..config import FITNESS_SHAPING_NAMES
+from .tracked import TrackedStrategy, check_int, check_positive, check_x0
+
+__all__ = ["OpenES"]
+
+_OPTIMIZERS = ("adam", "sgd", "momentum")
+_FITNESS_SHAPINGS = tuple(FITNESS_SHAPING_NAMES.values())
+
+
+class OpenES(TrackedStrategy):
+    """OpenAI-ES (Salimans et al. 2017), minimising f, with the core's
+    uncached counter-based noise.
+
+    At iteration t, pair p has the key ``k = GaussianSampler(seed, sigma,
+    cached=False).draw_key(t, p, 0)``; with antithetic sampling solutions 2p
+    and 2p+1 are theta + sigma * eps(k) and theta - sigma * eps(k), else
+    solution i is theta + sigma * eps(draw_key(t, i, 0)). tell shapes the
+    rewards -f (``fitness_shaping``), and the optimizer (Adam with beta1 0.9,
+    beta2 0.999, epsilon 1e-8; SGD; or momentum 0.9) steps along
+        -1/(N sigma) sum_i w_i s_i eps(k_i) + weight_decay * theta.
+    population_size defaults to 4 + floor(3 ln n), rounded up to even when
+    antithetic. f-values must be finite (NaNs under nan_policy="worst" take
+    the largest f-value of the batch).
+    """
+
+    _accepts_infinite = False
+
+    def __init__(self, x0, sigma, *, population_size: Optional[int] = None,
+                 learning_rate: float = 0.1, optimizer: str = "adam", antithetic: bool = True,
+                 fitness_shaping: str = "centered_rank", weight_decay: float = 0.0,
+                 seed: int = 0, nan_policy: str = "error", num_threads: int = 1,
+                 max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
+                 ftarget: Optional[float] = None, tolfun: float = 1e-11,
+                 stagnation_iterations: Optional[int] = None):
+        n = check_x0(x0).size
+        if population_size is None:
+            population_size = 4 + int(3 * math.log(n))
+            if antithetic:
+                population_size += population_size % 2
+        population_size = check_int("population_size", population_size, 2)
+        if antithetic and population_size % 2:
+            raise ValueError(f"population_size must be even with antithetic=True (mirrored pairs), "
+                             f"got {population_size}")
+        super().__init__(x0, sigma, population_size=population_size, nan_policy=nan_policy,
+                         max_evaluations=max_evaluations, max_iterations=max_iterations,
+                         ftarget=ftarget, tolfun=tolfun,
+                         stagnation_iterations=stagnation_iterations, num_threads=num_threads)
+        if optimizer not in _OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(map(repr, _OPTIMIZERS))}, "
+                             f"got {optimizer!r}")
+        if fitness_shaping not in _FITNESS_SHAPINGS:
+            raise ValueError(f"fitness_shaping must be one of "
+                             f"{', '.join(map(repr, _FITNESS_SHAPINGS))}, got {fitness_shaping!r}")
+        learning_rate = float(check_positive("learning_rate", learning_rate))
+        if isinstance(weight_decay, bool) or not math.isfinite(weight_decay) or weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0 and finite, got {weight_decay!r}")
+        self._population_size = population_size
+        self._antithetic = bool(antithetic)
+        self._fitness_shaping = fitness_shaping
+        self._weight_decay = float(weight_decay)
+        self._theta = self._x0.astype(np.float32)
+        self._sampler = _core.GaussianSampler(seed=check_int("seed", seed, 0), sigma=self._sigma,
+                                              cached=False, cache_size=0, num_params=n)
+        if optimizer == "adam":
+            self._optimizer = _core.Adam(learning_rate, 0.9, 0.999, 1e-8, n)
+        elif optimizer == "sgd":
+            self._optimizer = _core.SGD(learning_rate, n)
+        else:
+            self._optimizer = _core.Momentum(learning_rate, 0.9, n)
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._signs = np.zeros(0, dtype=np.float32)
+
+    @property
+    def theta(self) -> np.ndarray:
+        """The centre of the search distribution (float64 copy)."""
+        return self._theta.astype(np.float64)
+
+    @property
+    def optimizer(self):
+        """The core optimizer (its state and step count)."""
+        return self._optimizer
+
+    def _ask(self) -> np.ndarray:
+        t, count = self._iterations, self._population_size
+        draw = self._sampler.draw_key
+        if self._antithetic:
+            pairs = [draw(t, p, 0) for p in range(count // 2)]
+            self._keys = np.repeat(np.array(pairs, dtype=np.int64), 2)
+            self._signs = np.tile(np.array([1.0, -1.0], dtype=np.float32), count // 2)
+        else:
+            self._keys = np.array([draw(t, i, 0) for i in range(count)], dtype=np.int64)
+            self._signs = np.ones(count, dtype=np.float32)
+        X = np.empty((count, self.num_params), dtype=np.float64)
+        for i, (key, sign) in enumerate(zip(self._keys, self._signs)):
+            X[i] = self._sampler.perturb(self._theta, int(key), float(sign),
+                                         num_threads=self._num_threads)
+        return X
+
+    def _nan_replacement(self, values: np.ndarray) -> float:
+        if values.size == 0:
+            raise ValueError("all f-values of this batch are NaN: OpenES has nothing to rank")
+        return float(values.max())
+
+    def _tell_strategy(self, values: np.ndarray) -> bool:
+        rewards = (-values).astype(np.float32)
+        weights = _core.shape_fitness(rewards, self._fitness_shaping)
+        direction = self._sampler.descent_direction(self._keys, self._signs, weights, self._theta,
+                                                    self._weight_decay, self._num_threads)
+        self._optimizer.step(self._theta, direction, self._num_threads)
+        return True
+
+    def _favorite(self) -> np.ndarray:
+        return self.theta

@@ -1,0 +1,164 @@
+"""The bookkeeping of the black-box strategies whose C++ core does not keep it
+(GA and OpenES): :class:`TrackedStrategy`, and the argument checks they share.
+
+The ask / tell contract (value checks and NaN policy, stop, result,
+``optimize``) is :class:`~evokit.blackbox.asktell.AskTellStrategy`'s, the one
+base shared with CMAES; ``TrackedStrategy`` adds what the C++ CMA core does
+for itself (evaluation counts, the best solution, the stop criteria) and asks
+a strategy for three hooks: ``_ask`` (the solutions to evaluate),
+``_tell_strategy`` (update from the checked f-values; says whether an
+iteration is complete) and ``_favorite`` (its current best guess).
+
+Parameters live in float32 in the core: x0 is rounded to float32, and the
+solutions handed out are float32 values stored in float64 arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from .asktell import GA_WORDING, AskTellStrategy, Result
+
+__all__ = ["TrackedStrategy", "check_int", "check_positive", "check_x0"]
+
+
+def check_x0(x0) -> np.ndarray:
+    x = np.array(x0, dtype=np.float64)
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"x0 must be a non-empty 1-D sequence of numbers, got shape {x.shape}")
+    bad = np.flatnonzero(~np.isfinite(x))
+    if bad.size:
+        raise ValueError(f"x0[{bad[0]}] is {x[bad[0]]}")
+    return x
+
+
+def check_positive(name: str, value, allow_none: bool = False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be > 0 and finite, got {value!r}")
+    return value
+
+
+def check_int(name: str, value, lowest: int, allow_none: bool = False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lowest:
+        raise ValueError(f"{name} must be an integer >= {lowest}, got {value!r}")
+    return int(value)
+
+
+class TrackedStrategy(AskTellStrategy):
+    """The bookkeeping GA and OpenES add to the shared ask / tell contract
+    (minimisation): evaluation counts, the best solution and the stop criteria.
+
+    Stop criteria (``stop()`` returns the met ones, name -> threshold):
+    ``max_evaluations`` and ``max_iterations`` (None: no limit), ``ftarget``
+    (fbest <= ftarget; None: none), ``tolfun`` (the f-values of the last
+    iteration and the best f-values of the last 10 + ceil(30 n / population)
+    iterations all lie within tolfun, as in pycma) and ``stagnation`` (fbest
+    has not improved for ``stagnation_iterations`` iterations; None: pycma's
+    tolstagnation, int(100 + 100 n^1.5 / population)).
+    """
+
+    _wording = GA_WORDING
+    _ask_returns_copy = True
+
+    def __init__(self, x0, sigma, *, population_size: int, nan_policy: str,
+                 max_evaluations: Optional[int], max_iterations: Optional[int],
+                 ftarget: Optional[float], tolfun: float, stagnation_iterations: Optional[int],
+                 num_threads: int):
+        self._x0 = check_x0(x0)
+        self._sigma = float(check_positive("sigma", sigma))
+        super().__init__(self._x0.size, nan_policy)
+        self._num_threads = check_int("num_threads", num_threads, 1)
+        n = self._x0.size
+        self._max_evaluations = check_int("max_evaluations", max_evaluations, 1, allow_none=True)
+        self._max_iterations = check_int("max_iterations", max_iterations, 1, allow_none=True)
+        if ftarget is not None and (isinstance(ftarget, bool) or math.isnan(ftarget)):
+            raise ValueError(f"ftarget must be a number or None, got {ftarget!r}")
+        self._ftarget = None if ftarget is None else float(ftarget)
+        if not (isinstance(tolfun, (int, float)) and tolfun >= 0):
+            raise ValueError(f"tolfun must be >= 0, got {tolfun!r}")
+        self._tolfun = float(tolfun)
+        if stagnation_iterations is None:
+            stagnation_iterations = int(100 + 100 * n ** 1.5 / population_size)
+        self._stagnation_iterations = check_int("stagnation_iterations", stagnation_iterations, 1)
+        self._tolfun_window = 10 + math.ceil(30 * n / population_size)
+
+        self._evaluations = 0
+        self._iterations = 0
+        self._xbest: Optional[np.ndarray] = None
+        self._fbest = math.inf
+        self._improved_at = 0  # the (1-based) iteration in which fbest last improved
+        self._iteration_values: List[np.ndarray] = []
+        self._last_values: Optional[np.ndarray] = None  # all values of the last iteration
+        self._best_history: List[float] = []  # best f-value of each iteration, newest last
+
+    # ---- the hooks --------------------------------------------------------
+    def _tell_strategy(self, values: np.ndarray) -> bool:
+        """Update from the f-values of _ask's solutions (checked, NaN
+        handled). Validate before changing state. True when an iteration ended."""
+        raise NotImplementedError
+
+    def _favorite(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _nan_replacement(self, values: np.ndarray) -> float:
+        """The worst value, given the batch's non-NaN values."""
+        return math.inf
+
+    # ---- bookkeeping --------------------------------------------------------
+    @property
+    def sigma(self) -> float:
+        return self._sigma
+
+    @property
+    def evaluations(self) -> int:
+        return self._evaluations
+
+    @property
+    def iterations(self) -> int:
+        return self._iterations
+
+    def _tell(self, values: np.ndarray) -> None:
+        asked = self._asked
+        ended = self._tell_strategy(values)  # raises before changing anything
+        self._evaluations += len(values)
+        best = int(np.argmin(values))
+        if values[best] < self._fbest:
+            self._fbest = float(values[best])
+            self._xbest = asked[best].copy()
+            self._improved_at = self._iterations + 1  # the iteration this tell belongs to
+        self._iteration_values.append(values)
+        if ended:
+            self._iterations += 1
+            self._last_values = np.concatenate(self._iteration_values)
+            self._iteration_values = []
+            self._best_history.append(float(self._last_values.min()))
+            del self._best_history[:-self._tolfun_window]
+
+    def _stop(self) -> Dict[str, Any]:
+        met: Dict[str, Any] = {}
+        if self._max_evaluations is not None and self._evaluations >= self._max_evaluations:
+            met["max_evaluations"] = self._max_evaluations
+        if self._max_iterations is not None and self._iterations >= self._max_iterations:
+            met["max_iterations"] = self._max_iterations
+        if self._ftarget is not None and self._fbest <= self._ftarget:
+            met["ftarget"] = self._ftarget
+        if self._last_values is not None:
+            recent = np.concatenate([self._last_values, self._best_history])
+            if np.all(np.isfinite(recent)) and recent.max() - recent.min() <= self._tolfun:
+                met["tolfun"] = self._tolfun
+            if self._iterations - self._improved_at >= self._stagnation_iterations:
+                met["stagnation"] = self._stagnation_iterations
+        return met
+
+    def _result(self) -> Result:
+        return Result(xbest=None if self._xbest is None else self._xbest.copy(), fbest=self._fbest,
+                      evaluations=self._evaluations, iterations=self._iterations,
+                      xfavorite=self._favorite())

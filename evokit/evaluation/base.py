@@ -1,0 +1,86 @@
+"""The interface between training and evaluation: :class:`Evaluator` returns
+an :class:`EvalResult`; :class:`PooledEvaluator` is the worker-pool
+bookkeeping of the evaluators that use processes."""
+
+from __future__ import annotations
+
+import abc
+import concurrent.futures as cf
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from .. import evokit_pb2 as pb
+from .obsnorm import ObsNorm, ObsStats, merged_stats
+
+__all__ = ["EvalResult", "Evaluator", "PooledEvaluator"]
+
+
+@dataclass
+class EvalResult:
+    rewards: np.ndarray  # float64, one per sample: mean return over its episodes
+    steps: int           # environment steps taken
+    # With Evaluator.obs_norm set: each sample's raw observation statistics.
+    obs_stats: Optional[ObsStats] = None
+
+
+class Evaluator(abc.ABC):
+    """Given the agent's samples, return their rewards."""
+
+    #: Set by the caller (e.g. :func:`evokit.train`) for observation
+    #: normalisation: the policy sees ``obs_norm(obs)``, and evaluate()
+    #: returns the raw observations' statistics in ``EvalResult.obs_stats``.
+    obs_norm: Optional[ObsNorm] = None
+
+    @abc.abstractmethod
+    def evaluate(self, agent, infos: Sequence[Optional[pb.SamplingInfo]],
+                 seeds: Sequence[Sequence[int]]) -> EvalResult:
+        """Rewards of ``infos`` (``None`` = the centre policy) under
+        ``agent``'s current centre parameters; ``seeds[i]`` lists the episode
+        seeds of sample i (the reward is their mean return)."""
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class PooledEvaluator(Evaluator):
+    """The worker-pool bookkeeping shared by the evaluators that use processes."""
+
+    _pool: Optional[cf.ProcessPoolExecutor] = None
+
+    def _collect(self, futures) -> EvalResult:
+        """The futures' (rewards, steps) joined in submission order, which is
+        the sample order."""
+        rewards: List[float] = []
+        steps = 0
+        stats = []
+        try:
+            for f in futures:
+                r, n, st = f.result()
+                rewards.extend(r)
+                steps += n
+                stats.append(st)
+        except cf.process.BrokenProcessPool as exc:
+            self.close_pool()
+            raise RuntimeError(f"an evaluation worker died: {exc}") from None
+        return EvalResult(np.asarray(rewards, dtype=np.float64), steps, merged_stats(stats))
+
+    def close_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def take_sampling_state(worker: dict, state: bytes) -> None:
+    """Bring a worker's replica agent (``worker["agent"]``) to the owner's
+    sampling state, once per state (``worker["state"]`` is the last one)."""
+    if worker["state"] != state:
+        worker["agent"].load_sampling_state(state)
+        worker["state"] = state

@@ -1,0 +1,218 @@
+"""Lockstep evaluation of a population with the native backend:
+:class:`VectorEvaluator` (every episode in C++ for the environments the core
+implements; else on a gymnasium vector environment, in this process or in
+worker processes each running a slice)."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+from typing import Optional
+
+import numpy as np
+
+from .. import _core
+from .. import evokit_pb2 as pb
+from ..errors import EnvError
+from ..agent import ESAgent
+from .base import EvalResult, PooledEvaluator, take_sampling_state
+from .envs import has_vector_entry_point, make_env, native_env_steps
+from .lockstep import Lockstep
+
+__all__ = ["VectorEvaluator"]
+
+
+def _native_policy(policy):
+    if policy.native is None:
+        raise ValueError(
+            f"{policy.source}: the vector evaluator needs a policy on the native backend, this one "
+            f"runs on onnxruntime ({policy.fallback_reason or 'backend=onnxruntime'}); use "
+            f"make_evaluator(..., kind='auto'), SerialEvaluator or ProcessEvaluator")
+    return policy.native
+
+
+_vworker = {}
+
+
+def _vector_worker_init(config_bytes: bytes, policy, env_id: str, mode: str) -> None:
+    config = pb.EvoKitConfig.FromString(config_bytes)
+    env = make_env(env_id)
+    runner = Lockstep(env_id, mode)
+    runner.fit(policy, env)
+    env.close()
+    _vworker.update(policy=policy, runner=runner, agent=ESAgent.replica(config, policy), state=None)
+
+
+def _vector_worker_run(state: bytes, infos, seeds, norm=None):
+    w = _vworker
+    take_sampling_state(w, state)
+    population = w["agent"].population([None if b is None else pb.SamplingInfo.FromString(b)
+                                        for b in infos])
+    return w["runner"].run(w["policy"].native.graph, population, seeds, 1, norm)
+
+
+class VectorEvaluator(PooledEvaluator):
+    """Lockstep evaluation: every member of the population on one gymnasium
+    vector environment, one batched native policy call per step; or, for an
+    environment the core implements, every episode in C++.
+
+    ``vectorization_mode="native"`` (what ``"auto"`` picks for CartPole-v0
+    and v1, see :func:`~evokit.evaluation.envs.native_env_steps`): each
+    episode runs start to end in ``evokit._core.cartpole_rollouts``, with the
+    member's perturbed parameters materialised once per episode, the forward
+    pass, gymnasium's CartPoleEnv dynamics (float64, same operations), its
+    seeding (numpy's SeedSequence and PCG64, reimplemented) and its time
+    limit, episodes spread over ``max(num_threads, num_workers)`` OpenMP
+    threads (no worker processes: they would only add copying). No Python
+    runs per step. Rewards equal
+    :class:`~evokit.evaluation.serial.SerialEvaluator`'s bit for bit.
+
+    ``gymnasium.make_vec(env_id, num_envs=N, vectorization_mode=...)`` with
+    ``vectorization_mode="auto"``: ``"native"`` when the core runs the
+    environment, else the environment's own vectorised form
+    (``"vector_entry_point"``, e.g. ``CartPoleVectorEnv``) when it has one,
+    else ``"sync"``. Each step calls ``PolicyGraph.run_population`` once for
+    all members still running, with their perturbed parameters read from the
+    noise keys (no parameter copies) on ``num_threads`` OpenMP threads, takes
+    the argmax (discrete) or the output itself (continuous) as the actions,
+    and steps the environments. Finished members are masked out of the policy
+    call and of the returns. On a vectorised env every member is stepped
+    together; gymnasium 1.x restarts a finished member at the next step
+    (next-step autoreset), and that step's reward and the new episode never
+    reach its return. In ``"sync"`` mode the SyncVectorEnv's sub-environments
+    are stepped one by one, only those still running (stepping a finished one
+    would cost a Python-level step for nothing).
+
+    Seeding. Member i's episode j starts from ``seeds[i][j]`` exactly as the
+    other evaluators start it, so where the environment is deterministic per
+    seed the rewards equal :class:`~evokit.evaluation.serial.SerialEvaluator`'s
+    bit for bit (the native forward pass of a member gives the bits of the
+    clone's own prediction):
+    in ``"sync"`` (and ``"async"``) mode each member's environment is reset
+    with its seed. A vectorised environment takes one seed for all members;
+    for ``CartPoleVectorEnv`` the evaluator starts each member from its own
+    seed (the state ``CartPoleEnv.reset(seed)`` draws, verified once per
+    process against the single environment), which reproduces the single
+    environment's trajectories exactly. Other vectorised environments are
+    reset with the first member's seed: their rewards are deterministic but
+    differ from SerialEvaluator's (``per_member_seeds`` is then False).
+
+    ``num_workers > 1`` runs worker processes (spawned), each with a contiguous
+    slice of the population on its own vector environment with the same
+    batched call: the way to spread environments without a vectorised form
+    over cores. Only the solver's sampling state, the infos and the seeds
+    travel to the workers.
+
+    The policy must run natively (``agent.policy.backend == "native"``).
+    """
+
+    def __init__(self, env_id: str, num_workers: int = 1, *, num_threads: int = 1,
+                 vectorization_mode: str = "auto"):
+        if num_workers < 1:
+            raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+        if num_threads < 1:
+            raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+        modes = ("auto", "native", "vector_entry_point", "sync", "async")
+        if vectorization_mode not in modes:
+            raise ValueError(f"vectorization_mode must be one of {', '.join(modes)}, "
+                             f"got {vectorization_mode!r}")
+        self.env_id = env_id
+        self._env = make_env(env_id)  # fail here for a bad id
+        vector = has_vector_entry_point(env_id)
+        self._max_steps = native_env_steps(env_id)
+        if vectorization_mode == "auto":
+            if self._max_steps is not None:
+                vectorization_mode = "native"
+            else:
+                vectorization_mode = "vector_entry_point" if vector else "sync"
+        elif vectorization_mode == "native" and self._max_steps is None:
+            raise EnvError(f"{env_id} is not implemented natively (only gymnasium's CartPole with "
+                           f"a time limit is); use vectorization_mode='auto'")
+        elif vectorization_mode == "vector_entry_point" and not vector:
+            raise EnvError(f"{env_id} has no vectorised form (no vector_entry_point); use "
+                           f"vectorization_mode='sync'")
+        self.vectorization_mode = vectorization_mode
+        self.num_workers = num_workers
+        self.num_threads = num_threads
+        self._runner = Lockstep(env_id, "vector_entry_point" if vectorization_mode == "native"
+                                 else vectorization_mode)
+        self._fitted_policy = None
+        self._pool: Optional[cf.ProcessPoolExecutor] = None
+        self._pool_key = None
+
+    @property
+    def per_member_seeds(self) -> bool:
+        """Whether members start from their own episode seeds (see Seeding);
+        for a vectorised env, known once the first evaluate() has made it."""
+        return self.vectorization_mode == "native" or self._runner.per_member_seeds
+
+    def _ensure_pool(self, agent) -> None:
+        key = (id(agent.policy), agent.config.SerializeToString())
+        if self._pool is not None and self._pool_key == key:
+            return
+        self.close_pool()
+        ctx = multiprocessing.get_context("spawn")
+        self._pool = cf.ProcessPoolExecutor(
+            max_workers=self.num_workers, mp_context=ctx, initializer=_vector_worker_init,
+            initargs=(agent.config.SerializeToString(), agent.policy, self.env_id,
+                      self.vectorization_mode))
+        self._pool_key = key
+
+    def evaluate(self, agent, infos, seeds) -> EvalResult:
+        policy = agent.policy
+        native = _native_policy(policy)
+        if self._fitted_policy is not policy:
+            self._runner.fit(policy, self._env)
+            self._fitted_policy = policy
+        seeds = [list(map(int, s)) for s in seeds]
+        if len(seeds) != len(infos):
+            raise ValueError(f"got {len(infos)} sampling infos and {len(seeds)} seed lists")
+        in_process = (self.vectorization_mode == "native" or self.num_workers == 1
+                      or len(infos) == 1)
+        if in_process:
+            # Gaussian members are read from the noise keys in place; CMA /
+            # GA members are rebuilt as rows once (the solver decides).
+            population = agent.population(infos, self.num_threads)
+        if self.vectorization_mode == "native" and self.obs_norm is None:
+            return self._native_rollouts(native, population, seeds)
+        # The core's CartPole does not normalise observations: with obs_norm,
+        # native mode runs the lockstep runner (CartPoleVectorEnv) here.
+        if in_process:
+            rewards, steps, stats = self._runner.run(native.graph, population, seeds,
+                                                     self.num_threads, self.obs_norm)
+            return EvalResult(np.asarray(rewards, dtype=np.float64), steps, stats)
+        self._ensure_pool(agent)
+        state = agent.sampling_state()
+        items = [None if i is None else i.SerializeToString() for i in infos]
+        n_slices = min(len(items), self.num_workers)
+        bounds = np.linspace(0, len(items), n_slices + 1).astype(int)
+        futures = [self._pool.submit(_vector_worker_run, state, items[a:b], seeds[a:b],
+                                     self.obs_norm)
+                   for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        return self._collect(futures)
+
+    def _native_rollouts(self, native, population, seeds) -> EvalResult:
+        """Every episode in the core; member i's reward is the mean of its
+        episodes' returns (each a float64 sum of 1.0 per step)."""
+        counts = np.fromiter((len(s) for s in seeds), np.int64, len(seeds))
+        members = np.repeat(np.arange(len(seeds), dtype=np.int64), counts)
+        flat = np.fromiter((x for s in seeds for x in s), np.int64, int(counts.sum()))
+        workers = max(self.num_threads, self.num_workers)
+        lengths = _core.cartpole_rollouts(native.graph, population, members, flat,
+                                          self._max_steps, workers)
+        rewards = np.zeros(len(seeds))
+        start = 0
+        for i, c in enumerate(counts):
+            if c:
+                rewards[i] = np.mean(lengths[start:start + c].astype(np.float64))
+            start += c
+        return EvalResult(rewards, int(lengths.sum()))
+
+    def close(self) -> None:
+        self.close_pool()
+        self._runner.close()
+        self._env.close()
+
+    def __repr__(self) -> str:
+        return (f"VectorEvaluator({self.env_id!r}, mode={self.vectorization_mode!r}, "
+                f"num_workers={self.num_workers}, num_threads={self.num_threads})")

@@ -1,0 +1,277 @@
+"""Online sampling and offline update: the steps of EvoKit's shell loop.
+
+    evokit init-solver --config C --model M --warehouse W     # iteration 0
+    for epoch in ...; do
+      evokit sample --warehouse W --env CartPole-v1 --num-samples 40 --log L
+      evokit update --warehouse W --log L                    # iteration k+1
+    done
+
+``sample`` perturbs the newest model (or ``iteration``), evaluates every
+sample and appends one :class:`~evokit.evokit_pb2.SampleRecord` per sample to
+the log. ``update`` reads logs (never modifying them), keeps the records that
+belong to this warehouse and have not been applied, corrects the ones from
+older kept iterations, and commits iteration k+1. ``evaluate`` runs episodes
+of the newest model (or of any ONNX policy) to see how far the loop has come.
+
+Which records an update uses, and why it drops the others:
+
+- used: drawn at the newest iteration k, or at an older one still kept in the
+  warehouse (then corrected by the parameter difference, see
+  :meth:`evokit.ESAgent.update`);
+- dropped: from another config or model architecture (config fingerprint),
+  from another run (the model fingerprint differs from the warehouse's model
+  of that iteration), from a future or unknown iteration, from an iteration no
+  longer kept, already applied by an earlier update (``consumed.pb``), a
+  duplicate within the logs, an invalid key or a non-finite reward.
+
+CMA and GA sampling (``CMA_SAMPLING`` / ``GA_SAMPLING``): a sample is a
+member of one generation of the strategy and is rebuilt from the strategy's
+state of that iteration, so only samples of the newest iteration are used; a
+sample from an older kept iteration is dropped with the reason "drawn at an
+older iteration". (A CMA sample cannot be rebuilt exactly against the new
+distribution: its key names z, and x = m + sigma B D z changes with m, sigma
+and C. A GA individual does carry its full seed list, but it is not a member
+of the new generation, and truncation selection ranks one generation.) The
+update runs once every member of the generation has a reward (several rewards
+of one member, e.g. from several samplers, are averaged; GA elite
+re-evaluation needs ``elite_evaluations`` per candidate); until then the
+warehouse is left as it is, the report says what is missing, and the records
+stay unconsumed for a later update. Which samples a family can use is the
+solver's to say (``corrects_older_samples``, ``check_member``,
+``shortfall``); this module never asks which family it is.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .. import evokit_pb2 as pb
+from ..agent import ESAgent
+from ..config import parse_config
+from ..errors import LogError
+from ..evaluation.base import Evaluator
+from ..evaluation.factory import make_evaluator
+from ..evaluation.seeds import SAMPLER_TAG, episode_seeds
+from .samplelog import Skipped, append_records, read_log
+from .warehouse import INFO_FILE, Warehouse
+
+__all__ = ["EvaluateReport", "SampleReport", "UpdateReport", "evaluate", "sample", "update"]
+
+
+@dataclass
+class SampleReport:
+    iteration: int
+    num_samples: int
+    env_steps: int
+    reward_mean: float
+    reward_max: float
+    log: str
+
+    def __str__(self) -> str:
+        return (f"sampled {self.num_samples} at iteration {self.iteration}: reward mean "
+                f"{self.reward_mean:.2f} max {self.reward_max:.2f}, {self.env_steps:,} env steps; "
+                f"appended to {self.log}")
+
+
+@dataclass
+class UpdateReport:
+    from_iteration: int
+    to_iteration: Optional[int]  # None: nothing usable, warehouse unchanged
+    used: int = 0
+    corrected: int = 0           # of `used`, drawn at older iterations
+    dropped: Dict[str, int] = field(default_factory=dict)
+    skipped: List[Skipped] = field(default_factory=list)
+    log_errors: List[str] = field(default_factory=list)
+    reward_mean: float = float("nan")
+    # CMA / GA: why the usable samples are not yet enough for an update.
+    incomplete: Optional[str] = None
+
+    def lines(self) -> List[str]:
+        out = [str(s) for s in self.skipped] + list(self.log_errors)
+        if self.incomplete is not None:
+            out.append(f"not enough samples yet ({self.incomplete}): warehouse left at iteration "
+                       f"{self.from_iteration}, the samples stay for a later update")
+        elif self.to_iteration is None:
+            out.append(f"no usable samples: warehouse left at iteration {self.from_iteration}")
+        else:
+            out.append(f"update {self.from_iteration} -> {self.to_iteration}: used {self.used} samples "
+                       f"({self.corrected} from older iterations, corrected), reward mean "
+                       f"{self.reward_mean:.2f}")
+        for reason, n in sorted(self.dropped.items()):
+            out.append(f"dropped {n}: {reason}")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
+           iteration: Optional[int] = None, num_workers: int = 1, episodes_per_sample: int = 1,
+           evaluator: Optional[Evaluator] = None) -> SampleReport:
+    """Evaluate ``num_samples`` perturbations of the warehouse's model and
+    append their records to ``log``. ``seed`` names this sampler: samplers
+    that run at the same iteration need distinct seeds (their keys and
+    episodes derive from it); a log that already holds this sampler's samples
+    of this iteration is refused, since they would be the same samples."""
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    k = wh.latest if iteration is None else iteration
+    agent = wh.load_agent(k)
+    antithetic = agent.config.solver.antithetic
+    if num_samples < 1:
+        raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+    if antithetic and num_samples % 2:
+        raise ValueError(f"num_samples must be even with antithetic sampling, got {num_samples}")
+    log = os.fspath(log)
+    if os.path.exists(log):
+        prior = read_log(log)
+        if any(r.record.sampler_id == seed and r.record.info.model_iter_id == k for r in prior.records):
+            raise ValueError(f"{log} already holds samples of sampler {seed} at iteration {k}; "
+                             f"give this sampler another --seed")
+    agent.sampling_stream = seed
+    clones = [agent.clone() for _ in range(num_samples)]
+    infos = [c.add_noise() for c in clones]
+    seeds = [episode_seeds(seed, k, i // 2 if antithetic else i, episodes_per_sample, SAMPLER_TAG)
+             for i in range(num_samples)]
+    own = evaluator is None
+    evaluator = evaluator or make_evaluator(env_id, num_workers)
+    try:
+        result = evaluator.evaluate(agent, infos, seeds)
+    finally:
+        if own:
+            evaluator.close()
+    cfp = wh.info.config_fingerprint
+    mfp = wh.model_fingerprint(k)
+    now = time.time()
+    steps_each = result.steps // max(1, num_samples)
+    records = [pb.SampleRecord(info=info, reward=float(r), config_fingerprint=cfp, model_fingerprint=mfp,
+                               sampler_id=seed, env_steps=steps_each, time=now)
+               for info, r in zip(infos, result.rewards)]
+    append_records(log, records)
+    return SampleReport(iteration=k, num_samples=num_samples, env_steps=result.steps,
+                        reward_mean=float(np.mean(result.rewards)), reward_max=float(np.max(result.rewards)),
+                        log=log)
+
+
+def update(warehouse, logs: Sequence, config=None) -> UpdateReport:
+    """One update of the warehouse from the records in ``logs`` (holding the
+    warehouse's lock: a concurrent update fails with WarehouseError)."""
+    wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    with wh.locked():
+        return _update_locked(wh, logs, config)
+
+
+def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
+    agent = wh.load_agent(config=config)
+    k = agent.model_iter_id
+    report = UpdateReport(from_iteration=k, to_iteration=None)
+    kept = wh.iterations()
+    max_to_keep = agent.config.async_es.max_to_keep
+    window = set(kept[-max_to_keep:])
+    consumed = set()
+    for u in window:
+        if u > 0:
+            consumed |= wh.consumed(u)
+    fingerprints = {u: wh.model_fingerprint(u) for u in window}
+    dropped = collections.Counter()
+    infos, rewards, ids, seen = [], [], [], set()
+    for path in logs:
+        try:
+            result = read_log(path)
+        except LogError as exc:
+            report.log_errors.append(str(exc))
+            continue
+        report.skipped.extend(result.skipped)
+        for rec in result.records:
+            r = rec.record
+            it = r.info.model_iter_id
+            if r.config_fingerprint != wh.info.config_fingerprint:
+                dropped["from another config or model (config fingerprint differs)"] += 1
+            elif it > k or it < 0:
+                dropped[f"from a future or unknown iteration (the warehouse is at {k})"] += 1
+            elif it != k and not agent.solver.corrects_older_samples:
+                dropped[f"{agent.sampling_type} sample drawn at an older iteration (a sample is "
+                        f"rebuilt only from the distribution/population it was drawn from)"] += 1
+            elif it not in window:
+                dropped[f"from an iteration no longer kept (max_to_keep = {max_to_keep})"] += 1
+            elif r.model_fingerprint != fingerprints[it]:
+                dropped["from another run (model fingerprint differs from the warehouse's)"] += 1
+            elif rec.record_id in consumed:
+                dropped["already applied by an earlier update"] += 1
+            elif rec.record_id in seen:
+                dropped["duplicate of another record in these logs"] += 1
+            elif not np.isfinite(r.reward):
+                dropped["reward is not finite"] += 1
+            elif not _rebuildable(agent, r.info):
+                dropped["invalid key"] += 1
+            else:
+                seen.add(rec.record_id)
+                infos.append(r.info)
+                rewards.append(r.reward)
+                ids.append(rec.record_id)
+    report.dropped = dict(dropped)
+    if not infos:
+        return report
+    report.incomplete = agent.shortfall(infos, rewards)
+    if report.incomplete is not None:
+        return report
+    history = {u: wh.params(u) for u in {i.model_iter_id for i in infos} if u != k}
+    stats = agent.update(infos, rewards, history=history)
+    wh.commit(agent, consumed=ids)
+    report.to_iteration = agent.model_iter_id
+    report.used = len(infos)
+    report.corrected = int(stats.get("num_corrected", 0))
+    report.reward_mean = float(np.mean(rewards))
+    return report
+
+
+def _rebuildable(agent, info: pb.SamplingInfo) -> bool:
+    """Whether the solver can rebuild ``info`` (a key in range; for CMA / GA
+    a member of the current generation)."""
+    try:
+        agent.check_member(info)
+    except (ValueError, IndexError):
+        return False
+    return True
+
+
+@dataclass
+class EvaluateReport:
+    what: str            # the model, or the warehouse and its iteration
+    rewards: np.ndarray  # the return of each episode
+
+    @property
+    def mean(self) -> float:
+        return float(self.rewards.mean())
+
+    def __str__(self) -> str:
+        return (f"{self.what}: mean return {self.mean:.2f} over {len(self.rewards)} episodes "
+                f"(min {self.rewards.min():.2f}, max {self.rewards.max():.2f})")
+
+
+def evaluate(model, env_id: str, episodes: int = 20, seed: int = 0,
+             num_workers: int = 1) -> EvaluateReport:
+    """The returns of ``episodes`` episodes (seeds ``seed``, ``seed + 1``, ...)
+    of the centre policy of ``model``: an ONNX policy (a file, or a directory
+    holding model.onnx), or a warehouse, whose newest iteration is evaluated."""
+    model = os.fspath(model)
+    what = model
+    if os.path.isdir(model) and os.path.exists(os.path.join(model, INFO_FILE)):
+        wh = Warehouse(model)
+        agent = wh.load_agent()
+        what = f"{model} iteration {agent.model_iter_id}"
+        model = None
+    if model is not None:
+        agent = ESAgent()
+        agent.load_config(parse_config(""))
+        agent.load_inference_model(model)
+        agent.init_solver()
+    seeds = [[seed + i] for i in range(episodes)]
+    with make_evaluator(env_id, num_workers) as ev:
+        result = ev.evaluate(agent, [None] * episodes, seeds)
+    return EvaluateReport(what, result.rewards)

@@ -1,0 +1,302 @@
+"""Sampling logs: append-only files of framed ``SampleRecord`` messages.
+
+Online samplers append one record per sample; the offline update job
+(``evokit update``) reads the logs. The format is specified in
+``proto/evokit.proto`` (section "Sampling logs"). In brief, a log is a sequence
+of records, each a 16-byte little-endian header followed by the payload::
+
+    offset  size  field
+         0     4  magic b"EKR1"
+         4     4  payload length (uint32, at most MAX_PAYLOAD = 16 MiB)
+         8     4  CRC-32 (zlib / IEEE) of the payload
+        12     4  CRC-32 of header bytes 0..11 (guards the length)
+        16     n  payload: a serialized evokit.SampleRecord
+
+Concurrency: a writer opens the log with ``O_WRONLY | O_APPEND | O_CREAT``,
+takes an exclusive ``flock()`` for the duration of an append, writes each
+framed record with one ``os.write()`` (looping on a partial write while still
+holding the lock), fsyncs (:class:`LogWriter` can skip that) and unlocks. Any
+number of processes and threads appending to one log through this module
+therefore never interleave bytes, and a writer never truncates or rewrites
+what is already there. A writer that dies mid-write leaves at most one torn
+record, which readers skip and report.
+
+Readers never modify a log: :func:`read_log` opens it read-only (holding a
+shared ``flock()`` while it reads, so it sees only whole appends of writers
+that use this module), keeps every record whose header and payload checksums
+hold and whose payload parses, and after a bad stretch resynchronises on the
+next magic whose header checksum holds, reporting each skipped stretch as a
+:class:`Skipped` (file, byte offset, length, reason).
+
+The framing and the reader's resynchronisation are the C++ core's
+(``cpp/include/evokit/record_log.h``, through ``evokit._core``), which the
+C++ io component uses too: one implementation, linear in the size of a log
+whatever it holds. This module keeps the protobuf payloads, the files and
+their locks.
+
+Each record is identified by :attr:`LogRecord.record_id`, the first 16 bytes
+of sha256(payload): the "already applied" bookkeeping of the update job
+(``ConsumedSamples.record_ids``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import stat
+import threading
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Union
+
+from google.protobuf.message import DecodeError
+
+from .. import _core, evokit_pb2
+from ..errors import LogError
+
+__all__ = [
+    "HEADER_SIZE", "MAGIC", "MAX_PAYLOAD", "LogRecord", "LogWriter", "ReadResult",
+    "Skipped", "append_records", "encode_record", "read_log", "read_logs",
+]
+
+MAGIC: bytes = _core.RECORD_MAGIC  # b"EKR1"
+MAX_PAYLOAD: int = _core.MAX_RECORD_PAYLOAD  # 16 MiB
+HEADER_SIZE: int = _core.RECORD_HEADER_SIZE  # 16
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass
+class Skipped:
+    """One stretch of bad bytes the reader skipped."""
+
+    path: str
+    offset: int  # byte offset where the bad stretch starts
+    length: int  # bytes skipped
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: skipped {self.length} bytes at offset {self.offset}: {self.reason}"
+
+
+@dataclass
+class LogRecord:
+    """A record read back from a log, with where it was found."""
+
+    record: evokit_pb2.SampleRecord
+    path: str
+    offset: int  # byte offset of the record's header
+    record_id: bytes  # sha256(payload)[:16]
+
+
+@dataclass
+class ReadResult:
+    records: list[LogRecord] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def _record_id(payload: bytes) -> bytes:
+    return hashlib.sha256(payload).digest()[:16]
+
+
+# ---------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------
+
+
+def encode_record(record: evokit_pb2.SampleRecord) -> bytes:
+    """The framed bytes of ``record``: the 16-byte header and the payload."""
+    if not isinstance(record, evokit_pb2.SampleRecord):
+        raise TypeError(f"expected an evokit.SampleRecord, got {type(record).__name__}")
+    return _core.frame_record(record.SerializeToString(deterministic=True))
+
+
+def _open_for_append(path: str) -> int:
+    """Open (creating it and its parent directories) a log for appending."""
+    try:
+        parent = os.path.dirname(path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        created = not os.path.exists(path)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise LogError(f"{path}: cannot open sampling log for appending: {exc.strerror or exc}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise LogError(f"{path}: cannot open sampling log for appending: not a regular file")
+        if created:  # make the new directory entry durable too
+            dir_fd = os.open(parent or ".", os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """One os.write() for the whole frame; continue after a partial write."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(f"os.write wrote {n} of {len(view)} bytes")
+        view = view[n:]
+
+
+def _append_locked(fd: int, frames: list[bytes], fsync: bool) -> None:
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        for frame in frames:
+            _write_all(fd, frame)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def append_records(path: PathLike, records: Iterable[evokit_pb2.SampleRecord]) -> None:
+    """Append ``records`` to the log at ``path`` (created with its parent
+    directories if missing) under an exclusive flock, one write per record,
+    fsynced before the lock is released. Never truncates or rewrites.
+
+    Every record is encoded before the file is touched, so a bad record
+    (wrong type, too large) appends nothing. Failing to open the log raises
+    :class:`LogError`; an I/O error while writing propagates as ``OSError``.
+    """
+    path = os.fspath(path)
+    frames = [encode_record(r) for r in records]
+    fd = _open_for_append(path)
+    try:
+        if frames:
+            _append_locked(fd, frames, fsync=True)
+    finally:
+        os.close(fd)
+
+
+class LogWriter:
+    """An open log for a long-running sampler: each :meth:`append` /
+    :meth:`append_many` is lock + write (one per record) + fsync (unless
+    ``fsync=False``) + unlock, exactly like :func:`append_records`.
+
+    One writer may be shared by threads (appends are serialised by a thread
+    lock as well as the flock). A flock belongs to the open file, which a
+    forked child shares with its parent, so a child process that inherits a
+    writer reopens the log on its first append.
+    """
+
+    def __init__(self, path: PathLike, *, fsync: bool = True) -> None:
+        self.path = os.fspath(path)
+        self.fsync = fsync
+        self._lock = threading.Lock()
+        self._fd: Optional[int] = _open_for_append(self.path)
+        self._pid = os.getpid()
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def append(self, record: evokit_pb2.SampleRecord) -> None:
+        self.append_many([record])
+
+    def append_many(self, records: Iterable[evokit_pb2.SampleRecord]) -> None:
+        frames = [encode_record(r) for r in records]
+        with self._lock:
+            fd = self._fd_for_this_process()
+            if frames:
+                _append_locked(fd, frames, self.fsync)
+
+    def _fd_for_this_process(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"{self.path}: append to a closed LogWriter")
+        if self._pid != os.getpid():
+            os.close(self._fd)  # the child's copy; the parent's stays open
+            self._fd = None
+            self._fd = _open_for_append(self.path)
+            self._pid = os.getpid()
+        return self._fd
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                fd, self._fd = self._fd, None
+                os.close(fd)
+
+    def __enter__(self) -> "LogWriter":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            self._fd = None
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def __repr__(self) -> str:
+        return f"LogWriter({self.path!r}, fsync={self.fsync}{', closed' if self.closed else ''})"
+
+
+# ---------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise LogError(f"{path}: cannot read sampling log: not a regular file")
+            try:
+                # Shared lock: no writer of this module is mid-append while we read.
+                fcntl.flock(f.fileno(), fcntl.LOCK_SH)
+            except OSError:  # e.g. a file system without flock: read anyway
+                pass
+            return f.read()  # the lock goes with the close
+    except OSError as exc:
+        raise LogError(f"{path}: cannot read sampling log: {exc.strerror or exc}") from exc
+
+
+def _parse_records(data: bytes, path: str, result: ReadResult) -> None:
+    spans, _ = _core.scan_record_log(data)
+    for offset, length, reason in spans:
+        if reason is not None:
+            result.skipped.append(Skipped(path, offset, length, reason))
+            continue
+        payload = data[offset + HEADER_SIZE:offset + length]
+        record = evokit_pb2.SampleRecord()
+        try:
+            record.ParseFromString(payload)
+        except DecodeError as exc:
+            # Both checksums hold, so the frame itself is sound: skip exactly
+            # this record.
+            result.skipped.append(Skipped(path, offset, length, f"payload is not a SampleRecord: {exc}"))
+        else:
+            result.records.append(LogRecord(record, path, offset, _record_id(payload)))
+
+
+def read_log(path: PathLike) -> ReadResult:
+    """Read every good record of the log at ``path``, in file order, and
+    report every skipped stretch. Never modifies the file. An empty file gives
+    no records and no skips; a missing file, a directory or an unreadable
+    file raises :class:`LogError`."""
+    path = os.fspath(path)
+    result = ReadResult()
+    _parse_records(_read_bytes(path), path, result)
+    return result
+
+
+def read_logs(paths: Iterable[PathLike]) -> ReadResult:
+    """:func:`read_log` of each path, concatenated in the order given."""
+    result = ReadResult()
+    for path in paths:
+        one = read_log(path)
+        result.records.extend(one.records)
+        result.skipped.extend(one.skipped)
+    return result

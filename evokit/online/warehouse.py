@@ -1,0 +1,337 @@
+"""The model warehouse of the online-sampling / offline-update pipeline.
+
+Layout (as in EvoKit, iteration k lives in ``W/model_iter_id-k/``)::
+
+    W/warehouse.pb              WarehouseInfo: the config it was created with
+    W/model_iter_id-0/          model.onnx, solver.pb
+    W/model_iter_id-1/          model.onnx, solver.pb, consumed.pb
+    ...
+
+``solver.pb`` holds the optimizer state and the config of that iteration;
+``consumed.pb`` lists the records (by id) that the update producing the
+iteration used, so that running ``update`` again on the same logs does not
+apply them twice. Only the last ``async_es.max_to_keep`` iterations are kept.
+
+Crash safety: a new iteration is written into a temporary directory beside
+the others, every file fsynced, then renamed into place in one step (and the
+warehouse directory fsynced). A kill at any point leaves the warehouse at
+iteration k or k+1, never half-written; stale temporary directories are
+ignored and removed by the next commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from typing import Dict, Iterable, List, Optional, Set
+
+import numpy as np
+
+from .. import evokit_pb2 as pb
+from .. import _core
+from ..agent import MODEL_FILE, SOLVER_FILE, ESAgent, noise_version_message, params_fingerprint
+from ..config import config_to_text, load_config, parse_config
+from ..errors import ConfigError, SolverFileError, WarehouseError
+from ..policy.fingerprint import FINGERPRINT_VERSION
+from ..policy.onnx_policy import OnnxPolicy
+from ..solvers import solver_options
+from ..util import atomic_write_bytes, fsync_dir
+
+__all__ = ["Warehouse", "config_fingerprint",
+           "ITER_PREFIX", "INFO_FILE", "CONSUMED_FILE"]
+
+ITER_PREFIX = "model_iter_id-"
+INFO_FILE = "warehouse.pb"
+CONSUMED_FILE = "consumed.pb"
+_ITER_RE = re.compile(r"^model_iter_id-(\d+)$")
+_TMP_PREFIX = ".tmp-"
+
+
+def _key_fields(config: pb.EvoKitConfig) -> List[str]:
+    """The fields that give a key its meaning (the solver's registry names
+    them per family): changing one between iterations would make the keys in
+    existing logs name other members."""
+    return ["solver." + name for name in _core.solver_key_options(solver_options(config.solver))]
+
+
+def _field(config: pb.EvoKitConfig, name: str):
+    return functools.reduce(getattr, name.split("."), config)
+
+
+# Also refused between iterations: it shapes the saved solver state.
+_STATE_FIELDS = ["solver.optimizer.type"]
+
+
+def config_fingerprint(config: pb.EvoKitConfig, policy: OnnxPolicy,
+                       version: int = FINGERPRINT_VERSION) -> str:
+    """sha256 of what gives keys their meaning: the key fields of the config
+    and the model's graph (architecture and which initializers are parameters;
+    its fingerprint of ``version``)."""
+    h = hashlib.sha256()
+    for name in _key_fields(config):
+        h.update(f"{name}={_field(config, name)!r};".encode())
+    h.update(policy.fingerprint(version).encode())
+    return h.hexdigest()
+
+
+def check_config_compatible(old: pb.EvoKitConfig, new: pb.EvoKitConfig, source: str) -> None:
+    """Refuse a config change that would make old keys (or the solver state)
+    meaningless."""
+    for name in _key_fields(old) + _STATE_FIELDS:
+        before, after = _field(old, name), _field(new, name)
+        if before != after:
+            raise ConfigError(source, f"{name} changes from {before!r} to {after!r}; the keys "
+                                      f"in existing logs (and the solver state) would no longer match: "
+                                      f"start a new warehouse with `evokit init-solver` instead",
+                              field=name)
+
+
+class Warehouse:
+    """An existing warehouse. Raises :class:`WarehouseError` if ``path`` is
+    missing, not a warehouse, or holds no complete iteration."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        if not os.path.exists(self.path):
+            raise WarehouseError(f"{self.path}: no such warehouse (create one with `evokit init-solver`)")
+        if not os.path.isdir(self.path):
+            raise WarehouseError(f"{self.path}: is not a directory, expected a model warehouse")
+        info_path = os.path.join(self.path, INFO_FILE)
+        if not os.path.isfile(info_path):
+            if not os.listdir(self.path):
+                raise WarehouseError(f"{self.path}: empty directory, not a warehouse "
+                                     f"(create one with `evokit init-solver`)")
+            raise WarehouseError(f"{self.path}: not a warehouse ({INFO_FILE} is missing)")
+        self.info = pb.WarehouseInfo()
+        try:
+            with open(info_path, "rb") as f:
+                self.info.ParseFromString(f.read())
+            self.initial_config = parse_config(self.info.config, source=info_path)
+        except Exception as exc:  # DecodeError, ConfigError
+            raise WarehouseError(f"{info_path}: corrupt warehouse info ({exc})") from None
+        if self.info.noise_version != _core.NOISE_VERSION:
+            raise WarehouseError(noise_version_message(self.path, "warehouse",
+                                                       self.info.noise_version))
+        self.problems: List[str] = []
+        if not self.iterations():
+            detail = f"; {'; '.join(self.problems)}" if self.problems else ""
+            raise WarehouseError(f"{self.path}: no complete iteration in the warehouse{detail}")
+        self._policy_cache: Dict[int, OnnxPolicy] = {}
+
+    # ---- creation ------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path, config, model) -> "Warehouse":
+        """``evokit init-solver``: a new warehouse with ``model`` and a fresh
+        solver as iteration 0. ``path`` must not exist or be an empty directory."""
+        path = os.fspath(path)
+        if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
+            raise WarehouseError(f"{path}: already exists and is not an empty directory; "
+                                 f"refusing to overwrite it")
+        agent = ESAgent()
+        cfg = agent.load_config(config)
+        agent.load_inference_model(model)
+        agent.init_solver()
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=_TMP_PREFIX + os.path.basename(path) + "-", dir=parent)
+        try:
+            info = pb.WarehouseInfo(config=config_to_text(cfg),
+                                    config_fingerprint=config_fingerprint(cfg, agent.policy),
+                                    created_iteration=0, fingerprint_version=FINGERPRINT_VERSION,
+                                    noise_version=_core.NOISE_VERSION)
+            atomic_write_bytes(os.path.join(tmp, INFO_FILE), info.SerializeToString())
+            _write_iteration(os.path.join(tmp, ITER_PREFIX + "0"), agent, consumed=())
+            if os.path.isdir(path):
+                os.rmdir(path)  # empty, checked above
+            os.rename(tmp, path)
+            fsync_dir(parent)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return cls(path)
+
+    # ---- reading -------------------------------------------------------------
+
+    def iterations(self) -> List[int]:
+        """Complete iterations, ascending. Directories named like an iteration
+        but missing a file are reported in :attr:`problems` and skipped."""
+        found, problems = [], []
+        for name in os.listdir(self.path):
+            m = _ITER_RE.match(name)
+            if not m:
+                continue
+            d = os.path.join(self.path, name)
+            missing = [f for f in (MODEL_FILE, SOLVER_FILE) if not os.path.isfile(os.path.join(d, f))]
+            if missing:
+                problems.append(f"ignoring half-written iteration {d} ({', '.join(missing)} missing)")
+                continue
+            found.append(int(m.group(1)))
+        self.problems = problems
+        return sorted(found)
+
+    @property
+    def latest(self) -> int:
+        return self.iterations()[-1]
+
+    def iteration_dir(self, k: int) -> str:
+        return os.path.join(self.path, f"{ITER_PREFIX}{k}")
+
+    def has_iteration(self, k: int) -> bool:
+        return k in self.iterations()
+
+    def _require(self, k: int) -> str:
+        d = self.iteration_dir(k)
+        if not (os.path.isfile(os.path.join(d, MODEL_FILE)) and os.path.isfile(os.path.join(d, SOLVER_FILE))):
+            raise WarehouseError(f"{self.path}: iteration {k} is not in the warehouse "
+                                 f"(kept: {self.iterations()})")
+        return d
+
+    def config(self, k: Optional[int] = None) -> pb.EvoKitConfig:
+        """The config of iteration k (stored in its solver state)."""
+        k = self.latest if k is None else k
+        path = os.path.join(self._require(k), SOLVER_FILE)
+        state = self._solver_state(k)
+        try:
+            return parse_config(state.config, source=path)
+        except Exception as exc:
+            raise SolverFileError(f"{path}: not a solver state file ({exc})") from None
+
+    def _solver_state(self, k: int) -> pb.SolverState:
+        path = os.path.join(self._require(k), SOLVER_FILE)
+        state = pb.SolverState()
+        try:
+            with open(path, "rb") as f:
+                state.ParseFromString(f.read())
+        except Exception as exc:
+            raise SolverFileError(f"{path}: not a solver state file ({exc})") from None
+        return state
+
+    def policy(self, k: int) -> OnnxPolicy:
+        """The model of iteration k (cached)."""
+        if k not in self._policy_cache:
+            d = self._require(k)
+            self._policy_cache[k] = OnnxPolicy.load(os.path.join(d, MODEL_FILE),
+                                                    param_pattern=self.initial_config.solver.param_pattern)
+        return self._policy_cache[k]
+
+    def params(self, k: int) -> np.ndarray:
+        """The centre parameters of iteration k."""
+        return self.policy(k).initial_params()
+
+    def model_fingerprint(self, k: int) -> str:
+        """What SampleRecord.model_fingerprint of a sample drawn at iteration k
+        holds: its params_fingerprint, of the version its solver.pb has."""
+        p = self.policy(k)
+        return params_fingerprint(p, p.initial_params(), self._solver_state(k).fingerprint_version)
+
+    def consumed(self, k: int) -> Set[bytes]:
+        """Ids of the records the update that produced iteration k used."""
+        path = os.path.join(self._require(k), CONSUMED_FILE)
+        if not os.path.exists(path):
+            return set()
+        msg = pb.ConsumedSamples()
+        try:
+            with open(path, "rb") as f:
+                msg.ParseFromString(f.read())
+        except Exception as exc:
+            raise WarehouseError(f"{path}: corrupt consumed-samples file ({exc})") from None
+        return set(msg.record_ids)
+
+    def load_agent(self, k: Optional[int] = None, config=None) -> ESAgent:
+        """An agent at iteration k (default: the newest) with its solver state.
+        ``config`` replaces the stored one if it keeps the key fields."""
+        k = self.latest if k is None else k
+        d = self._require(k)
+        stored = self.config(k)
+        if config is not None:
+            agent_config = load_config(config)
+            source = "config" if isinstance(config, pb.EvoKitConfig) else os.fspath(config)
+            check_config_compatible(stored, agent_config, source=source)
+        else:
+            agent_config = stored
+        agent = ESAgent()
+        agent.load_config(agent_config)
+        agent.load_inference_model(os.path.join(d, MODEL_FILE))
+        agent.init_solver()
+        agent.load_solver(d)
+        if agent.model_iter_id != k:
+            raise WarehouseError(f"{d}: solver state is at iteration {agent.model_iter_id}, "
+                                 f"the directory says {k}")
+        expect = self.info.config_fingerprint
+        if config_fingerprint(agent.config, agent.policy, self.info.fingerprint_version) != expect:
+            raise WarehouseError(f"{d}: model or config does not match the warehouse "
+                                 f"(fingerprint differs from {INFO_FILE})")
+        return agent
+
+    # ---- writing -------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self):
+        """Hold the warehouse's update lock (an exclusive flock on
+        warehouse.pb): one update at a time; a second one fails at once."""
+        fd = os.open(os.path.join(self.path, INFO_FILE), os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise WarehouseError(f"{self.path}: another update is running on this warehouse") from None
+            yield self
+        finally:
+            os.close(fd)
+
+    def commit(self, agent: ESAgent, consumed: Iterable[bytes] = ()) -> int:
+        """Write ``agent`` (which must be at latest + 1) as the next iteration,
+        atomically, then drop iterations beyond ``async_es.max_to_keep``."""
+        k = agent.model_iter_id
+        latest = self.latest
+        if k != latest + 1:
+            raise WarehouseError(f"{self.path}: cannot commit iteration {k}, the newest is {latest}")
+        final = self.iteration_dir(k)
+        tmp = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{ITER_PREFIX}{k}-", dir=self.path)
+        try:
+            _write_iteration(tmp, agent, consumed)
+            _crash_point("before-rename")
+            os.rename(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        fsync_dir(self.path)
+        _crash_point("after-rename")
+        self._prune(agent.config.async_es.max_to_keep)
+        return k
+
+    def _prune(self, max_to_keep: int) -> None:
+        keep = set(self.iterations()[-max_to_keep:])
+        for name in os.listdir(self.path):
+            m = _ITER_RE.match(name)
+            full = os.path.join(self.path, name)
+            if (m and int(m.group(1)) not in keep) or name.startswith(_TMP_PREFIX):
+                shutil.rmtree(full, ignore_errors=True)
+        fsync_dir(self.path)
+
+
+def _write_iteration(directory: str, agent: ESAgent, consumed: Iterable[bytes]) -> None:
+    os.makedirs(directory, exist_ok=True)
+    agent.save_inference_model(directory)
+    _crash_point("after-model")
+    agent.save_solver(directory)
+    _crash_point("after-solver")
+    ids = sorted(set(consumed))
+    if ids:
+        atomic_write_bytes(os.path.join(directory, CONSUMED_FILE),
+                           pb.ConsumedSamples(record_ids=ids).SerializeToString())
+    fsync_dir(directory)
+
+
+def _crash_point(stage: str) -> None:
+    """Fault injection for the crash-safety tests: with EVOKIT_CRASH_AT=stage
+    in the environment the process dies here, as a kill would leave it."""
+    if os.environ.get("EVOKIT_CRASH_AT") == stage:
+        os._exit(137)

@@ -1,0 +1,164 @@
+"""Fresh MLP policies as ONNX models: :func:`init_mlp`, and
+:func:`policy_for_spaces` sized for a gymnasium environment's spaces.
+
+The models are plain ONNX (IR 8, opset 17: Gemm and an activation per layer)
+that :class:`~evokit.policy.onnx_policy.OnnxPolicy` loads like any other, and
+the native backend runs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from ..errors import ModelError
+
+__all__ = ["ACTIVATIONS", "IR_VERSION", "OPSET", "init_mlp", "policy_for_spaces"]
+
+#: IR version written by :func:`init_mlp` (Debian's libonnx 1.12 rejects IR >= 9).
+IR_VERSION = 8
+#: Default-domain opset written by :func:`init_mlp`.
+OPSET = 17
+#: Hidden-layer activations understood by :func:`init_mlp`.
+ACTIVATIONS = ("tanh", "relu", "sigmoid", "identity")
+
+
+def _normc(rng: np.random.Generator, n_in: int, n_out: int, gain: float) -> np.ndarray:
+    w = rng.standard_normal((n_in, n_out))
+    norms = np.sqrt(np.square(w).sum(axis=0, keepdims=True))
+    norms[norms == 0] = 1.0
+    return (w * (gain / norms)).astype(np.float32)
+
+
+def init_mlp(obs_dim: int, act_dim: int, hidden_sizes: Sequence[int] = (16,),
+             activation: str = "tanh", discrete: bool = True,
+             seed: int = 0) -> onnx.ModelProto:
+    """A fully connected policy as an ONNX model (IR 8, opset 17).
+
+    Graph: input ``obs`` float32 ``[batch, obs_dim]`` (symbolic batch dim) ->
+    for each hidden size h: ``Gemm`` (weight ``layer{i}.weight`` of shape
+    ``[in, h]``, bias ``layer{i}.bias`` of shape ``[h]``) followed by the
+    activation (``tanh``, ``relu``, ``sigmoid``; ``identity`` adds no node) ->
+    a linear ``Gemm`` head (``head.weight``, ``head.bias``) -> output
+    ``action`` float32 ``[batch, act_dim]``.  With ``hidden_sizes=()`` the
+    policy is linear.
+
+    ``discrete=True``: the output holds one score per action and the action is
+    its argmax (no softmax needed).  ``discrete=False``: the output is the
+    continuous action itself.  The graph is the same in both cases; the kind
+    is recorded in the model's metadata as ``evokit.action_kind``.
+
+    Initialisation (OpenAI-ES "normc"): weights are drawn from
+    ``numpy.random.default_rng(seed)`` layer by layer as a standard normal
+    ``[in, out]`` matrix whose every column (the weights into one unit) is
+    rescaled to Euclidean norm ``gain``; gain is 1.0 for hidden layers and
+    0.01 for the head, so initial outputs are small.  All biases are zero.
+    The same arguments always give the same model.
+    """
+    if isinstance(obs_dim, bool) or int(obs_dim) != obs_dim or obs_dim < 1:
+        raise ModelError(f"init_mlp: obs_dim must be a positive int, got {obs_dim!r}")
+    if isinstance(act_dim, bool) or int(act_dim) != act_dim or act_dim < 1:
+        raise ModelError(f"init_mlp: act_dim must be a positive int, got {act_dim!r}")
+    hidden = list(hidden_sizes)
+    for h in hidden:
+        if isinstance(h, bool) or int(h) != h or h < 1:
+            raise ModelError(
+                f"init_mlp: hidden_sizes must be positive ints, got {tuple(hidden_sizes)!r}"
+            )
+    if activation not in ACTIVATIONS:
+        raise ModelError(
+            f"init_mlp: unknown activation {activation!r}, expected one of {ACTIVATIONS}"
+        )
+    obs_dim, act_dim = int(obs_dim), int(act_dim)
+    hidden = [int(h) for h in hidden]
+
+    rng = np.random.default_rng(seed)
+    op = {"tanh": "Tanh", "relu": "Relu", "sigmoid": "Sigmoid", "identity": None}[activation]
+
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+    x = "obs"
+    n_in = obs_dim
+    layers = [(f"layer{i}", h, 1.0, True) for i, h in enumerate(hidden)]
+    layers.append(("head", act_dim, 0.01, False))
+    for prefix, n_out, gain, act in layers:
+        w = _normc(rng, n_in, n_out, gain)
+        b = np.zeros(n_out, np.float32)
+        inits.append(numpy_helper.from_array(w, f"{prefix}.weight"))
+        inits.append(numpy_helper.from_array(b, f"{prefix}.bias"))
+        last = prefix == "head"
+        y = "action" if last else f"{prefix}.linear"
+        nodes.append(helper.make_node(
+            "Gemm", [x, f"{prefix}.weight", f"{prefix}.bias"], [y], name=f"{prefix}.gemm"
+        ))
+        if act and op is not None:
+            z = f"{prefix}.out"
+            nodes.append(helper.make_node(op, [y], [z], name=f"{prefix}.{activation}"))
+            y = z
+        x = y
+        n_in = n_out
+
+    graph = helper.make_graph(
+        nodes,
+        "evokit_mlp",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", obs_dim])],
+        [helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", act_dim])],
+        initializer=inits,
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET)],
+        producer_name="evokit",
+        ir_version=IR_VERSION,
+    )
+    model.ir_version = IR_VERSION
+    helper.set_model_props(model, {
+        "evokit.action_kind": "discrete" if discrete else "continuous",
+        "evokit.activation": activation,
+        "evokit.hidden_sizes": ",".join(str(h) for h in hidden),
+        "evokit.seed": str(seed),
+    })
+    onnx.checker.check_model(model)
+    return model
+
+
+def policy_for_spaces(observation_space: Any, action_space: Any,
+                      hidden_sizes: Sequence[int] = (16,), activation: str = "tanh",
+                      seed: int = 0) -> onnx.ModelProto:
+    """An :func:`init_mlp` policy sized for gymnasium spaces.
+
+    The observation space must be a ``Box`` of any shape; the model's input is
+    the flattened observation, ``[batch, prod(shape)]`` (callers flatten
+    observations before :meth:`OnnxPolicy.run`).  A ``Discrete(n)`` action
+    space gives a discrete head of ``n`` scores (the action is
+    ``space.start + argmax``); a ``Box`` of shape ``(k,)`` gives a continuous
+    head of ``k`` values (not clipped to the box's bounds).  Any other space
+    raises :class:`ModelError` naming it.
+    """
+    from gymnasium import spaces
+
+    if not isinstance(observation_space, spaces.Box):
+        raise ModelError(
+            f"policy_for_spaces: unsupported observation space {observation_space!r}; "
+            f"only Box observation spaces are supported"
+        )
+    obs_dim = int(math.prod(observation_space.shape))
+    if obs_dim < 1:
+        raise ModelError(
+            f"policy_for_spaces: observation space {observation_space!r} is empty"
+        )
+    if isinstance(action_space, spaces.Discrete):
+        return init_mlp(obs_dim, int(action_space.n), hidden_sizes, activation,
+                        discrete=True, seed=seed)
+    if isinstance(action_space, spaces.Box) and len(action_space.shape) == 1 \
+            and action_space.shape[0] >= 1:
+        return init_mlp(obs_dim, int(action_space.shape[0]), hidden_sizes, activation,
+                        discrete=False, seed=seed)
+    raise ModelError(
+        f"policy_for_spaces: unsupported action space {action_space!r}; expected "
+        f"Discrete(n) or a 1-D Box(shape=(k,))"
+    )

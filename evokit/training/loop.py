@@ -1,0 +1,372 @@
+"""The synchronous training loop behind ``evokit train``.
+
+Each generation: the clones add noise, the evaluator returns their rewards, the
+agent updates. Every ``train.eval_every`` generations the centre policy is
+evaluated over ``train.eval_episodes`` episodes; training stops once their mean
+reaches ``train.target_return`` (or after ``train.max_generations``).
+
+Everything random is a pure function of the config: the initial policy of
+``train.seed``, the noise keys of the sampling seed and ``train.seed``, the
+episode seeds of ``train.seed``, the generation and the sample. The same config
+and seed therefore give the same model, bit for bit, for any number of workers
+and threads.
+
+Keys: sample ``i`` of generation ``g`` perturbs the centre with the key
+``sampler.draw_key(model_iter_id, pair, g - 1, train.seed)`` (``pair = i // 2``
+with antithetic sampling, else ``i``; the odd member of a pair mirrored): what
+clone ``i`` drawing once per generation would get, computed here from the
+generation alone, so that a resumed run draws exactly the keys an
+uninterrupted one draws.
+
+Checkpoints: after every ``checkpoint_every`` generations (and at the start and
+the end) ``RUN_DIR/checkpoint.pb`` is written atomically
+(:mod:`evokit.training.checkpoint`): the centre model, the solver state, the
+metrics and the counters. ``train(..., resume=True)`` (``evokit train --resume
+RUN_DIR``) continues from it and reaches the model, bit for bit, that the
+uninterrupted run reaches.
+
+Evaluation: by default (``evaluator_kind="auto"``) a policy that runs on the
+native backend is evaluated in lockstep by
+:class:`~evokit.evaluation.vector.VectorEvaluator` (CartPole: the whole
+population on one ``CartPoleVectorEnv`` in this process, one batched policy
+call per step, ``train.num_workers`` threads); other policies by worker
+processes, or in this process for one worker. Every
+evaluator gives the same rewards for a deterministic environment, so the
+choice changes the speed, not the model.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Union
+
+import numpy as np
+
+from .. import evokit_pb2 as pb
+from ..agent import MODEL_FILE, SOLVER_FILE, ESAgent
+from ..config import config_to_text, load_config, parse_config, validate_config
+from ..errors import EnvError
+from ..evaluation.base import Evaluator
+from ..evaluation.envs import check_policy_fits, make_env
+from ..evaluation.factory import make_evaluator
+from ..evaluation.obsnorm import ObsNorm, RunningStat, save_with_model
+from ..evaluation.ray_backend import RayEvaluator
+from ..evaluation.seeds import EVAL_TAG, SAMPLE_TAG, episode_seeds
+from ..policy.mlp import policy_for_spaces
+from ..util import atomic_write_bytes
+from .checkpoint import check_resumable, read_checkpoint, write_checkpoint
+from .metrics import COLUMNS as METRICS_COLUMNS
+from .metrics import MetricsFile, TensorBoardWriter, row_from_proto, row_to_proto
+from .progress import NORMAL, Progress
+
+__all__ = ["EVALUATION_BACKENDS", "TrainResult", "train"]
+
+METRICS_FILE = "metrics.csv"
+TENSORBOARD_DIR = "tensorboard"
+#: What :func:`train` accepts as ``backend``: where the population is evaluated.
+EVALUATION_BACKENDS = ("local", "ray")
+
+
+@dataclass
+class TrainResult:
+    out_dir: str
+    model_path: str
+    solved: bool
+    generations: int
+    env_steps: int           # all steps, training samples and centre evaluations
+    wall_time: float         # seconds of training (all parts of a resumed run)
+    eval_mean: float         # last centre evaluation
+    history: List[dict] = field(default_factory=list)  # metrics rows; eval_mean None if not evaluated
+
+
+
+
+def _resolve_config(config, env_id, seed, num_workers, max_generations) -> pb.EvoKitConfig:
+    cfg = load_config(config)
+    if env_id is not None:
+        cfg.train.env_id = env_id
+    if seed is not None:
+        if not 0 <= seed < 2**64:
+            raise ValueError(f"seed must be in [0, 2**64), got {seed}")
+        cfg.train.seed = seed
+    if num_workers is not None:
+        cfg.train.num_workers = num_workers
+    if max_generations is not None:
+        cfg.train.max_generations = max_generations
+    validate_config(cfg, source="config (with command-line overrides)")
+    return cfg
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class _Run:
+    """The state of a run between generations: what a checkpoint holds."""
+
+    def __init__(self, ckpt: Optional[pb.TrainCheckpoint] = None):
+        self.generation = ckpt.generation if ckpt else 0
+        self.env_steps = ckpt.env_steps if ckpt else 0
+        self.elapsed = ckpt.wall_time if ckpt else 0.0
+        self.elapsed_before = self.elapsed  # training time of the earlier parts of the run
+        self.eval_mean = ckpt.eval_mean if ckpt and ckpt.HasField("eval_mean") else float("nan")
+        self.solved = ckpt.solved if ckpt else False
+        self.history: List[dict] = [row_from_proto(m) for m in ckpt.metrics] if ckpt else []
+        self.obs_stat: Optional[RunningStat] = (
+            RunningStat.from_proto(ckpt.obs_stats, "checkpoint obs_stats")
+            if ckpt and ckpt.HasField("obs_stats") else None)
+
+    def checkpoint(self, out_dir: str, agent: ESAgent, cfg: pb.EvoKitConfig) -> None:
+        """Write model.onnx and solver.pb, then checkpoint.pb holding both."""
+        agent.save_inference_model(out_dir)
+        agent.save_solver(out_dir)
+        ckpt = pb.TrainCheckpoint(generation=self.generation, env_steps=self.env_steps,
+                                  wall_time=self.elapsed, solved=self.solved,
+                                  config=config_to_text(cfg),
+                                  model=_read(os.path.join(out_dir, MODEL_FILE)))
+        if not math.isnan(self.eval_mean):
+            ckpt.eval_mean = self.eval_mean
+        ckpt.solver.ParseFromString(_read(os.path.join(out_dir, SOLVER_FILE)))
+        ckpt.metrics.extend(row_to_proto(r) for r in self.history)
+        if self.obs_stat is not None:
+            ckpt.obs_stats.CopyFrom(self.obs_stat.to_proto(cfg.train.observation_clip))
+        write_checkpoint(out_dir, ckpt)
+
+
+def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Optional[str] = None,
+          seed: Optional[int] = None, out_dir: Optional[str] = None, model=None,
+          num_workers: Optional[int] = None, max_generations: Optional[int] = None,
+          evaluator: Optional[Evaluator] = None, evaluator_kind: str = "auto",
+          log: Optional[Callable[[str], None]] = None, progress: Optional[Progress] = None,
+          metrics_path: Optional[str] = None, metrics_format: Optional[str] = None,
+          tensorboard: Union[bool, str, None] = None, checkpoint_every: int = 1,
+          resume: bool = False, backend: str = "local",
+          address: Optional[str] = None) -> TrainResult:
+    """Train a policy with ES; write ``model.onnx``, ``solver.pb``,
+    ``config.prototxt``, ``checkpoint.pb`` and the metrics to ``out_dir``
+    (and ``obs_norm.pb`` with ``train.observation_normalization``: the
+    statistics, merged from the evaluators after each generation, that
+    model.onnx's first nodes apply).
+
+    ``model`` is an ONNX path; without one, an MLP of ``train.hidden_sizes``
+    is made for the environment. ``env_id``, ``seed``, ``num_workers`` and
+    ``max_generations`` override the config's ``train`` section.
+    ``evaluator_kind`` (``"auto"``, ``"vector"``, ``"process"``, ``"serial"``)
+    picks the evaluator, see
+    :func:`~evokit.evaluation.factory.make_evaluator`, unless an ``evaluator``
+    is given. ``backend="ray"`` evaluates on Ray actors
+    (:class:`~evokit.evaluation.ray_backend.RayEvaluator`,
+    ``train.num_workers`` of them, each using the ``evaluator_kind``
+    evaluator): a local Ray instance, or the cluster at ``address``; the model
+    is the same bits.
+
+    Output: ``progress`` (a :class:`~evokit.training.progress.Progress`)
+    reports the run; without one, ``log`` receives one plain line per
+    generation (default: a Progress on stdout, refreshing in place on a
+    terminal; pass ``lambda s: None`` for quiet). Metrics go to ``metrics_path`` (default
+    ``out_dir/metrics.csv``) as ``metrics_format`` (``"csv"`` or ``"jsonl"``;
+    default from the extension) and, with ``tensorboard`` (a directory, or True
+    for ``out_dir/tensorboard``), to TensorBoard event files.
+
+    ``resume=True`` continues the run in ``out_dir`` from its checkpoint
+    (written every ``checkpoint_every`` generations); ``config`` may then be
+    None (the run's own), and may differ from the run's only in
+    ``train.num_workers`` and ``train.max_generations``.
+    """
+    if backend not in EVALUATION_BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(EVALUATION_BACKENDS)}, got {backend!r}")
+    if address is not None and backend != "ray":
+        raise ValueError(f"address={address!r} is for backend='ray', got backend={backend!r}")
+    t0 = time.perf_counter()
+    if checkpoint_every < 1:
+        raise ValueError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
+    if progress is None:
+        progress = Progress(NORMAL, log=log) if log is not None else Progress(NORMAL)
+    cfg, run, out_dir, model = _open_run(config, (env_id, seed, num_workers, max_generations),
+                                         out_dir, model, resume)
+    t = cfg.train
+    agent = _make_agent(cfg, model, out_dir, run, resume)
+    if t.observation_normalization and run.obs_stat is None:
+        env = make_env(t.env_id)
+        run.obs_stat = RunningStat(int(np.prod(env.observation_space.shape)))
+        env.close()
+    atomic_write_bytes(os.path.join(out_dir, "config.prototxt"), config_to_text(cfg).encode())
+    if not resume:
+        run.checkpoint(out_dir, agent, cfg)  # generation 0: a run killed at once can resume
+
+    population = cfg.solver.population_size
+    own_evaluator = evaluator is None
+    if evaluator is None and backend == "ray":
+        evaluator = RayEvaluator(t.env_id, t.num_workers, address=address, kind=evaluator_kind)
+    evaluator = evaluator or make_evaluator(t.env_id, t.num_workers, kind=evaluator_kind,
+                                            policy=agent.policy)
+    metrics = tb = None
+    try:
+        metrics = MetricsFile(metrics_path or os.path.join(out_dir, METRICS_FILE), metrics_format,
+                              rows=run.history)
+        if tensorboard:
+            tb = TensorBoardWriter(os.path.join(out_dir, TENSORBOARD_DIR) if tensorboard is True
+                                   else tensorboard, first_generation=run.generation + 1)
+        progress.start(
+            f"evokit train: {t.env_id}, {agent.num_params} parameters, population {population}"
+            f"{' (antithetic)' if cfg.solver.antithetic else ''}, {t.num_workers} worker(s), "
+            f"seed {t.seed}, policy on {agent.policy.backend}, {type(evaluator).__name__}",
+            t.max_generations, run.generation, run.env_steps,
+            run.elapsed_before + (time.perf_counter() - t0),
+            None if math.isnan(run.eval_mean) else run.eval_mean)
+        if resume:
+            progress.line(f"resumed {out_dir} at generation {run.generation}")
+        progress.line(f"eta: time to generation {t.max_generations} at the recent rate (the run "
+                      f"stops earlier once the centre reaches {t.target_return:g}); "
+                      f"* marks a centre evaluation")
+        start = run.generation + 1 if not run.solved else t.max_generations + 1
+        for generation in range(start, t.max_generations + 1):
+            _generation(run, generation, agent, evaluator, cfg, t0, progress, metrics, tb)
+            if run.solved or generation % checkpoint_every == 0 or generation == t.max_generations:
+                run.checkpoint(out_dir, agent, cfg)
+            if run.solved:
+                break
+    finally:
+        progress.end_line()
+        if own_evaluator:
+            evaluator.close()
+        if metrics is not None:
+            metrics.close()
+        if tb is not None:
+            tb.close()
+
+    model_path = agent.save_inference_model(out_dir)
+    agent.save_solver(out_dir)
+    if run.obs_stat is not None:
+        save_with_model(model_path, run.obs_stat, t.observation_clip)
+    progress.finish(
+        f"{'solved' if run.solved else 'not solved'}: centre return {run.eval_mean:.1f} "
+        f"(target {t.target_return:g}) after {run.generation} generations, {run.env_steps:,} "
+        f"env steps, {run.elapsed:.1f} s; model written to {model_path}")
+    return TrainResult(out_dir=out_dir, model_path=model_path, solved=run.solved,
+                       generations=run.generation, env_steps=run.env_steps, wall_time=run.elapsed,
+                       eval_mean=run.eval_mean, history=run.history)
+
+
+def _open_run(config, overrides, out_dir: Optional[str], model, resume: bool):
+    """The config, the run state, the output directory and the initial model
+    (None: make one) of a new run, or of the run in ``out_dir`` to resume."""
+    if resume:
+        if out_dir is None:
+            raise ValueError("resume needs the run directory (out_dir)")
+        if model is not None:
+            raise ValueError("a resumed run continues from its checkpoint's model: give no model "
+                             "(--model) with it")
+        ckpt = read_checkpoint(out_dir)
+        wanted = _resolve_config(config if config is not None else parse_config(ckpt.config),
+                                 *overrides)
+        cfg = check_resumable(out_dir, ckpt, wanted)
+        model = os.path.join(out_dir, MODEL_FILE)
+        atomic_write_bytes(model, ckpt.model)
+        atomic_write_bytes(os.path.join(out_dir, SOLVER_FILE), ckpt.solver.SerializeToString())
+        return cfg, _Run(ckpt), out_dir, model
+    if config is None:
+        raise ValueError("a config is needed (it may be left out only to resume a run)")
+    cfg = _resolve_config(config, *overrides)
+    t = cfg.train
+    out_dir = out_dir if out_dir is not None else os.path.join("runs", f"{t.env_id}-seed{t.seed}")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise OSError(f"{out_dir}: cannot create the output directory ({exc.strerror})") from None
+    return cfg, _Run(), out_dir, model
+
+
+def _make_agent(cfg: pb.EvoKitConfig, model, out_dir: str, run: _Run, resume: bool) -> ESAgent:
+    """The agent of the run, checked against the environment: from ``model``
+    (a fresh MLP written to ``init_model.onnx`` if None), with the solver
+    state of the checkpoint when resuming."""
+    t = cfg.train
+    agent = ESAgent()
+    agent.load_config(cfg)
+    if model is None:
+        env = make_env(t.env_id)
+        try:
+            model_proto = policy_for_spaces(env.observation_space, env.action_space,
+                                            hidden_sizes=tuple(t.hidden_sizes),
+                                            activation=t.activation, seed=t.seed)
+        except ValueError as exc:
+            raise EnvError(f"cannot make a policy for {t.env_id}: "
+                           f"{str(exc).replace('policy_for_spaces: ', '')}") from None
+        finally:
+            env.close()
+        model = os.path.join(out_dir, "init_model.onnx")
+        atomic_write_bytes(model, model_proto.SerializeToString())
+    agent.load_inference_model(model)
+    agent.init_solver()
+    agent.sampling_stream = t.seed
+    if resume:
+        agent.load_solver(out_dir)
+        if run.history and agent.model_iter_id != run.history[-1]["model_iter_id"]:
+            raise ValueError(f"{out_dir}: the checkpoint's solver is at iteration "
+                             f"{agent.model_iter_id}, its metrics at {run.history[-1]['model_iter_id']}")
+    env = make_env(t.env_id)
+    try:
+        check_policy_fits(agent.policy, env)  # a clear error before any worker starts
+    except EnvError as exc:
+        raise EnvError(f"the policy {model} does not fit {t.env_id}: {exc}") from None
+    finally:
+        env.close()
+    return agent
+
+
+def _generation(run: _Run, generation: int, agent: ESAgent, evaluator: Evaluator,
+                cfg: pb.EvoKitConfig, t0: float, progress: Progress, metrics: MetricsFile,
+                tb: Optional[TensorBoardWriter]) -> None:
+    """Sample, evaluate and update once; evaluate the centre when due."""
+    t = cfg.train
+    antithetic = cfg.solver.antithetic
+    tick = time.perf_counter()
+    # The solver draws the population as clones 0 .. N-1 would (its draw
+    # counters are in solver.pb, so a resumed run draws the same members).
+    infos = agent.draw_members(cfg.solver.population_size)
+    seeds = [episode_seeds(t.seed, generation, i // 2 if antithetic else i,
+                           t.episodes_per_sample, SAMPLE_TAG) for i in range(len(infos))]
+    evaluator.obs_norm = _normalizer(run.obs_stat, t)
+    result = evaluator.evaluate(agent, infos, seeds)
+    run.env_steps += result.steps
+    timings = {"sample": time.perf_counter() - tick}
+    tick = time.perf_counter()
+    stats = agent.update(infos, result.rewards)
+    if run.obs_stat is not None:
+        if result.obs_stats is None:
+            raise ValueError(f"train.observation_normalization needs an evaluator that returns "
+                             f"observation statistics; {type(evaluator).__name__} returned none")
+        run.obs_stat.update(result.obs_stats)
+    timings["update"] = time.perf_counter() - tick
+    row = {"generation": generation, "model_iter_id": agent.model_iter_id,
+           "reward_mean": stats["reward_mean"], "reward_max": stats["reward_max"],
+           "reward_min": stats["reward_min"], "eval_mean": None}
+    if generation % t.eval_every == 0 or generation == t.max_generations:
+        tick = time.perf_counter()
+        evaluator.obs_norm = _normalizer(run.obs_stat, t)
+        centre = evaluator.evaluate(
+            agent, [None] * t.eval_episodes,
+            [episode_seeds(t.seed, generation, i, 1, EVAL_TAG) for i in range(t.eval_episodes)])
+        run.env_steps += centre.steps
+        run.eval_mean = row["eval_mean"] = float(centre.rewards.mean())
+        run.solved = run.eval_mean >= t.target_return
+        timings["centre"] = time.perf_counter() - tick
+    run.generation = generation
+    run.elapsed = run.elapsed_before + (time.perf_counter() - t0)
+    row["env_steps"] = run.env_steps
+    row["wall_time"] = run.elapsed
+    row = {k: row[k] for k in METRICS_COLUMNS}
+    run.history.append(row)
+    metrics.write(row)
+    progress.generation(row, timings)
+    if tb is not None:
+        tb.write(row, progress.steps_per_second())
+
+
+def _normalizer(obs_stat: Optional[RunningStat], t: pb.TrainConfig) -> Optional[ObsNorm]:
+    return None if obs_stat is None else obs_stat.normalizer(t.observation_clip)

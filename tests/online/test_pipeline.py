@@ -1,0 +1,428 @@
+"""The online-sampling / offline-update pipeline: warehouse, logs, async ES,
+crash safety and bad input."""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import evokit
+from evokit import evokit_pb2 as pb
+from evokit.errors import WarehouseError
+from evokit.evaluation.serial import SerialEvaluator
+from evokit.online.pipeline import sample, update
+from evokit.online.samplelog import append_records, read_log
+from evokit.online.warehouse import ITER_PREFIX, Warehouse
+from evokit.policy.mlp import init_mlp
+
+from helpers import ROOT
+
+CONFIG = """solver {
+  optimizer { type: ADAM base_lr: 0.05 }
+  sampling { gaussian_sampling { std: 0.1 cached: true seed: 1024 cache_size: 100000 } }
+  population_size: 20
+}
+async_es { max_to_keep: 3 }
+"""
+
+
+def files(path):
+    """Every file under path with its bytes, to check nothing changed."""
+    out = {}
+    for d, _, names in os.walk(path):
+        for n in names:
+            with open(os.path.join(d, n), "rb") as f:
+                out[os.path.relpath(os.path.join(d, n), path)] = f.read()
+    return out
+
+
+@pytest.fixture
+def setup(tmp_path):
+    cfg = tmp_path / "config.prototxt"
+    cfg.write_text(CONFIG)
+    model = tmp_path / "init.onnx"
+    model.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=0).SerializeToString())
+    wh = tmp_path / "warehouse"
+    Warehouse.create(wh, str(cfg), str(model))
+    return tmp_path, str(cfg), str(model), str(wh)
+
+
+def evokit_cli(*args, env=None, check=True):
+    proc = subprocess.run(["evokit", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"evokit {' '.join(map(str, args))} exited {proc.returncode}:\n{proc.stderr}")
+    return proc
+
+
+def test_init_solver_layout(setup):
+    tmp, cfg, model, wh = setup
+    w = Warehouse(wh)
+    assert w.iterations() == [0] and w.latest == 0
+    assert sorted(os.listdir(os.path.join(wh, f"{ITER_PREFIX}0"))) == ["model.onnx", "solver.pb"]
+    agent = w.load_agent()
+    assert agent.model_iter_id == 0
+    np.testing.assert_array_equal(agent.params, evokit.OnnxPolicy.load(model).initial_params())
+    with pytest.raises(WarehouseError, match=r"already exists and is not an empty directory"):
+        Warehouse.create(wh, cfg, model)
+
+
+def test_sample_update_round_trip(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    rep = sample(wh, "CartPole-v1", 20, log, seed=0)
+    assert rep.iteration == 0 and rep.num_samples == 20 and rep.env_steps >= 20 * 8
+    records = read_log(log).records
+    assert len(records) == 20
+    w = Warehouse(wh)
+    assert {r.record.config_fingerprint for r in records} == {w.info.config_fingerprint}
+    assert {r.record.model_fingerprint for r in records} == {w.model_fingerprint(0)}
+    before = log.read_bytes()
+    up = update(wh, [log])
+    assert (up.from_iteration, up.to_iteration, up.used, up.corrected) == (0, 1, 20, 0)
+    assert log.read_bytes() == before  # update never modifies a log
+    # the update equals the same update done by hand on an agent
+    agent = Warehouse(wh).load_agent(0)
+    agent.update([r.record.info for r in records], [r.record.reward for r in records])
+    np.testing.assert_array_equal(Warehouse(wh).load_agent().params, agent.params)
+
+
+def test_update_twice_does_not_apply_samples_twice(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 20, log)
+    assert update(wh, [log]).to_iteration == 1
+    snapshot = files(wh)
+    again = update(wh, [log])
+    assert again.to_iteration is None
+    assert again.dropped == {"already applied by an earlier update": 20}
+    assert files(wh) == snapshot
+    # the CLI says so and exits non-zero, since nothing usable remained
+    proc = evokit_cli("update", "--warehouse", wh, "--log", log, check=False)
+    assert proc.returncode == 1
+    assert "dropped 20: already applied by an earlier update" in proc.stderr
+    assert "no usable samples: warehouse left at iteration 1" in proc.stderr
+
+
+def test_samples_from_older_kept_iterations_are_corrected_and_too_old_dropped(setup):
+    tmp, cfg, model, wh = setup
+    old = tmp / "old"
+    sample(wh, "CartPole-v1", 20, old, seed=7)           # drawn at iteration 0
+    for k in range(2):
+        log = tmp / f"log{k}"
+        sample(wh, "CartPole-v1", 20, log, seed=1)
+        update(wh, [log])
+    w = Warehouse(wh)
+    assert w.latest == 2 and w.iterations() == [0, 1, 2]  # max_to_keep 3
+    rep = update(wh, [old])
+    assert (rep.to_iteration, rep.used, rep.corrected) == (3, 20, 20)
+    w = Warehouse(wh)
+    assert w.iterations() == [1, 2, 3]  # iteration 0 pruned
+    late = tmp / "late"
+    records = read_log(old).records
+    append_records(late, [r.record for r in records])
+    rep = update(wh, [late])
+    assert rep.to_iteration is None
+    assert rep.dropped == {"from an iteration no longer kept (max_to_keep = 3)": 20}
+
+
+def test_corrected_update_matches_formula(setup):
+    tmp, cfg, model, wh = setup
+    old = tmp / "old"
+    sample(wh, "CartPole-v1", 20, old, seed=7)
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 20, log, seed=1)
+    update(wh, [log])
+    w = Warehouse(wh)
+    theta0, agent = w.params(0), w.load_agent(1)
+    recs = [r.record for r in read_log(old).records]
+    expected = w.load_agent(1)
+    expected.update([r.info for r in recs], [r.reward for r in recs], history={0: theta0})
+    update(wh, [old])
+    np.testing.assert_array_equal(Warehouse(wh).load_agent().params, expected.params)
+    assert not np.array_equal(expected.params, agent.params)
+
+
+# ---- bad input -------------------------------------------------------------
+
+def test_truncated_and_corrupted_logs_keep_good_records(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 20, log)
+    data = log.read_bytes()
+    offsets = [r.offset for r in read_log(log).records]
+    torn = tmp / "torn"
+    torn.write_bytes(data[: offsets[-1] + 10])           # sampler killed mid-write
+    flipped = tmp / "flipped"
+    mid = bytearray(data)
+    mid[offsets[5] + 20] ^= 0xFF                           # a flipped byte in record 5
+    flipped.write_bytes(bytes(mid))
+    empty = tmp / "empty"
+    empty.write_bytes(b"")
+    rep = update(wh, [torn, flipped, empty])
+    assert rep.to_iteration == 1
+    # 19 from the torn log + 19 from the flipped one, but they are the same samples: 19 + 1 distinct
+    assert rep.used == 20
+    assert rep.dropped == {"duplicate of another record in these logs": 18}
+    text = str(rep)
+    assert f"{torn}: skipped 10 bytes at offset {offsets[-1]}: torn record" in text
+    assert f"{flipped}: skipped" in text and f"at offset {offsets[5]}" in text
+
+
+def test_empty_log_only_exits_nonzero(setup):
+    tmp, cfg, model, wh = setup
+    empty = tmp / "empty"
+    empty.write_bytes(b"")
+    snapshot = files(wh)
+    proc = evokit_cli("update", "--warehouse", wh, "--log", empty, check=False)
+    assert proc.returncode == 1
+    assert "no usable samples: warehouse left at iteration 0" in proc.stderr
+    assert files(wh) == snapshot
+
+
+def test_logs_from_another_config_or_run_are_refused(setup):
+    tmp, cfg, model, wh = setup
+    other_cfg = tmp / "other.prototxt"
+    other_cfg.write_text(CONFIG.replace("seed: 1024", "seed: 99"))
+    other_wh = tmp / "other_wh"
+    Warehouse.create(other_wh, str(other_cfg), model)       # another config
+    other_model = tmp / "other.onnx"
+    other_model.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=5).SerializeToString())
+    run_wh = tmp / "run_wh"
+    Warehouse.create(run_wh, cfg, str(other_model))          # same config and architecture, another run
+    a, b, good = tmp / "a", tmp / "b", tmp / "good"
+    sample(other_wh, "CartPole-v1", 20, a)
+    sample(run_wh, "CartPole-v1", 20, b)
+    sample(wh, "CartPole-v1", 4, good)
+    rep = update(wh, [a, b, good])
+    assert rep.to_iteration == 1 and rep.used == 4
+    assert rep.dropped == {"from another config or model (config fingerprint differs)": 20,
+                           "from another run (model fingerprint differs from the warehouse's)": 20}
+
+
+def test_future_iteration_and_bad_records(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 4, log)
+    recs = [r.record for r in read_log(log).records]
+    future = pb.SampleRecord()
+    future.CopyFrom(recs[0])
+    future.info.model_iter_id = 99
+    badkey = pb.SampleRecord()
+    badkey.CopyFrom(recs[1])
+    badkey.info.key[0] = 10**9
+    nan = pb.SampleRecord()
+    nan.CopyFrom(recs[2])
+    nan.reward = float("nan")
+    extra = tmp / "extra"
+    append_records(extra, [future, badkey, nan])
+    rep = update(wh, [log, extra])
+    assert rep.to_iteration == 1 and rep.used == 4
+    assert rep.dropped == {"from a future or unknown iteration (the warehouse is at 0)": 1,
+                           "invalid key": 1, "reward is not finite": 1}
+
+
+def test_log_path_that_is_a_directory_or_missing(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 4, log)
+    rep = update(wh, [tmp, tmp / "missing", log])
+    assert rep.to_iteration == 1 and rep.used == 4
+    assert any(str(tmp) in e and "directory" in e for e in rep.log_errors)
+    assert any("missing" in e for e in rep.log_errors)
+
+
+def test_bad_warehouses(tmp_path, setup):
+    tmp, cfg, model, wh = setup
+    with pytest.raises(WarehouseError, match=r"nope: no such warehouse"):
+        Warehouse(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(WarehouseError, match=r"empty: empty directory, not a warehouse"):
+        Warehouse(tmp_path / "empty")
+    # half-written: an iteration directory without its solver state is ignored
+    os.makedirs(os.path.join(wh, f"{ITER_PREFIX}1"))
+    with open(os.path.join(wh, f"{ITER_PREFIX}1", "model.onnx"), "wb") as f:
+        f.write(b"partial")
+    w = Warehouse(wh)
+    assert w.latest == 0
+    assert any("ignoring half-written iteration" in p and "solver.pb missing" in p for p in w.problems)
+    proc = evokit_cli("sample", "--warehouse", tmp_path / "nope", "--env", "CartPole-v1",
+                      "--num-samples", 2, "--log", tmp_path / "l", check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"evokit: error: {tmp_path / 'nope'}: no such warehouse " \
+                                  f"(create one with `evokit init-solver`)"
+
+
+def test_warehouse_of_another_noise_version_is_refused(setup, tmp_path):
+    # A warehouse whose logged keys name noise of another definition (EvoKit
+    # before noise version 3 wrote no noise_version; version 3 was ARS4x32-7)
+    # is refused by name, by the API and by the CLI, and nothing in it is touched.
+    tmp, cfg, model, wh = setup
+    info_path = os.path.join(wh, "warehouse.pb")
+    with open(info_path, "rb") as f:
+        info = pb.WarehouseInfo.FromString(f.read())
+    assert info.noise_version == evokit._core.NOISE_VERSION == 4
+    for version, name in ((None, "2 (Philox4x32-10, EvoKit before noise version 3)"),
+                          (3, "3 (ARS4x32-7, EvoKit before noise version 4)"),
+                          (5, "5 (a newer EvoKit)")):
+        if version is None:
+            info.ClearField("noise_version")
+        else:
+            info.noise_version = version
+        with open(info_path, "wb") as f:
+            f.write(info.SerializeToString())
+        before = files(wh)
+        want = (f"{wh}: warehouse refers to noise version {name}, this EvoKit rebuilds noise "
+                f"version 4 (ARS4x32-5): its keys would give different noise; finish it with the "
+                f"EvoKit that wrote it, or start afresh from its model with `evokit init-solver`")
+        with pytest.raises(WarehouseError) as err:
+            Warehouse(wh)
+        assert str(err.value) == want
+        proc = evokit_cli("update", "--warehouse", wh, "--log", tmp_path / "none", check=False)
+        assert proc.returncode == 1 and proc.stderr.strip() == f"evokit: error: {want}"
+        assert files(wh) == before
+
+
+def test_solver_file_from_another_model(setup):
+    tmp, cfg, model, wh = setup
+    other = tmp / "other.onnx"
+    other.write_bytes(init_mlp(4, 2, hidden_sizes=(5,), seed=0).SerializeToString())
+    other_wh = tmp / "other_wh"
+    Warehouse.create(other_wh, cfg, str(other))
+    src = os.path.join(other_wh, f"{ITER_PREFIX}0", "solver.pb")
+    dst = os.path.join(wh, f"{ITER_PREFIX}0", "solver.pb")
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        g.write(f.read())
+    with pytest.raises(evokit.SolverFileError, match=r"solver state is for a model with 37 parameters, "
+                                                     r"the loaded model has 58"):
+        Warehouse(wh).load_agent()
+
+
+def test_config_change_that_breaks_keys_is_refused(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 4, log)
+    for old, new, field in [("seed: 1024", "seed: 7", "gaussian_sampling.seed"),
+                            ("cache_size: 100000", "cache_size: 200000", "gaussian_sampling.cache_size"),
+                            ("type: ADAM", "type: SGD", "solver.optimizer.type")]:
+        changed = tmp / "changed.prototxt"
+        changed.write_text(CONFIG.replace(old, new))
+        proc = evokit_cli("update", "--warehouse", wh, "--log", log, "--config", changed, check=False)
+        assert proc.returncode == 1
+        assert field in proc.stderr and "start a new warehouse with `evokit init-solver`" in proc.stderr
+    lr = tmp / "lr.prototxt"
+    lr.write_text(CONFIG.replace("base_lr: 0.05", "base_lr: 0.01"))
+    evokit_cli("update", "--warehouse", wh, "--log", log, "--config", lr)
+    assert Warehouse(wh).config().solver.optimizer.base_lr == pytest.approx(0.01)
+
+
+def test_concurrent_update_is_refused(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 4, log)
+    snapshot = files(wh)
+    with Warehouse(wh).locked():
+        with pytest.raises(WarehouseError, match=r"another update is running on this warehouse"):
+            update(wh, [log])
+        proc = evokit_cli("update", "--warehouse", wh, "--log", log, check=False)
+        assert proc.returncode == 1 and "another update is running" in proc.stderr
+    assert files(wh) == snapshot
+    assert update(wh, [log]).to_iteration == 1
+
+
+def test_same_sampler_twice_at_one_iteration_is_refused(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 4, log, seed=3)
+    with pytest.raises(ValueError, match=r"already holds samples of sampler 3 at iteration 0"):
+        sample(wh, "CartPole-v1", 4, log, seed=3)
+    sample(wh, "CartPole-v1", 4, log, seed=4)
+    assert len(read_log(log).records) == 8
+
+
+# ---- crash safety ------------------------------------------------------------
+
+@pytest.mark.parametrize("stage", ["after-model", "after-solver", "before-rename", "after-rename"])
+def test_update_killed_mid_write(setup, stage):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 20, log)
+    proc = evokit_cli("update", "--warehouse", wh, "--log", log, env={"EVOKIT_CRASH_AT": stage}, check=False)
+    assert proc.returncode == 137
+    k = Warehouse(wh).latest
+    assert k == (1 if stage == "after-rename" else 0)
+    Warehouse(wh).load_agent()  # loads
+    # the next update works (and does not apply the same samples twice)
+    log2 = tmp / "log2"
+    sample(wh, "CartPole-v1", 20, log2, seed=1)
+    rep = update(wh, [log, log2])
+    expect_used = 20 if stage == "after-rename" else 40
+    assert rep.to_iteration == k + 1 and rep.used == expect_used
+    assert not [n for n in os.listdir(wh) if n.startswith(".tmp-")]
+
+
+# ---- concurrency and the shell loop ---------------------------------------------
+
+def test_four_samplers_append_to_one_log_at_once(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "shared.log"
+    procs = [subprocess.Popen(["evokit", "sample", "--warehouse", wh, "--env", "CartPole-v1",
+                               "--num-samples", "20", "--log", str(log), "--seed", str(s), "--quiet"],
+                              stderr=subprocess.PIPE, text=True) for s in range(4)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    res = read_log(log)
+    assert res.skipped == [] and len(res.records) == 80
+    assert sorted({r.record.sampler_id for r in res.records}) == [0, 1, 2, 3]
+    rep = update(wh, [log])
+    assert rep.used == 80
+
+
+def test_shell_loop_improves_cartpole(setup):
+    """A short version of demo/online_example.sh: sample / update from the shell."""
+    tmp, cfg, model, wh = setup
+    first = None
+    for epoch in range(6):
+        log = tmp / f"log{epoch}"
+        evokit_cli("sample", "--warehouse", wh, "--env", "CartPole-v1", "--num-samples", 20, "--log", log,
+                   "--workers", 2, "--quiet")
+        out = evokit_cli("update", "--warehouse", wh, "--log", log).stdout
+        assert f"update {epoch} -> {epoch + 1}: used 20 samples" in out
+        mean = np.mean([r.record.reward for r in read_log(log).records])
+        first = mean if first is None else first
+    assert Warehouse(wh).latest == 6
+    assert mean > first
+
+
+def centre_return(agent, episodes=20):
+    with SerialEvaluator("CartPole-v1") as ev:
+        return ev.evaluate(agent, [None] * episodes, [[10_000 + i] for i in range(episodes)]).rewards.mean()
+
+
+@pytest.mark.parametrize("lag", [1, 2])
+def test_lagging_sampler_still_solves_cartpole(tmp_path, lag):
+    cfg = tmp_path / "config.prototxt"
+    cfg.write_text(CONFIG.replace("population_size: 20", "population_size: 40"))
+    model = tmp_path / "init.onnx"
+    model.write_bytes(init_mlp(4, 2, hidden_sizes=(16,), seed=0).SerializeToString())
+    wh = tmp_path / "wh"
+    Warehouse.create(wh, str(cfg), str(model))
+    with SerialEvaluator("CartPole-v1") as ev:
+        for k in range(60):
+            log = tmp_path / f"log{k}"
+            sample(wh, "CartPole-v1", 40, log, iteration=max(0, k - lag), evaluator=ev)
+            rep = update(wh, [log])
+            assert rep.used == 40 and rep.corrected == (40 if k >= 1 else 0)
+            if k % 3 == 2 and centre_return(Warehouse(wh).load_agent()) >= 475:
+                break
+    assert centre_return(Warehouse(wh).load_agent()) >= 475
+
+
+def test_online_example_demo_solves(tmp_path):
+    proc = subprocess.run(["bash", os.path.join(ROOT, "demo", "online_example.sh"), str(tmp_path), "60"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "solved after" in proc.stdout
+    assert Warehouse(tmp_path / "model_warehouse").latest >= 3

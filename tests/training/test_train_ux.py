@@ -1,0 +1,488 @@
+"""`evokit train` for the person at the terminal: progress display, metrics
+(CSV, JSONL, TensorBoard), `evokit plot`, checkpoint and resume, CLI errors."""
+
+import io
+import json
+import os
+import pty
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+import evokit
+from evokit import evokit_pb2 as pb
+from evokit.config import config_to_text
+from evokit.errors import MetricsError
+from evokit.training.checkpoint import CHECKPOINT_FILE, config_differences, read_checkpoint
+from evokit.training.metrics import COLUMNS, read_metrics
+from evokit.training.progress import NORMAL, QUIET, VERBOSE, Progress, format_duration
+
+from helpers import CARTPOLE
+
+
+def quiet(_):
+    pass
+
+
+def small_config(generations=4, population=10, target=475.0):
+    cfg = evokit.load_config(CARTPOLE)
+    cfg.train.max_generations = generations
+    cfg.train.num_workers = 1
+    cfg.train.eval_every = 2
+    cfg.train.eval_episodes = 3
+    cfg.train.target_return = target
+    cfg.solver.population_size = population
+    return cfg
+
+
+def write_config(path, cfg):
+    path.write_text(config_to_text(cfg))
+    return str(path)
+
+
+# Subprocesses run outside the source tree, so that they import the installed evokit.
+OUTSIDE = tempfile.gettempdir()
+
+
+def evokit_cmd(*args):
+    return subprocess.run([sys.executable, "-m", "evokit.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=300, cwd=OUTSIDE)
+
+
+def without_wall_time(rows):
+    return [{k: v for k, v in r.items() if k != "wall_time"} for r in rows]
+
+
+# ---------------------------------------------------------------- keys
+
+def test_generation_infos_are_the_keys_clones_draw(seed_config, mlp_path):
+    """A training generation evaluates the members its clones would draw."""
+    agent = evokit.ESAgent(seed_config, mlp_path)
+    trainer = evokit.ESAgent(seed_config, mlp_path)
+    agent.sampling_stream = trainer.sampling_stream = 7
+    clones = [agent.clone() for _ in range(agent.config.solver.population_size)]
+    for generation in (1, 2, 3):
+        drawn = [c.add_noise() for c in clones]
+        computed = trainer.draw_members(trainer.config.solver.population_size)
+        assert [(list(i.key), i.model_iter_id, i.mirrored) for i in computed] == \
+               [(list(i.key), i.model_iter_id, i.mirrored) for i in drawn]
+        agent.update(drawn, np.arange(len(drawn), dtype=float))
+        trainer.update(computed, np.arange(len(drawn), dtype=float))
+    assert computed[0].model_iter_id == 2 and computed[1].mirrored == agent.config.solver.antithetic
+
+
+# ---------------------------------------------------------------- progress
+
+ROWS = [
+    {"generation": 1, "model_iter_id": 1, "env_steps": 1000, "wall_time": 2.0, "reward_mean": 20.5,
+     "reward_max": 40.0, "reward_min": 9.0, "eval_mean": None},
+    {"generation": 2, "model_iter_id": 2, "env_steps": 3000, "wall_time": 3.0, "reward_mean": 60.25,
+     "reward_max": 200.0, "reward_min": 10.0, "eval_mean": 150.5},
+    {"generation": 3, "model_iter_id": 3, "env_steps": 6000, "wall_time": 4.0, "reward_mean": 80.0,
+     "reward_max": 300.0, "reward_min": 12.0, "eval_mean": None},
+]
+LINES = [
+    "gen  1/10  steps 1,000 (1,000/s)  reward mean 20.50 max 40.00 min 9.00  centre -   "
+    "elapsed 2.0s  eta 9.0s",
+    "gen  2/10  steps 3,000 (1,500/s)  reward mean 60.25 max 200.00 min 10.00  centre 150.50*  "
+    "elapsed 3.0s  eta 8.0s",
+    "gen  3/10  steps 6,000 (2,000/s)  reward mean 80.00 max 300.00 min 12.00  centre 150.50   "
+    "elapsed 4.0s  eta 7.0s",
+]
+
+
+def feed(progress):
+    progress.start("header", max_generations=10, elapsed=1.0)
+    for row in ROWS:
+        progress.generation(row, {"sample": 0.5, "update": 0.25})
+    progress.finish("summary")
+
+
+def test_progress_plain_lines_when_not_a_terminal():
+    out = io.StringIO()  # isatty() is False
+    feed(Progress(NORMAL, stream=out))
+    assert out.getvalue() == "\n".join(["header"] + LINES + ["summary"]) + "\n"
+    logged = []
+    feed(Progress(NORMAL, log=logged.append, live=True))  # a log callback never gets a live line
+    assert logged == ["header"] + LINES + ["summary"]
+
+
+def test_progress_live_line_on_a_terminal():
+    out = io.StringIO()
+    out.isatty = lambda: True
+    progress = Progress(NORMAL, stream=out)
+    assert progress.live
+    feed(progress)
+    clear = "\r\x1b[K"
+    # generation 1 is a status line; generation 2 (centre evaluated) replaces it with a
+    # permanent line; generation 3 is a status line, cleared by the summary
+    assert out.getvalue() == ("header\n" + clear + LINES[0] + clear + LINES[1] + "\n"
+                              + clear + LINES[2] + clear + "summary\n")
+
+
+def test_progress_verbose_and_quiet():
+    out = io.StringIO()
+    out.isatty = lambda: True
+    feed(Progress(VERBOSE, stream=out))
+    assert out.getvalue() == "\n".join(
+        ["header"] + [line + "  [sample 0.500s update 0.250s]" for line in LINES] + ["summary"]) + "\n"
+    out = io.StringIO()
+    feed(Progress(QUIET, stream=out))
+    assert out.getvalue() == ""
+
+
+@pytest.mark.parametrize("seconds,text", [(4.25, "4.2s"), (185, "3m05s"), (7620, "2h07m"),
+                                          (float("nan"), "?")])
+def test_format_duration(seconds, text):
+    assert format_duration(seconds) == text
+
+
+def test_cli_progress_through_a_pseudo_terminal_and_a_pipe(tmp_path):
+    cfg = write_config(tmp_path / "c.prototxt", small_config(generations=3))
+    args = [sys.executable, "-m", "evokit.cli", "train", cfg, "--out", str(tmp_path / "run")]
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(args, stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            cwd=OUTSIDE)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert proc.wait(timeout=300) == 0, proc.stderr.read()
+    proc.stderr.close()
+    tty = b"".join(chunks).decode()
+    # generation 1 and 3 are refreshed in place, 2 (centre evaluated) and 3 stay
+    assert "\r\x1b[Kgen 1/3  steps " in tty and "\r\x1b[Kgen 2/3  steps " in tty
+    assert tty.count("\n") == 5  # header, legend, generations 2 and 3 (evaluated), summary
+
+    piped = evokit_cmd("train", cfg, "--out", tmp_path / "run2")
+    assert piped.returncode == 0, piped.stderr
+    lines = piped.stdout.splitlines()
+    assert "\r" not in piped.stdout and "\x1b" not in piped.stdout
+    assert [line.split("  ")[0] for line in lines[2:5]] == ["gen 1/3", "gen 2/3", "gen 3/3"]
+    assert lines[0].startswith("evokit train: CartPole-v1, ")
+    assert lines[1] == ("eta: time to generation 3 at the recent rate (the run stops earlier once the "
+                        "centre reaches 475); * marks a centre evaluation")
+    assert lines[5].startswith("not solved: centre return ")
+
+    verbose = evokit_cmd("train", cfg, "--out", tmp_path / "run3", "-v")
+    gens = verbose.stdout.splitlines()[2:5]
+    assert [g.split("[")[1].split()[::2] for g in gens] == [["sample", "update"],
+                                                             ["sample", "update", "centre"],
+                                                             ["sample", "update", "centre"]]
+    silent = evokit_cmd("train", cfg, "--out", tmp_path / "run4", "-q")
+    assert silent.returncode == 0 and silent.stdout == "" and silent.stderr == ""
+
+
+# ---------------------------------------------------------------- metrics
+
+def test_metrics_csv_and_jsonl_hold_the_history(tmp_path):
+    a = evokit.train(small_config(), out_dir=str(tmp_path / "a"), log=quiet)
+    b = evokit.train(small_config(), out_dir=str(tmp_path / "b"), log=quiet,
+                     metrics_path=str(tmp_path / "b" / "m.log"), metrics_format="jsonl")
+    assert read_metrics(tmp_path / "a" / "metrics.csv") == a.history
+    assert read_metrics(tmp_path / "b" / "m.log", "jsonl") == b.history
+    assert without_wall_time(a.history) == without_wall_time(b.history)
+    assert [r["eval_mean"] is None for r in a.history] == [True, False, True, False]
+    first = json.loads((tmp_path / "b" / "m.log").read_text().splitlines()[0])
+    assert list(first) == COLUMNS and first["eval_mean"] is None
+    assert a.history[-1]["env_steps"] == a.env_steps
+
+
+def test_metrics_errors(tmp_path):
+    with pytest.raises(MetricsError, match=r"m\.txt: cannot tell the metrics format from the extension "
+                                           r"'\.txt': name the file \.csv or \.jsonl"):
+        evokit.train(small_config(), out_dir=str(tmp_path), log=quiet,
+                     metrics_path=str(tmp_path / "m.txt"))
+    bad = tmp_path / "metrics.csv"
+    bad.write_text(",".join(COLUMNS) + "\n1,1,10,0.5,abc,1,1,\n")
+    with pytest.raises(MetricsError, match=r"metrics\.csv:2: reward_mean must be a number, got 'abc'"):
+        read_metrics(bad)
+    bad.write_text("generation,reward\n")
+    with pytest.raises(MetricsError, match=r"metrics\.csv:1: not a metrics file: the header lacks "
+                                           r"model_iter_id, env_steps"):
+        read_metrics(bad)
+
+
+def test_tensorboard_event_files_hold_the_scalars(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    res = evokit.train(small_config(), out_dir=str(tmp_path), log=quiet, tensorboard=True)
+    acc = EventAccumulator(str(tmp_path / "tensorboard"))
+    acc.Reload()
+    assert {"reward/mean", "reward/max", "reward/min", "reward/centre", "env_steps",
+            "env_steps_per_second"} <= set(acc.Tags()["scalars"])
+    for tag, key in (("reward/mean", "reward_mean"), ("reward/min", "reward_min"),
+                     ("env_steps", "env_steps")):
+        events = acc.Scalars(tag)
+        assert [e.step for e in events] == [1, 2, 3, 4]
+        np.testing.assert_allclose([e.value for e in events], [r[key] for r in res.history], rtol=1e-6)
+    centre = acc.Scalars("reward/centre")
+    assert [e.step for e in centre] == [2, 4]
+    np.testing.assert_allclose([e.value for e in centre], [res.history[1]["eval_mean"],
+                                                          res.history[3]["eval_mean"]], rtol=1e-6)
+
+
+# ---------------------------------------------------------------- plot
+
+def png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR"
+    return struct.unpack(">II", head[16:24])
+
+
+def test_plot_draws_the_learning_curve(tmp_path):
+    run = tmp_path / "run"
+    evokit.train(small_config(), out_dir=str(run), log=quiet, metrics_path=str(run / "metrics.jsonl"))
+    out = evokit_cmd("plot", run)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"wrote {run / 'learning_curve.png'}\n"
+    assert png_size(run / "learning_curve.png") == (1200, 450)
+    out = evokit_cmd("plot", run / "metrics.jsonl", "-o", tmp_path / "curve.png")
+    assert out.returncode == 0 and png_size(tmp_path / "curve.png") == (1200, 450)
+
+
+@pytest.mark.parametrize("case", ["missing", "empty_dir", "no_rows"])
+def test_plot_bad_run_dir_is_one_line(tmp_path, case):
+    run = tmp_path / "run"
+    if case != "missing":
+        run.mkdir()
+    if case == "no_rows":
+        (run / "metrics.csv").write_text(",".join(COLUMNS) + "\n")
+    out = evokit_cmd("plot", run)
+    expected = {
+        "missing": f"{run}: no such run directory",
+        "empty_dir": f"{run}: no metrics.csv or metrics.jsonl: not a run directory of `evokit train` "
+                     f"(give the metrics file itself if it was written elsewhere)",
+        "no_rows": f"{run / 'metrics.csv'}: no generation recorded yet",
+    }[case]
+    assert (out.returncode, out.stdout, out.stderr) == (1, "", f"evokit: error: {expected}\n")
+
+
+# ---------------------------------------------------------------- checkpoint and resume
+
+def test_resume_after_sigkill_gives_the_uninterrupted_model(tmp_path):
+    cfg = write_config(tmp_path / "c.prototxt", small_config(generations=40, target=1e9))
+    whole = evokit_cmd("train", cfg, "--out", tmp_path / "whole", "-q")
+    assert whole.returncode == 0, whole.stderr
+
+    run = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "evokit.cli", "train", cfg, "--out", str(run)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=OUTSIDE)
+    for line in proc.stdout:
+        if line.startswith("gen  5/40"):
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+    killed_at = read_checkpoint(str(run)).generation
+    assert 4 <= killed_at < 40
+    with open(run / "metrics.csv") as f:  # rows past the checkpoint are dropped on resume
+        assert len(f.read().splitlines()) - 1 >= killed_at
+
+    resumed = evokit_cmd("train", cfg, "--resume", run)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.splitlines()[1] == f"resumed {run} at generation {killed_at}"
+    assert resumed.stdout.splitlines()[3].startswith(f"gen {killed_at + 1:2d}/40")
+    for name in ("model.onnx", "solver.pb"):
+        assert (run / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+    assert without_wall_time(read_metrics(run / "metrics.csv")) == \
+           without_wall_time(read_metrics(tmp_path / "whole" / "metrics.csv"))
+    assert read_checkpoint(str(run)).generation == 40
+
+
+def test_ctrl_c_names_the_resume_command(tmp_path):
+    cfg = write_config(tmp_path / "c.prototxt", small_config(generations=200, target=1e9))
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "evokit.cli", "train", cfg, "--out", str(run)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=OUTSIDE)
+    for line in proc.stdout:
+        if line.startswith("gen   3/200"):
+            proc.send_signal(signal.SIGINT)
+            break
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 130
+    assert proc.stderr.read() == f"evokit: interrupted; continue with `evokit train --resume {run}`\n"
+    proc.stderr.close()
+    assert 2 <= read_checkpoint(str(run)).generation < 200  # 2 if stopped while checkpointing 3
+
+
+def test_resume_with_checkpoint_every_k_and_python_api(tmp_path):
+    whole = evokit.train(small_config(generations=7), out_dir=str(tmp_path / "whole"), log=quiet)
+    part = evokit.train(small_config(generations=5), out_dir=str(tmp_path / "part"), log=quiet,
+                        checkpoint_every=3)
+    assert read_checkpoint(str(tmp_path / "part")).generation == 5  # the last generation always
+    res = evokit.train(small_config(generations=7), out_dir=str(tmp_path / "part"), log=quiet,
+                       resume=True)
+    assert res.generations == 7 and part.generations == 5
+    with open(res.model_path, "rb") as a, open(whole.model_path, "rb") as b:
+        assert a.read() == b.read()
+    # the same populations; `part` evaluated the centre at its last generation, 5, too
+    rewards = ("generation", "model_iter_id", "reward_mean", "reward_max", "reward_min")
+    assert [[r[k] for k in rewards] for r in res.history] == \
+           [[r[k] for k in rewards] for r in whole.history]
+    assert res.history[4]["eval_mean"] is not None and whole.history[4]["eval_mean"] is None
+
+
+def test_resume_refuses_another_config(tmp_path):
+    evokit.train(small_config(generations=2), out_dir=str(tmp_path), log=quiet)
+    cfg = small_config(generations=2, population=12)
+    cfg.train.num_workers = 2  # may change
+    with pytest.raises(ValueError, match=(
+            rf"cannot resume {tmp_path}: the config differs from the run's in solver.population_size "
+            rf"\(run: 10, now: 12\); only train.num_workers and train.max_generations may change")):
+        evokit.train(cfg, out_dir=str(tmp_path), log=quiet, resume=True)
+    out = evokit_cmd("train", CARTPOLE, "--resume", tmp_path, "--seed", "3")
+    assert out.returncode == 1 and out.stderr == (
+        f"evokit: error: cannot resume {tmp_path}: the config differs from the run's in "
+        f"solver.population_size (run: 10, now: 40); only train.num_workers and "
+        f"train.max_generations may change\n")
+
+
+def test_config_differences_name_every_field():
+    a, b = small_config(), small_config()
+    b.solver.optimizer.adam.beta1 = 0.5
+    b.train.hidden_sizes.append(3)
+    b.solver.antithetic = not a.solver.antithetic
+    assert sorted(config_differences(a, b)) == [
+        ("solver.antithetic", str(a.solver.antithetic).lower(), str(b.solver.antithetic).lower()),
+        ("solver.optimizer.adam.beta1", "0.9", "0.5"),
+        ("train.hidden_sizes", str(list(a.train.hidden_sizes)), str(list(b.train.hidden_sizes))),
+    ]
+
+
+def test_checkpoint_is_one_message_with_model_and_solver(tmp_path):
+    res = evokit.train(small_config(generations=2), out_dir=str(tmp_path), log=quiet)
+    ckpt = pb.TrainCheckpoint()
+    ckpt.ParseFromString((tmp_path / CHECKPOINT_FILE).read_bytes())
+    assert (ckpt.generation, ckpt.env_steps, ckpt.solved) == (2, res.env_steps, False)
+    assert ckpt.model == (tmp_path / "model.onnx").read_bytes()
+    assert ckpt.solver.SerializeToString() == (tmp_path / "solver.pb").read_bytes()
+    assert ckpt.solver.steps == 2 and len(ckpt.metrics) == 2
+    assert ckpt.eval_mean == res.eval_mean
+
+
+# ---------------------------------------------------------------- CLI errors
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    from evokit.policy.mlp import init_mlp
+
+    tmp_path = tmp_path_factory.mktemp("cli_errors")
+    (tmp_path / "bad.onnx").write_bytes(b"not onnx")
+    (tmp_path / "bad.prototxt").write_text("train { no_such_field: 1 }\n")
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "cartpole.onnx").write_bytes(init_mlp(4, 2, hidden_sizes=(8,)).SerializeToString())
+    return tmp_path
+
+
+CLI_ERRORS = {
+    "missing config": (["train", "{t}/nope.prototxt"], "{t}/nope.prototxt: no such config file"),
+    "bad config": (["train", "{t}/bad.prototxt"],
+                   '{t}/bad.prototxt:1:9: Message type "evokit.proto.TrainConfig" has no field named '
+                   '"no_such_field".'),
+    "unknown env": (["train", CARTPOLE, "--env", "NoSuchEnv-v0", "--out", "{t}/r"],
+                    "cannot make environment 'NoSuchEnv-v0': Environment `NoSuchEnv` doesn't exist."),
+    "policy does not fit": (["train", CARTPOLE, "--env", "Pendulum-v1", "--model", "{t}/cartpole.onnx",
+                             "--out", "{t}/r"],
+                            "the policy {t}/cartpole.onnx does not fit Pendulum-v1: the policy takes "
+                            "observations of shape (4,), the environment gives (3,) (3 values)"),
+    "unsupported spaces": (["train", CARTPOLE, "--env", "FrozenLake-v1", "--out", "{t}/r"],
+                           "cannot make a policy for FrozenLake-v1: unsupported observation space "
+                           "Discrete(16); only Box observation spaces are supported"),
+    "missing model": (["train", CARTPOLE, "--model", "{t}/nope.onnx", "--out", "{t}/r"],
+                      "{t}/nope.onnx: no such file"),
+    "bad model": (["train", CARTPOLE, "--model", "{t}/bad.onnx", "--out", "{t}/r"],
+                  "{t}/bad.onnx: not a valid ONNX model (DecodeError: Error parsing message with "
+                  "type 'onnx.ModelProto': Wire format was corrupt)"),
+    "out is a file": (["train", CARTPOLE, "--out", "{t}/file/run"],
+                      "{t}/file/run: cannot create the output directory (Not a directory)"),
+    "metrics extension": (["train", CARTPOLE, "--out", "{t}/r", "--metrics", "{t}/m.txt"],
+                          "{t}/m.txt: cannot tell the metrics format from the extension '.txt': name "
+                          "the file .csv or .jsonl, or give --metrics-format"),
+    "no config": (["train"], "a config file is needed (it may be left out only with --resume RUN_DIR)"),
+    "resume missing": (["train", "--resume", "{t}/nope"], "{t}/nope: no such run directory"),
+    "resume not a run": (["train", "--resume", "{t}"],
+                         "{t}: no checkpoint.pb: not a run directory of `evokit train`, or the run "
+                         "ended before its first checkpoint"),
+    "resume with model": (["train", "--resume", "{t}", "--model", "{t}/cartpole.onnx"],
+                          "a resumed run continues from its checkpoint's model: give no model "
+                          "(--model) with it"),
+    "plot missing": (["plot", "{t}/nope"], "{t}/nope: no such run directory"),
+    "evaluate missing model": (["evaluate", "{t}/nope.onnx", "--env", "CartPole-v1"],
+                               "{t}/nope.onnx: no such file"),
+    "evaluate unknown env": (["evaluate", "{t}/cartpole.onnx", "--env", "NoSuchEnv-v0"],
+                             "cannot make environment 'NoSuchEnv-v0': Environment `NoSuchEnv` doesn't "
+                             "exist."),
+    "init-model unknown env": (["init-model", "--env", "NoSuchEnv-v0", "-o", "{t}/x.onnx"],
+                               "cannot make environment 'NoSuchEnv-v0': Environment `NoSuchEnv` "
+                               "doesn't exist."),
+    "init-solver bad model": (["init-solver", "--config", CARTPOLE, "--model", "{t}/bad.onnx",
+                               "--warehouse", "{t}/wh"],
+                              "{t}/bad.onnx: not a valid ONNX model (DecodeError: Error parsing "
+                              "message with type 'onnx.ModelProto': Wire format was corrupt)"),
+    "sample missing warehouse": (["sample", "--warehouse", "{t}/nope", "--env", "CartPole-v1",
+                                  "--num-samples", "2", "--log", "{t}/l.log"],
+                                 "{t}/nope: no such warehouse (create one with `evokit init-solver`)"),
+    "update missing warehouse": (["update", "--warehouse", "{t}/nope", "--log", "{t}/l.log"],
+                                 "{t}/nope: no such warehouse (create one with `evokit init-solver`)"),
+    "check-config missing": (["check-config", "{t}/nope.prototxt"], "{t}/nope.prototxt: no such config file"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CLI_ERRORS))
+def test_cli_error_is_one_line(files, case):
+    args, message = CLI_ERRORS[case]
+    out = evokit_cmd(*[a.format(t=files) for a in args])
+    assert out.returncode == 1
+    assert out.stderr == f"evokit: error: {message.format(t=files)}\n"
+
+
+def test_cli_debug_shows_the_traceback(tmp_path):
+    for args in (["--debug", "train", tmp_path / "nope.prototxt"],
+                 ["train", tmp_path / "nope.prototxt", "--debug"]):
+        out = evokit_cmd(*args)
+        assert out.returncode == 1
+        assert out.stderr.startswith("Traceback (most recent call last):")
+        assert out.stderr.rstrip().endswith(f"{tmp_path / 'nope.prototxt'}: no such config file")
+
+
+def test_cli_usage_errors_exit_2(tmp_path):
+    for args, message in ((["train", CARTPOLE, "--seed", "-1"], "argument --seed: must be in [0, 2**64), got -1"),
+                          (["train", CARTPOLE, "--checkpoint-every", "0"],
+                           "argument --checkpoint-every: must be >= 1, got 0"),
+                          (["train", CARTPOLE, "-q", "-v"], "argument -v/--verbose: not allowed with "
+                                                            "argument -q/--quiet")):
+        out = evokit_cmd(*args)
+        assert out.returncode == 2 and out.stderr.splitlines()[-1] == f"evokit train: error: {message}"
+
+
+def test_resumed_tensorboard_log_drops_what_the_killed_run_wrote_past_its_checkpoint(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = str(tmp_path)
+    evokit.train(small_config(generations=3), out_dir=run, log=quiet, tensorboard=True)
+    at_3 = (tmp_path / CHECKPOINT_FILE).read_bytes()
+    evokit.train(small_config(generations=6), out_dir=run, log=quiet, tensorboard=True, resume=True)
+    # as if killed after writing generations 4-6 but before checkpointing them
+    (tmp_path / CHECKPOINT_FILE).write_bytes(at_3)
+    res = evokit.train(small_config(generations=6), out_dir=run, log=quiet, tensorboard=True,
+                       resume=True)
+    acc = EventAccumulator(str(tmp_path / "tensorboard"))
+    acc.Reload()
+    events = acc.Scalars("reward/mean")
+    assert [e.step for e in events] == [1, 2, 3, 4, 5, 6]
+    np.testing.assert_allclose([e.value for e in events], [r["reward_mean"] for r in res.history],
+                               rtol=1e-6)
