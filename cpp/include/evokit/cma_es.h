@@ -39,10 +39,7 @@
 // Threads. Normals are drawn in parallel over members; y = B D z in parallel
 // over blocks of coordinates (all members at once, so B is read once per
 // generation); the rank-mu update in parallel over rows of C; the
-// eigendecomposition in parallel over blocks of rows (the symmetric products
-// and panel updates of the reduction), blocks of columns (accumulating Q) and
-// blocks of rows (the QL rotations, which depend on the tridiagonal matrix
-// only and are logged, then applied in bulk). Every number
+// eigendecomposition as symmetric_eigen.h describes. Every number
 // is computed by one thread with a fixed order of operations, so results are
 // bit-identical for any num_threads. Small problems run on one thread.
 #pragma once
@@ -55,6 +52,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "evokit/symmetric_eigen.h"
 
 namespace evokit {
 
@@ -144,20 +143,6 @@ struct CMAState {
   std::int64_t generation = 0;        // g: generations told in the current run
   std::int64_t eigen_generation = 0;  // the g of the last decomposition
 };
-
-// Eigendecomposition of a symmetric n x n matrix (row-major; the lower
-// triangle is used, every entry is checked to be finite): blocked Householder
-// tridiagonalisation (as LAPACK dsytrd), then the implicit QL algorithm with
-// Wilkinson shifts (as in EISPACK tql2, JAMA, and Hansen's C code). values
-// ascend; vectors is n * n row-major with row j the unit
-// eigenvector of values[j]. Threaded; bit-identical for any num_threads.
-// Throws std::invalid_argument if `a` holds a non-finite value and
-// std::runtime_error if QL does not converge.
-struct SymmetricEigen {
-  std::vector<double> values;
-  std::vector<double> vectors;
-};
-SymmetricEigen symmetric_eigen(const double* a, std::size_t n, int num_threads = 1);
 
 // The shared bookkeeping of CMAES and SepCMAES.
 class CMABase {

@@ -29,8 +29,8 @@
 // 4b + 3, the first word of a pair giving the radius and the second the angle.
 //
 // Transform, in float32, each operation rounded once (no FMA), with the
-// 32-entry tables of noise.cc (their values are the float32 roundings of the
-// formulas given there):
+// 32-entry tables of noise_impl.h (their values are the float32 roundings of
+// the formulas given there):
 //   radius: k = (w >> 8) + 1 in [1, 2^24] (exact as a float), u = k 2^-24.
 //     With B the bits of float(k): j = (B >> 18) & 31 (the top five mantissa
 //     bits), m = float(B & 0x7FFFFF | 0x3F800000) in [1, 2),

@@ -1,0 +1,395 @@
+// CMABase: the bookkeeping CMAES and SepCMAES share (cma_es.cc holds their
+// hooks): checked options, sampling, the ask / tell contract and one
+// generation's update; termination and restarts are in cma_termination.cc.
+//
+//   N. Hansen, "The CMA Evolution Strategy: A Tutorial", arXiv:1604.00772
+//   (2016); `Eq. (n)` marks the tutorial's equations (Appendix A, Table 1).
+//
+// One generation (tell), with y_{i:lambda} the i-th best of the members'
+// y = (x - m) / sigma and z their standard normal vectors:
+//   <y>_w = sum_{i<=mu} w_i y_{i:lambda}                          Eq. (41)
+//   m    <- m + cm sigma <y>_w                                    Eq. (42)
+//   p_s  <- (1 - cs) p_s + sqrt(cs (2 - cs) mueff) C^-1/2 <y>_w    Eq. (43)
+//   sigma<- sigma exp(cs / ds (||p_s|| / E||N(0,I)|| - 1))        Eq. (44)
+//   h_s   = [||p_s|| / sqrt(1 - (1 - cs)^(2 (g + 1))) < (1.4 + 2 / (n + 1)) E||N(0,I)||]
+//   p_c  <- (1 - cc) p_c + h_s sqrt(cc (2 - cc) mueff) <y>_w      Eq. (45)
+//   w°_i  = w_i if w_i >= 0 else w_i n / ||C^-1/2 y_{i:lambda}||^2  Eq. (46)
+//   C    <- (1 + c1 delta(h_s) - c1 - cmu sum_j w_j) C
+//           + c1 p_c p_c^T + cmu sum_i w°_i y_{i:lambda} y_{i:lambda}^T   Eq. (47)
+// with delta(h_s) = (1 - h_s) cc (2 - cc). C^-1/2 is B D^-1 B^T of the
+// decomposition used for sampling, so C^-1/2 y = B z and ||C^-1/2 y|| = ||z||.
+#include "evokit/cma_es.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "dense_kernels.h"
+#include "evokit/noise.h"
+#include "evokit/philox.h"
+#include "messages.h"
+#include "parallel.h"
+
+namespace evokit {
+
+namespace detail {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string num(double v) { return format_number(v); }
+
+}  // namespace
+}  // namespace detail
+
+CMABase::CMABase(std::vector<double> x0, double sigma0, CMAESOptions options, bool separable)
+    : options_(std::move(options)),
+      x0_(std::move(x0)),
+      sigma0_(sigma0),
+      run_sigma0_(sigma0),
+      separable_(separable),
+      best_f_(detail::kInf) {
+  using detail::num;
+  const std::size_t n = x0_.size();
+  if (n == 0) throw std::invalid_argument("x0 must not be empty");
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(x0_[i])) {
+      throw std::invalid_argument("x0[" + std::to_string(i) + "] must be finite, got " + num(x0_[i]));
+    }
+  }
+  if (!(sigma0 > 0) || !std::isfinite(sigma0)) {
+    throw std::invalid_argument("sigma0 must be > 0 and finite, got " + num(sigma0));
+  }
+  const CMAESOptions& o = options_;
+  if (o.population_size && *o.population_size < 2) {
+    throw std::invalid_argument("population_size must be >= 2, got " +
+                                std::to_string(*o.population_size));
+  }
+  if (!o.lower.empty() || !o.upper.empty()) {
+    if (o.lower.size() != n) {
+      throw std::invalid_argument("lower must have " + std::to_string(n) + " entries (one per parameter), got " +
+                                  std::to_string(o.lower.size()));
+    }
+    if (o.upper.size() != n) {
+      throw std::invalid_argument("upper must have " + std::to_string(n) + " entries (one per parameter), got " +
+                                  std::to_string(o.upper.size()));
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string at = "[" + std::to_string(i) + "]";
+      if (std::isnan(o.lower[i]) || std::isnan(o.upper[i]) || !(o.lower[i] < o.upper[i])) {
+        throw std::invalid_argument("lower" + at + " must be < upper" + at + ", got " + num(o.lower[i]) +
+                                    " and " + num(o.upper[i]));
+      }
+      if (x0_[i] < o.lower[i] || x0_[i] > o.upper[i]) {
+        throw std::invalid_argument("x0" + at + " = " + num(x0_[i]) + " is outside the bounds [" +
+                                    num(o.lower[i]) + ", " + num(o.upper[i]) + "]");
+      }
+      if (std::isfinite(o.lower[i]) || std::isfinite(o.upper[i])) bounded_ = true;
+    }
+  }
+  if (o.max_evaluations && *o.max_evaluations < 1) {
+    throw std::invalid_argument("max_evaluations must be >= 1, got " + std::to_string(*o.max_evaluations));
+  }
+  if (std::isnan(o.ftarget)) throw std::invalid_argument("ftarget must not be NaN");
+  const std::pair<const char*, double> non_negative[] = {
+      {"tolfun", o.tolfun}, {"tolfunhist", o.tolfunhist}, {"tolx", o.tolx}};
+  for (const auto& [name, value] : non_negative) {
+    if (!(value >= 0)) throw std::invalid_argument(std::string(name) + " must be >= 0, got " + num(value));
+  }
+  if (o.tolstagnation && *o.tolstagnation < 0) {
+    throw std::invalid_argument("tolstagnation must be >= 0, got " + std::to_string(*o.tolstagnation));
+  }
+  if (!(o.conditioncov > 1)) {
+    throw std::invalid_argument("conditioncov must be > 1, got " + num(o.conditioncov));
+  }
+  if (!(o.tolupsigma > 0)) throw std::invalid_argument("tolupsigma must be > 0, got " + num(o.tolupsigma));
+  if (o.restarts < 0) throw std::invalid_argument("restarts must be >= 0, got " + std::to_string(o.restarts));
+  detail::require_num_threads(o.num_threads);
+  params_ = cma_default_params(n, o.population_size.value_or(cma_default_population_size(n)), separable);
+}
+
+void CMABase::start() {
+  const std::size_t n = num_params();
+  state_ = CMAState{};
+  state_.mean = x0_;
+  state_.sigma = run_sigma0_;
+  state_.p_sigma.assign(n, 0.0);
+  state_.p_c.assign(n, 0.0);
+  reset_covariance();
+  pending_ = false;
+  sampled_ = false;
+  best_history_.clear();
+  stag_best_.clear();
+  stag_median_.clear();
+  run_start_evaluations_ = evaluations_;
+}
+
+int CMABase::threads_for(double work) const noexcept {
+  return work < detail::kParallelWork ? 1 : options_.num_threads;
+}
+
+std::int64_t CMABase::sample_key(std::size_t member) const noexcept {
+  return static_cast<std::int64_t>(hash_draw(options_.seed, static_cast<std::uint64_t>(state_.generation),
+                                             member, static_cast<std::uint64_t>(restart_)) >>
+                                   2);
+}
+
+void CMABase::sample_z(const std::int64_t* keys, double* z, std::size_t count) const {
+  const std::size_t n = num_params();
+  const int threads = threads_for(static_cast<double>(count * n) * 8.0);
+  std::vector<float> buffer(count * n);
+  detail::parallel_items(count, detail::team_size(count, threads), [&](std::size_t k) {
+    float* f = buffer.data() + k * n;
+    fill_gaussian(options_.seed, static_cast<std::uint64_t>(keys[k]), 0, f, n);
+    double* out = z + k * n;
+    for (std::size_t j = 0; j < n; ++j) out[j] = static_cast<double>(f[j]);
+  });
+}
+
+void CMABase::to_bounds(double* x) const noexcept {
+  if (!bounded_) return;
+  const std::size_t n = num_params();
+  for (std::size_t i = 0; i < n; ++i) {
+    const double lo = options_.lower[i];
+    const double hi = options_.upper[i];
+    double v = x[i];
+    if (v >= lo && v <= hi) continue;  // identity inside the box
+    if (std::isfinite(lo) && std::isfinite(hi)) {
+      const double width = hi - lo;
+      double t = std::fmod(v - lo, 2.0 * width);
+      if (t < 0) t += 2.0 * width;
+      v = t <= width ? lo + t : hi - (t - width);
+      v = std::min(std::max(v, lo), hi);  // rounding
+    } else if (std::isfinite(lo)) {
+      v = lo + (lo - v);
+    } else {
+      v = hi - (v - hi);
+    }
+    x[i] = v;
+  }
+}
+
+void CMABase::sample_population() {
+  const std::size_t lambda = population_size();
+  keys_.resize(lambda);
+  for (std::size_t k = 0; k < lambda; ++k) keys_[k] = sample_key(k);
+  materialize_population();
+  sampled_ = true;
+}
+
+// z, y and the solutions (mapped into the bounds) of the members keyed by keys_.
+void CMABase::materialize_population() {
+  const std::size_t n = num_params();
+  const std::size_t lambda = population_size();
+  z_.resize(lambda * n);
+  y_.resize(lambda * n);
+  solutions_.resize(lambda * n);
+  sample_z(keys_.data(), z_.data(), lambda);
+  sample_y(z_.data(), y_.data(), lambda);
+  for (std::size_t k = 0; k < lambda; ++k) {
+    double* x = solutions_.data() + k * n;
+    const double* y = y_.data() + k * n;
+    for (std::size_t i = 0; i < n; ++i) x[i] = state_.mean[i] + state_.sigma * y[i];
+    to_bounds(x);
+  }
+}
+
+const std::vector<double>& CMABase::ask() {
+  if (!sampled_) sample_population();
+  pending_ = true;
+  return solutions_;
+}
+
+std::vector<double> CMABase::regenerate(std::int64_t key) const {
+  if (key < 0) throw std::out_of_range("key must be >= 0, got " + std::to_string(key));
+  const std::size_t n = num_params();
+  std::vector<double> z(n), y(n), x(n);
+  sample_z(&key, z.data(), 1);
+  sample_y(z.data(), y.data(), 1);
+  for (std::size_t i = 0; i < n; ++i) x[i] = state_.mean[i] + state_.sigma * y[i];
+  to_bounds(x.data());
+  return x;
+}
+
+namespace {
+
+void check_values(const double* values, std::size_t count, std::size_t lambda) {
+  if (count != lambda) {
+    throw std::invalid_argument("#f-values = " + std::to_string(count) +
+                                " must equal #solutions = " + std::to_string(lambda));
+  }
+  detail::require_non_null(values, "values");
+  for (std::size_t k = 0; k < count; ++k) {
+    if (std::isnan(values[k])) {
+      throw std::invalid_argument("values[" + std::to_string(k) + "] is NaN");
+    }
+  }
+}
+
+}  // namespace
+
+void CMABase::tell(const double* values, std::size_t count) {
+  if (!pending_) {
+    throw std::logic_error(
+        "tell() without a pending ask(): each tell() must follow an ask() of the same generation");
+  }
+  check_values(values, count, population_size());
+  update(z_.data(), y_.data(), values);
+}
+
+void CMABase::tell_keys(const std::int64_t* keys, const double* values, std::size_t count) {
+  const std::size_t lambda = population_size();
+  if (count != lambda) {
+    throw std::invalid_argument("#keys = " + std::to_string(count) + " must equal population_size = " +
+                                std::to_string(lambda));
+  }
+  detail::require_non_null(keys, "keys");
+  for (std::size_t k = 0; k < count; ++k) {
+    if (keys[k] < 0) {
+      throw std::out_of_range("keys[" + std::to_string(k) + "] must be >= 0, got " + std::to_string(keys[k]));
+    }
+  }
+  check_values(values, count, lambda);
+  keys_.assign(keys, keys + count);
+  materialize_population();
+  update(z_.data(), y_.data(), values);
+}
+
+void CMABase::update(const double* z, const double* y, const double* values) {
+  const CMAParams& p = params_;
+  const std::size_t n = p.num_params;
+  const std::size_t lambda = p.population_size;
+  CMAState& s = state_;
+
+  // Ranks, ties stable by index.
+  std::vector<std::size_t> order(lambda);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+
+  evaluations_ += static_cast<std::int64_t>(lambda);
+  if (values[order[0]] < best_f_ || best_x_.empty()) {
+    best_f_ = values[order[0]];
+    best_x_.assign(solutions_.begin() + static_cast<std::ptrdiff_t>(order[0] * n),
+                   solutions_.begin() + static_cast<std::ptrdiff_t>((order[0] + 1) * n));
+  }
+  last_values_.assign(values, values + lambda);
+
+  // Eq. (41): <y>_w and its z counterpart, over the mu best.
+  std::vector<double> y_w(n, 0.0), z_w(n, 0.0);
+  for (std::size_t i = 0; i < p.mu; ++i) {
+    const double w = p.weights[i];
+    const double* yi = y + order[i] * n;
+    const double* zi = z + order[i] * n;
+    for (std::size_t j = 0; j < n; ++j) {
+      y_w[j] += w * yi[j];
+      z_w[j] += w * zi[j];
+    }
+  }
+  const double sigma = s.sigma;
+  // Eq. (42)
+  for (std::size_t j = 0; j < n; ++j) s.mean[j] += p.cm * sigma * y_w[j];
+  // Eq. (43): C^-1/2 <y>_w = B <z>_w.
+  std::vector<double> white(n);
+  whiten(z_w.data(), white.data());
+  const double ps_coef = std::sqrt(p.c_sigma * (2.0 - p.c_sigma) * p.mueff);
+  double ps_norm2 = 0.0;
+  for (std::size_t j = 0; j < n; ++j) {
+    s.p_sigma[j] = (1.0 - p.c_sigma) * s.p_sigma[j] + ps_coef * white[j];
+    ps_norm2 += s.p_sigma[j] * s.p_sigma[j];
+  }
+  const double ps_norm = std::sqrt(ps_norm2);
+  // Eq. (44)
+  s.sigma = sigma * std::exp(p.c_sigma / p.d_sigma * (ps_norm / p.chi_n - 1.0));
+  // h_sigma (tutorial, Appendix A), with g + 1 updates of p_sigma so far.
+  const double debias =
+      std::sqrt(1.0 - std::pow(1.0 - p.c_sigma, 2.0 * static_cast<double>(s.generation + 1)));
+  const double dn = static_cast<double>(n);
+  const bool h_sigma = ps_norm / debias < (1.4 + 2.0 / (dn + 1.0)) * p.chi_n;
+  // Eq. (45)
+  const double pc_coef = h_sigma ? std::sqrt(p.cc * (2.0 - p.cc) * p.mueff) : 0.0;
+  for (std::size_t j = 0; j < n; ++j) s.p_c[j] = (1.0 - p.cc) * s.p_c[j] + pc_coef * y_w[j];
+  // Eq. (46): w°_i; ||C^-1/2 y|| = ||B z|| = ||z||.
+  std::vector<const double*> rows;
+  std::vector<double> coef;
+  rows.reserve(lambda);
+  coef.reserve(lambda);
+  double sum_w = 0.0;
+  for (std::size_t i = 0; i < lambda; ++i) {
+    double w = p.weights[i];
+    sum_w += w;
+    if (w == 0.0) continue;
+    if (w < 0) {
+      const double* zi = z + order[i] * n;
+      double z2 = 0.0;
+      for (std::size_t j = 0; j < n; ++j) z2 += zi[j] * zi[j];
+      w *= dn / z2;
+    }
+    rows.push_back(y + order[i] * n);
+    coef.push_back(p.cmu * w);
+  }
+  // Eq. (47): the factor of the old C.
+  const double delta = h_sigma ? 0.0 : p.cc * (2.0 - p.cc);
+  const double a = 1.0 + p.c1 * delta - p.c1 - p.cmu * sum_w;
+  s.generation += 1;
+  update_covariance(a, rows, coef);
+
+  iterations_ += 1;
+  pending_ = false;
+  sampled_ = false;
+  check_termination();
+}
+
+
+std::vector<double> CMABase::mean_solution() const {
+  std::vector<double> x = state_.mean;
+  to_bounds(x.data());
+  return x;
+}
+
+std::vector<double> CMABase::stds() const {
+  std::vector<double> out(num_params());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = state_.sigma * coord_std(i);
+  return out;
+}
+
+void CMABase::set_state(const CMAState& state) {
+  using detail::num;
+  const std::size_t n = num_params();
+  auto require = [&](const std::vector<double>& v, std::size_t size, const char* name) {
+    if (v.size() != size) {
+      throw std::invalid_argument(std::string("state.") + name + " must have " + std::to_string(size) +
+                                  " entries, got " + std::to_string(v.size()));
+    }
+    for (std::size_t i = 0; i < size; ++i) {
+      if (!std::isfinite(v[i])) {
+        throw std::invalid_argument(std::string("state.") + name + "[" + std::to_string(i) +
+                                    "] must be finite, got " + num(v[i]));
+      }
+    }
+  };
+  require(state.mean, n, "mean");
+  require(state.p_sigma, n, "p_sigma");
+  require(state.p_c, n, "p_c");
+  require(state.cov, separable_ ? n : n * n, "cov");
+  if (!(state.sigma > 0) || !std::isfinite(state.sigma)) {
+    throw std::invalid_argument("state.sigma must be > 0 and finite, got " + num(state.sigma));
+  }
+  if (state.generation < 0 || state.eigen_generation < 0 || state.eigen_generation > state.generation) {
+    throw std::invalid_argument("state.generation and state.eigen_generation must satisfy 0 <= "
+                                "eigen_generation <= generation, got " +
+                                std::to_string(state.generation) + " and " +
+                                std::to_string(state.eigen_generation));
+  }
+  CMAState copy = state;
+  check_and_decompose(copy);
+  state_ = std::move(copy);
+  pending_ = false;
+  sampled_ = false;
+}
+
+}  // namespace evokit

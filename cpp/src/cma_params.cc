@@ -1,0 +1,96 @@
+// CMA-ES strategy parameters: the defaults of Hansen's tutorial (Table 1,
+// Eqs. (48)-(58)) for dimension n and population size lambda; for separable
+// CMA-ES, c1 and cmu scaled by (n + 2) / 3 (Ros & Hansen 2008).
+//
+//   N. Hansen, "The CMA Evolution Strategy: A Tutorial", arXiv:1604.00772
+//   (2016); `Eq. (n)` marks the tutorial's equations.
+//   R. Ros, N. Hansen, PPSN X (2008): separable CMA-ES.
+#include "evokit/cma_es.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace evokit {
+
+namespace detail {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+}  // namespace
+}  // namespace detail
+
+std::size_t cma_default_population_size(std::size_t n) {
+  // Eq. (48)
+  return 4 + static_cast<std::size_t>(std::floor(3.0 * std::log(static_cast<double>(n))));
+}
+
+CMAParams cma_default_params(std::size_t n, std::size_t lambda, bool separable) {
+  if (n == 0) throw std::invalid_argument("num_params must be >= 1, got 0");
+  if (lambda < 2) {
+    throw std::invalid_argument("population_size must be >= 2, got " + std::to_string(lambda));
+  }
+  CMAParams p;
+  const double dn = static_cast<double>(n);
+  p.num_params = n;
+  p.population_size = lambda;
+  p.separable = separable;
+  p.mu = lambda / 2;  // Eq. (48)
+  // Eq. (49): w'_i = ln((lambda + 1) / 2) - ln i.
+  std::vector<double> wp(lambda);
+  for (std::size_t i = 0; i < lambda; ++i) {
+    wp[i] = std::log((static_cast<double>(lambda) + 1.0) / 2.0) - std::log(static_cast<double>(i + 1));
+  }
+  double sum_pos = 0, sum_pos2 = 0, sum_neg = 0, sum_neg2 = 0;
+  for (std::size_t i = 0; i < lambda; ++i) {
+    if (i < p.mu) {
+      sum_pos += wp[i];
+      sum_pos2 += wp[i] * wp[i];
+    } else {
+      sum_neg += wp[i];
+      sum_neg2 += wp[i] * wp[i];
+    }
+  }
+  p.mueff = sum_pos * sum_pos / sum_pos2;
+  p.mueff_minus = sum_neg2 > 0 ? sum_neg * sum_neg / sum_neg2 : 0.0;
+  // Eq. (57), (58) with alpha_cov = 2.
+  constexpr double alpha_cov = 2.0;
+  p.c1 = alpha_cov / ((dn + 1.3) * (dn + 1.3) + p.mueff);
+  p.cmu = std::min(1.0 - p.c1, alpha_cov * (p.mueff - 2.0 + 1.0 / p.mueff) /
+                                   ((dn + 2.0) * (dn + 2.0) + alpha_cov * p.mueff / 2.0));
+  if (separable) {  // Ros & Hansen (2008)
+    p.c1 = std::min(1.0, p.c1 * (dn + 2.0) / 3.0);
+    p.cmu = std::min(1.0 - p.c1, p.cmu * (dn + 2.0) / 3.0);
+  }
+  p.cmu = std::max(p.cmu, 0.0);
+  // Eq. (50)-(52): the scale of the negative weights.
+  const double alpha_mu_minus = p.cmu > 0 ? 1.0 + p.c1 / p.cmu : detail::kInf;            // Eq. (50)
+  const double alpha_mueff_minus = 1.0 + 2.0 * p.mueff_minus / (p.mueff + 2.0);             // Eq. (51)
+  const double alpha_posdef_minus = p.cmu > 0 ? (1.0 - p.c1 - p.cmu) / (dn * p.cmu) : detail::kInf;  // Eq. (52)
+  const double alpha_minus = std::min({alpha_mu_minus, alpha_mueff_minus, alpha_posdef_minus});
+  // Eq. (53)
+  double sum_abs_neg = 0;
+  for (std::size_t i = 0; i < lambda; ++i) {
+    if (wp[i] < 0) sum_abs_neg -= wp[i];
+  }
+  p.weights.resize(lambda);
+  for (std::size_t i = 0; i < lambda; ++i) {
+    p.weights[i] = wp[i] >= 0 ? wp[i] / sum_pos : alpha_minus * wp[i] / sum_abs_neg;
+  }
+  p.cm = 1.0;                                          // Eq. (54)
+  p.c_sigma = (p.mueff + 2.0) / (dn + p.mueff + 5.0);  // Eq. (55)
+  p.d_sigma = 1.0 + 2.0 * std::max(0.0, std::sqrt((p.mueff - 1.0) / (dn + 1.0)) - 1.0) + p.c_sigma;
+  p.cc = (4.0 + p.mueff / dn) / (dn + 4.0 + 2.0 * p.mueff / dn);  // Eq. (56)
+  p.chi_n = std::sqrt(dn) * (1.0 - 1.0 / (4.0 * dn) + 1.0 / (21.0 * dn * dn));
+  // Decompose once more than 1 / (10 n (c1 + cmu)) generations have passed,
+  // i.e. more than lambda / (c1 + cmu) / n / 10 evaluations, as in Hansen's
+  // reference code and pycma.
+  p.eigen_interval = static_cast<std::int64_t>(std::floor(1.0 / (10.0 * dn * (p.c1 + p.cmu)))) + 1;
+  return p;
+}
+
+}  // namespace evokit

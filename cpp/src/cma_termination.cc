@@ -1,0 +1,156 @@
+// CMABase's termination criteria and restarts: after each tell(), the
+// criteria of CMAESOptions (pycma's names and defaults, Hansen's
+// stagnation test); a stop by any but maxfevals and ftarget restarts the
+// run, with IPOP's doubled or BIPOP's alternating population sizes.
+//
+//   N. Hansen, "Benchmarking a BI-Population CMA-ES on the BBOB-2009
+//   Function Testbed", GECCO 2009: BIPOP restarts and the stagnation test.
+//   A. Auger, N. Hansen, "A Restart CMA Evolution Strategy With Increasing
+//   Population Size", CEC 2005: IPOP restarts.
+#include "evokit/cma_es.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "evokit/philox.h"
+
+namespace evokit {
+
+namespace detail {
+namespace {
+
+// hash_draw tag of BIPOP's uniform draws (counter word c).
+constexpr std::uint64_t kBipopTag = 0x4249504Full;  // "BIPO"
+// Stagnation histories are kept for at most this many generations.
+constexpr std::size_t kStagnationMax = 20000;
+
+// A uniform double in [0, 1) from 64 random bits.
+double uniform01(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
+double median(std::vector<double> v) {
+  const std::size_t n = v.size();
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (n % 2 == 1) return *mid;
+  return 0.5 * (*std::max_element(v.begin(), mid) + *mid);
+}
+
+}  // namespace
+}  // namespace detail
+
+void CMABase::check_termination() {
+  const CMAParams& p = params_;
+  const CMAESOptions& o = options_;
+  const std::size_t n = p.num_params;
+  const double dn = static_cast<double>(n);
+  const double dl = static_cast<double>(p.population_size);
+  const CMAState& s = state_;
+  std::map<std::string, double> stop;
+
+  const auto [vmin, vmax] = std::minmax_element(last_values_.begin(), last_values_.end());
+  best_history_.push_back(*vmin);
+  const auto hist_len = static_cast<std::size_t>(10 + std::ceil(30.0 * dn / dl));
+  while (best_history_.size() > hist_len) best_history_.pop_front();
+  stag_best_.push_back(*vmin);
+  stag_median_.push_back(detail::median(last_values_));
+  while (stag_best_.size() > detail::kStagnationMax) {
+    stag_best_.pop_front();
+    stag_median_.pop_front();
+  }
+
+  if (o.max_evaluations && evaluations_ >= *o.max_evaluations) {
+    stop["maxfevals"] = static_cast<double>(*o.max_evaluations);
+  }
+  if (best_f_ <= o.ftarget) stop["ftarget"] = o.ftarget;
+  if (best_history_.size() == hist_len) {
+    const auto [hmin, hmax] = std::minmax_element(best_history_.begin(), best_history_.end());
+    const double hist_range = *hmax - *hmin;
+    // Hansen's TolFun: the f-values of this generation and the best ones of
+    // the last 10 + ceil(30 n / lambda) generations.
+    if (*vmax - *vmin < o.tolfun && hist_range < o.tolfun) stop["tolfun"] = o.tolfun;
+    if (hist_range < o.tolfunhist) stop["tolfunhist"] = o.tolfunhist;
+  }
+  bool tolx = true;
+  bool noeffectcoord = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double sd = coord_std(i);
+    if (!(s.sigma * std::fabs(s.p_c[i]) < o.tolx && s.sigma * sd < o.tolx)) tolx = false;
+    if (s.mean[i] == s.mean[i] + 0.2 * s.sigma * sd) noeffectcoord = true;
+  }
+  if (tolx) stop["tolx"] = o.tolx;
+  if (o.noeffectcoord && noeffectcoord) stop["noeffectcoord"] = 0.2;
+  check_axes(stop);
+  // Stagnation (Hansen 2009): over the last max(120 + 30 n / lambda, 0.2 g)
+  // generations, the median of the most recent 30% of the best and of the
+  // median f-values is no better than that of the oldest 30%.
+  const double stag_iters =
+      o.tolstagnation ? static_cast<double>(*o.tolstagnation) : 100.0 + 100.0 * std::pow(dn, 1.5) / dl;
+  if (static_cast<double>(s.generation) > stag_iters) {
+    const auto window = static_cast<std::size_t>(
+        std::max(120.0 + 30.0 * dn / dl, 0.2 * static_cast<double>(s.generation)));
+    if (stag_best_.size() >= window) {
+      const std::size_t part = std::max<std::size_t>(1, static_cast<std::size_t>(0.3 * static_cast<double>(window)));
+      const std::size_t first = stag_best_.size() - window;
+      auto med = [&](const std::deque<double>& h, std::size_t from) {
+        return detail::median(std::vector<double>(h.begin() + static_cast<std::ptrdiff_t>(from),
+                                                  h.begin() + static_cast<std::ptrdiff_t>(from + part)));
+      };
+      const std::size_t recent = stag_best_.size() - part;
+      if (med(stag_best_, recent) >= med(stag_best_, first) &&
+          med(stag_median_, recent) >= med(stag_median_, first)) {
+        stop["tolstagnation"] = stag_iters;
+      }
+    }
+  }
+
+  if (stop.empty()) return;
+  const bool final_stop = stop.count("maxfevals") > 0 || stop.count("ftarget") > 0 ||
+                          restart_ >= o.restarts;
+  if (final_stop) {
+    stop_ = std::move(stop);
+    return;
+  }
+  restart_history_.push_back(std::move(stop));
+  restart();
+}
+
+void CMABase::restart() {
+  const CMAESOptions& o = options_;
+  const std::size_t n = num_params();
+  const std::size_t lambda0 = o.population_size.value_or(cma_default_population_size(n));
+  const std::int64_t used = evaluations_ - run_start_evaluations_;
+  if (restart_ > 0) (run_is_small_ ? budget_small_ : budget_large_) += used;
+  restart_ += 1;
+  std::size_t lambda;
+  run_sigma0_ = sigma0_;
+  run_is_small_ = false;
+  if (o.restart_strategy == RestartStrategy::kBIPOP && budget_small_ < budget_large_) {
+    // Small regime: lambda_s = floor(lambda0 (lambda_l / (2 lambda0))^(U1^2)),
+    // sigma = sigma0 10^(-2 U2), U1, U2 uniform on [0, 1).
+    const auto r = static_cast<std::uint64_t>(restart_);
+    const double u1 = detail::uniform01(hash_draw(o.seed, r, 0, detail::kBipopTag));
+    const double u2 = detail::uniform01(hash_draw(o.seed, r, 1, detail::kBipopTag));
+    const double lambda_large = static_cast<double>(lambda0) * std::pow(2.0, large_runs_);
+    lambda = std::max<std::size_t>(
+        2, static_cast<std::size_t>(std::floor(static_cast<double>(lambda0) *
+                                               std::pow(0.5 * lambda_large / static_cast<double>(lambda0),
+                                                        u1 * u1))));
+    run_sigma0_ = sigma0_ * std::pow(10.0, -2.0 * u2);
+    run_is_small_ = true;
+  } else if (o.restart_strategy == RestartStrategy::kBIPOP) {
+    large_runs_ += 1;
+    lambda = lambda0 << large_runs_;
+  } else {
+    lambda = lambda0 << restart_;  // IPOP: the population doubles per restart
+  }
+  params_ = cma_default_params(n, lambda, separable_);
+  start();
+}
+
+}  // namespace evokit

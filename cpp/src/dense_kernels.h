@@ -1,0 +1,37 @@
+// Dense double-precision kernels shared by CMA-ES (cma_es.cc) and the
+// symmetric eigensolver (symmetric_eigen.cc) (internal).
+//
+// The kernels are marked EVOKIT_KERNEL_TARGETS (kernel_targets.h): compiled
+// for SSE2, AVX2 and AVX-512, picked at load time. None uses FMA and
+// vectorisation never reorders a sum, so all give the same bits.
+#pragma once
+
+#include <cstddef>
+
+namespace evokit::detail {
+
+// Coordinates per work item of the threaded loops (fixed: never depends on
+// the thread count).
+constexpr std::size_t kRowBlock = 64;
+// Work (multiply-adds) below which a loop runs on one thread: a parallel
+// region costs microseconds (more when workers have gone to sleep), so
+// threads are used for loops of about 100 microseconds or more.
+constexpr double kParallelWork = 262144.0;
+
+// o[t] = (((o[t] + a0 b0[t]) + a1 b1[t]) + a2 b2[t]) + a3 b3[t]: four
+// axpys in one pass over o, each sum in the order of four separate ones.
+void axpy_4x(double* __restrict o, std::size_t len, double a0, const double* __restrict b0, double a1,
+             const double* __restrict b1, double a2, const double* __restrict b2, double a3,
+             const double* __restrict b3) noexcept;
+
+// o[t] += b[t] * a.
+void axpy1(const double* __restrict b, std::size_t len, double a, double* __restrict o) noexcept;
+
+// out[r * ostride + t] = sum_{i < m} v[i * vstride + r] q[i * qstride + t]
+// for r < rows, t < len: rows of V^T times a block of columns of q. Each
+// output is summed over i ascending from 0, as a plain loop would.
+void transposed_product(const double* __restrict v, std::size_t vstride, std::size_t rows,
+                        const double* __restrict q, std::size_t qstride, std::size_t m, std::size_t len,
+                        double* __restrict out, std::size_t ostride) noexcept;
+
+}  // namespace evokit::detail

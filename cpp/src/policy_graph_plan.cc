@@ -1,0 +1,210 @@
+// PolicyGraph::compile: a built graph planned for a batch size, every
+// intermediate given its place in one workspace and every broadcast its
+// kernel (policy_graph.cc runs the plan).
+#include "evokit/policy_graph.h"
+
+#include <stdexcept>
+#include <utility>
+
+namespace evokit {
+
+namespace {
+
+// `shape` with the batch size filled in.
+std::vector<std::size_t> resolve(const SymbolicShape& shape, std::size_t batch) {
+  std::vector<std::size_t> out;
+  out.reserve(shape.size());
+  for (const Dim& d : shape) out.push_back(d.resolve(batch));
+  return out;
+}
+
+// Row-major strides of `shape` aligned right to `rank` dims, 0 where the dim
+// is broadcast (size 1 against a larger output dim).
+std::vector<std::size_t> broadcast_strides(const std::vector<std::size_t>& shape,
+                                           const std::vector<std::size_t>& out_shape) {
+  const std::size_t rank = out_shape.size();
+  std::vector<std::size_t> strides(rank, 0);
+  std::size_t stride = 1;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    const std::size_t i = shape.size() - 1 - k;  // dim of `shape`
+    const std::size_t o = rank - 1 - k;          // dim of the output
+    strides[o] = (shape[i] == 1 && out_shape[o] != 1) ? 0 : stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+constexpr std::size_t kSlotAlign = 16;  // floats: workspace slots start on 64-byte boundaries
+
+std::size_t element_count(const std::vector<std::size_t>& shape) {
+  std::size_t n = 1;
+  for (std::size_t d : shape) n *= d;
+  return n;
+}
+
+// `shape` without its leading 1s.
+std::vector<std::size_t> squeeze_leading(const std::vector<std::size_t>& shape) {
+  std::size_t first = 0;
+  while (first < shape.size() && shape[first] == 1) ++first;
+  return std::vector<std::size_t>(shape.begin() + static_cast<std::ptrdiff_t>(first), shape.end());
+}
+
+}  // namespace
+
+std::vector<std::size_t> PolicyGraph::output_shape(std::size_t batch) const {
+  return resolve(symbolic_output_shape(), batch);
+}
+
+PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
+  if (input_name_.empty()) throw std::invalid_argument("the graph has no input");
+  if (outputs_.empty()) throw std::invalid_argument("the graph has no output");
+  if (batch == 0) throw std::invalid_argument("batch must be >= 1, got 0");
+
+  using Source = Plan::Source;
+  using Operand = Plan::Operand;
+  Plan plan;
+  plan.batch_ = batch;
+  std::size_t work = 0;
+  const auto reserve = [&work](std::size_t size) {
+    const std::size_t at = work;
+    work += (size + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+    return at;
+  };
+
+  const std::size_t count = values_.size();
+  std::vector<Operand> where(count);
+  std::vector<std::vector<std::size_t>> shapes(count);
+  for (std::size_t id = 0; id < count; ++id) {
+    const Value& v = values_[id];
+    shapes[id] = resolve(v.shape, batch);
+    switch (v.kind) {
+      case Kind::kInput: where[id] = Operand{Source::kObs, 0, nullptr}; break;
+      case Kind::kParam: where[id] = Operand{Source::kParam, v.offset, nullptr}; break;
+      case Kind::kConstant:
+        where[id] = Operand{Source::kConstant, 0, constants_[v.constant].data()};
+        break;
+      case Kind::kNode: break;  // placed below
+    }
+  }
+
+  // An operand read as a plain array: a parameter there is copied (perturbed)
+  // into the workspace once per run, before the steps.
+  const auto plain = [&](int id) {
+    const Operand& op = where[static_cast<std::size_t>(id)];
+    if (op.source != Source::kParam) return op;
+    const std::size_t size = element_count(shapes[static_cast<std::size_t>(id)]);
+    for (const Plan::Copy& c : plan.copies_) {
+      if (c.param == op.offset && c.size == size) return Operand{Source::kWork, c.work, nullptr};
+    }
+    const Plan::Copy c{op.offset, size, reserve(size)};
+    plan.copies_.push_back(c);
+    return Operand{Source::kWork, c.work, nullptr};
+  };
+
+  for (const Node& node : nodes_) {
+    const auto out_id = static_cast<std::size_t>(node.output);
+    const std::vector<std::size_t>& out_shape = shapes[out_id];
+    const auto in_id = [&](std::size_t i) { return node.inputs[i]; };
+    const auto in_shape = [&](std::size_t i) -> const std::vector<std::size_t>& {
+      return shapes[static_cast<std::size_t>(node.inputs[i])];
+    };
+    if (node.op == Op::kIdentity || node.op == Op::kFlatten) {
+      where[out_id] = where[static_cast<std::size_t>(in_id(0))];  // same bytes, another shape
+      continue;
+    }
+    Plan::Step step;
+    step.op = node.op;
+    step.size = element_count(out_shape);
+    switch (node.op) {
+      case Op::kRelu:
+      case Op::kTanh:
+      case Op::kSigmoid:
+        step.in[0] = plain(in_id(0));
+        break;
+      case Op::kSoftmax:
+        step.in[0] = plain(in_id(0));
+        step.n = out_shape.back();
+        step.m = step.n == 0 ? 0 : step.size / step.n;
+        break;
+      case Op::kClip:
+        step.in[0] = plain(in_id(0));
+        step.lo = node.lo;
+        step.hi = node.hi;
+        break;
+      case Op::kAdd:
+      case Op::kSub:
+      case Op::kMul:
+      case Op::kDiv: {
+        step.in[0] = where[static_cast<std::size_t>(in_id(0))];
+        step.in[1] = where[static_cast<std::size_t>(in_id(1))];
+        const std::vector<std::size_t>& sa = in_shape(0);
+        const std::vector<std::size_t>& sb = in_shape(1);
+        const std::vector<std::size_t> last{out_shape.empty() ? 1 : out_shape.back()};
+        if (sa == out_shape && sb == out_shape) {
+          step.add = Plan::AddKind::kSame;
+        } else if (!out_shape.empty() && sa == out_shape && squeeze_leading(sb) == last) {
+          step.add = Plan::AddKind::kRowRight;
+          step.n = last[0];
+        } else if (!out_shape.empty() && sb == out_shape && squeeze_leading(sa) == last) {
+          step.add = Plan::AddKind::kRowLeft;
+          step.n = last[0];
+        } else {
+          if (out_shape.size() > 16) {
+            throw std::invalid_argument(node.label + ": broadcasting over more than 16 dimensions "
+                                        "is not supported");
+          }
+          step.add = Plan::AddKind::kGeneral;
+          step.out_shape = out_shape;
+          step.stride_a = broadcast_strides(sa, out_shape);
+          step.stride_b = broadcast_strides(sb, out_shape);
+        }
+        break;
+      }
+      case Op::kMatMul:
+        step.in[0] = plain(in_id(0));
+        step.in[1] = where[static_cast<std::size_t>(in_id(1))];
+        step.k = in_shape(1)[0];
+        step.n = in_shape(1)[1];
+        step.m = step.n == 0 ? 0 : step.size / step.n;
+        break;
+      case Op::kGemm: {
+        step.in[0] = plain(in_id(0));
+        step.in[1] = where[static_cast<std::size_t>(in_id(1))];
+        step.m = out_shape[0];
+        step.n = out_shape[1];
+        step.k = node.trans_a ? in_shape(0)[0] : in_shape(0)[1];
+        step.alpha = node.alpha;
+        step.beta = node.beta;
+        step.trans_a = node.trans_a;
+        step.trans_b = node.trans_b;
+        step.has_c = node.inputs.size() == 3 && node.inputs[2] >= 0;
+        if (step.has_c) {
+          step.in[2] = where[static_cast<std::size_t>(in_id(2))];
+          const std::vector<std::size_t>& sc = in_shape(2);
+          if (sc.size() == 2) {
+            step.c_rows = sc[0];
+            step.c_cols = sc[1];
+          } else if (sc.size() == 1) {
+            step.c_cols = sc[0];
+          }
+        }
+        break;
+      }
+      case Op::kIdentity:
+      case Op::kFlatten:
+        break;  // handled above
+    }
+    step.out = reserve(step.size);
+    where[out_id] = Operand{Source::kWork, step.out, nullptr};
+    plan.steps_.push_back(std::move(step));
+  }
+
+  const auto first = static_cast<std::size_t>(find_value(outputs_[0]));
+  plan.output_ = where[first];
+  plan.output_shape_ = shapes[first];
+  plan.output_size_ = element_count(shapes[first]);
+  plan.workspace_size_ = work;
+  return plan;
+}
+
+}  // namespace evokit
