@@ -13,7 +13,7 @@ import zlib
 
 import pytest
 
-from evokit import _core, samplelog
+from evokit import _core
 from evokit import evokit_pb2 as pb
 from evokit.errors import LogError
 from evokit.online import samplelog
