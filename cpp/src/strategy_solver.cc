@@ -25,6 +25,41 @@ std::string key_text(const std::vector<std::int64_t>& key) {
   return out.str();
 }
 
+void put_infos(SolverState& state, const std::string& name, const std::vector<SamplingInfo>& infos) {
+  auto& keys = state.ints[name];
+  auto& lengths = state.ints[name + ".lengths"];
+  auto& iterations = state.ints[name + ".iterations"];
+  for (const SamplingInfo& info : infos) {
+    keys.insert(keys.end(), info.key.begin(), info.key.end());
+    lengths.push_back(static_cast<std::int64_t>(info.key.size()));
+    iterations.push_back(info.model_iter_id);
+  }
+}
+
+std::vector<SamplingInfo> get_infos(const SolverState& state, const std::string& name) {
+  const auto& keys = state.int_array(name);
+  const auto& lengths = state.int_array(name + ".lengths");
+  const auto& iterations = state.int_array(name + ".iterations", lengths.size());
+  std::vector<SamplingInfo> infos(lengths.size());
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    if (lengths[i] < 0 || static_cast<std::uint64_t>(lengths[i]) > keys.size() - at) {
+      throw std::invalid_argument(name + ".lengths[" + std::to_string(i) + "] = " +
+                                  std::to_string(lengths[i]) + " runs past the " +
+                                  std::to_string(keys.size()) + " keys of " + name);
+    }
+    infos[i].key.assign(keys.begin() + static_cast<std::ptrdiff_t>(at),
+                        keys.begin() + static_cast<std::ptrdiff_t>(at + lengths[i]));
+    infos[i].model_iter_id = iterations[i];
+    at += static_cast<std::size_t>(lengths[i]);
+  }
+  if (at != keys.size()) {
+    throw std::invalid_argument(name + " holds " + std::to_string(keys.size()) + " keys, its " +
+                                name + ".lengths add up to " + std::to_string(at));
+  }
+  return infos;
+}
+
 }  // namespace
 
 // ---- StrategySolver --------------------------------------------------------
@@ -66,7 +101,52 @@ void StrategySolver::check_member(const SamplingInfo& info) const {
 
 void StrategySolver::rebuild(const SamplingInfo& info, float* out, int /*num_threads*/) const {
   check_member(info);
-  rebuild_member(info.key, out);
+  if (replica_rows_.empty()) {
+    rebuild_member(info.key, out);
+    return;
+  }
+  const std::size_t p = num_params();
+  const auto member = std::find(members_.begin(), members_.end(), info.key) - members_.begin();
+  const float* row = replica_rows_.data() + static_cast<std::size_t>(member) * p;
+  std::copy(row, row + p, out);
+}
+
+SolverState StrategySolver::member_rows_state() const {
+  SolverState state;
+  state.family = family();
+  state.model_iter_id = model_iter_id_;
+  state.noise_version = kNoiseVersion;
+  std::vector<SamplingInfo> infos(members_.size());
+  std::vector<float>& rows = state.floats["members.rows"];
+  rows.resize(members_.size() * num_params());
+  for (std::size_t m = 0; m < members_.size(); ++m) {
+    infos[m].key = members_[m];
+    infos[m].model_iter_id = model_iter_id_;
+    rebuild_member(members_[m], rows.data() + m * num_params());
+  }
+  put_infos(state, "members", infos);
+  state.floats["center"] = center_;
+  return state;
+}
+
+void StrategySolver::load_member_rows(const SolverState& state) {
+  check_state(state, /*needs_noise_version=*/false);  // rows, not keys, travel
+  const std::vector<SamplingInfo> infos = get_infos(state, "members");
+  if (infos.empty()) throw std::invalid_argument("state entry 'members' holds no member");
+  const std::size_t p = num_params();
+  const std::vector<float>& rows = state.float_array("members.rows", infos.size() * p);
+  const std::vector<float>& centre = state.float_array("center", p);
+  std::vector<std::vector<std::int64_t>> keys;
+  for (const SamplingInfo& info : infos) keys.push_back(info.key);
+  members_ = std::move(keys);
+  replica_rows_ = rows;
+  std::copy(centre.begin(), centre.end(), center_.begin());
+  model_iter_id_ = state.model_iter_id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    draws_ = 0;
+  }
+  center_changed();
 }
 
 bool StrategySolver::is_member(const SamplingInfo& info) const noexcept {
@@ -132,6 +212,10 @@ std::string StrategySolver::shortfall(const std::vector<SamplingInfo>& infos,
 UpdateStats StrategySolver::update(const std::vector<SamplingInfo>& infos,
                                    const std::vector<double>& rewards,
                                    const ParamsLookup& /*history*/) {
+  if (!replica_rows_.empty()) {
+    throw std::logic_error(kind_ + " replica (loaded from a sampling state) rebuilds members "
+                           "only; updates belong to the solver that owns the state");
+  }
   const auto per_member = group(infos, rewards);
   const std::string missing = shortfall_of(per_member);
   if (!missing.empty()) throw std::invalid_argument(missing);
@@ -173,6 +257,7 @@ void StrategySolver::load(const SolverState& state) {
   const std::int64_t draws = state.int_value("draws");
   if (draws < 0) throw std::invalid_argument("draws must be >= 0, got " + std::to_string(draws));
   load_strategy(state);  // validates, then replaces
+  replica_rows_.clear();
   model_iter_id_ = state.model_iter_id;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -283,45 +368,6 @@ void CMASolver::load_strategy(const SolverState& state) {
 }
 
 // ---- GASolver ---------------------------------------------------------------
-
-namespace {
-
-void put_infos(SolverState& state, const std::string& name, const std::vector<SamplingInfo>& infos) {
-  auto& keys = state.ints[name];
-  auto& lengths = state.ints[name + ".lengths"];
-  auto& iterations = state.ints[name + ".iterations"];
-  for (const SamplingInfo& info : infos) {
-    keys.insert(keys.end(), info.key.begin(), info.key.end());
-    lengths.push_back(static_cast<std::int64_t>(info.key.size()));
-    iterations.push_back(info.model_iter_id);
-  }
-}
-
-std::vector<SamplingInfo> get_infos(const SolverState& state, const std::string& name) {
-  const auto& keys = state.int_array(name);
-  const auto& lengths = state.int_array(name + ".lengths");
-  const auto& iterations = state.int_array(name + ".iterations", lengths.size());
-  std::vector<SamplingInfo> infos(lengths.size());
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < infos.size(); ++i) {
-    if (lengths[i] < 0 || static_cast<std::uint64_t>(lengths[i]) > keys.size() - at) {
-      throw std::invalid_argument(name + ".lengths[" + std::to_string(i) + "] = " +
-                                  std::to_string(lengths[i]) + " runs past the " +
-                                  std::to_string(keys.size()) + " keys of " + name);
-    }
-    infos[i].key.assign(keys.begin() + static_cast<std::ptrdiff_t>(at),
-                        keys.begin() + static_cast<std::ptrdiff_t>(at + lengths[i]));
-    infos[i].model_iter_id = iterations[i];
-    at += static_cast<std::size_t>(lengths[i]);
-  }
-  if (at != keys.size()) {
-    throw std::invalid_argument(name + " holds " + std::to_string(keys.size()) + " keys, its " +
-                                name + ".lengths add up to " + std::to_string(at));
-  }
-  return infos;
-}
-
-}  // namespace
 
 GASolver::GASolver(const GeneticAlgorithmOptions& options, std::vector<float> x0)
     : StrategySolver("GA_SAMPLING", "GA", x0),

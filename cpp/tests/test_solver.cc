@@ -492,6 +492,31 @@ TEST(SolverSamplingState, AReplicaRebuildsTheOriginalsMembers) {
   }
 }
 
+// A CMA worker gets the generation's member rows, not the O(n^2) distribution:
+// lambda * n floats whatever the covariance; the replica refuses to update,
+// and a full load() makes it a whole solver again.
+TEST(SolverSamplingState, ACMAReplicaGetsTheMemberRowsAndCannotUpdate) {
+  const OptionSet o = FamilyOptions(kCMA);
+  const std::size_t lambda = static_cast<std::size_t>(o.integer("population_size"));
+  ESAgent agent(make_solver(o, RandomVector(kParams, 45), 1));
+  auto clones = Clones(agent, lambda);
+  Generation(agent, clones);
+  const SolverState sampling = agent.solver().sampling_state();
+  EXPECT_EQ(sampling.floats.at("members.rows").size(), lambda * kParams);
+  EXPECT_EQ(sampling.doubles.count("cma.cov"), 0u);
+  auto replica = make_solver(o, std::vector<float>(kParams, 0.0f), 1);
+  replica->load_sampling_state(sampling);
+  const std::vector<SamplingInfo> infos = agent.draw_members(lambda);
+  EXPECT_EQ(MessageOf<std::logic_error>([&] {
+              replica->update(infos, std::vector<double>(lambda, 1.0));
+            }),
+            "CMA replica (loaded from a sampling state) rebuilds members only; updates belong "
+            "to the solver that owns the state");
+  replica->load(agent.solver().save());
+  replica->update(infos, std::vector<double>(lambda, 1.0));
+  EXPECT_EQ(replica->model_iter_id(), 2);
+}
+
 // ===========================================================================
 // load() refuses a bad state, naming the problem, and changes nothing
 

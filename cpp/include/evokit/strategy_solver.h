@@ -19,6 +19,10 @@
 // The centre (the agent's policy, the saved model) is the CMA mean, or the
 // best elite (x0 before the first generation).
 //
+// A CMA replica (an evaluation worker) gets the current generation's member
+// rows as its sampling state; a GA replica the GA's state (seed lists), which
+// is smaller.
+//
 // State: "draws" (members handed out this generation) and the strategy's
 // own entries: CMA "cma.mean", "cma.p_sigma", "cma.p_c", "cma.cov",
 // "cma.eigenvalues", "cma.eigenvectors", "cma.sigma" (doubles),
@@ -66,6 +70,14 @@ class StrategySolver : public Solver {
   StrategySolver(std::string family, std::string kind, std::vector<float> x0);
   // Recompute the members and the centre after the strategy changed.
   void refresh();
+  // A sampling state of the current generation's members as parameter rows
+  // ("members" keys, "members.rows", "center"), and its load: the solver
+  // then is a replica that rebuilds exactly those members (and refuses
+  // updates) until load() gives it a full state again. For a family whose
+  // state outgrows its members (full CMA: O(n^2)) this is what a worker
+  // gets.
+  SolverState member_rows_state() const;
+  void load_member_rows(const SolverState& state);
 
   // Hooks.
   virtual std::vector<std::vector<std::int64_t>> members() const = 0;
@@ -88,6 +100,7 @@ class StrategySolver : public Solver {
   mutable std::mutex mutex_;  // guards draws_
   std::int64_t draws_ = 0;
   std::vector<std::vector<std::int64_t>> members_;
+  std::vector<float> replica_rows_;  // a replica's member rows (members_ order); else empty
 };
 
 // CMA-ES over the policy parameters (double precision inside, float32
@@ -100,6 +113,10 @@ class CMASolver final : public StrategySolver {
             bool separable, std::uint64_t seed, int num_threads);
   CMABase& cma() noexcept { return *cma_; }
   const CMABase& cma() const noexcept { return *cma_; }
+  // A worker gets the generation's member rows (lambda * n floats), not the
+  // distribution (2 n^2 doubles for full CMA).
+  SolverState sampling_state() const override { return member_rows_state(); }
+  void load_sampling_state(const SolverState& state) override { load_member_rows(state); }
 
  private:
   std::vector<std::vector<std::int64_t>> members() const override;
