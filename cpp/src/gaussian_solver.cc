@@ -279,10 +279,6 @@ SolverState GaussianSolver::save() const {
 
 void GaussianSolver::load(const SolverState& state) {
   check_state(state, /*needs_noise_version=*/false);
-  if (state.model_iter_id < 0) {
-    throw std::invalid_argument("model_iter_id must be >= 0, got " +
-                                std::to_string(state.model_iter_id));
-  }
   const std::size_t p = num_params();
   // Check everything first.
   std::vector<const std::vector<float>*> vectors;
@@ -330,10 +326,6 @@ void GaussianSolver::load_sampling_state(const SolverState& state) {
   check_state(state, /*needs_noise_version=*/false);
   const std::vector<float>& centre = state.float_array("center", num_params());
   require_finite_params(centre, "center");
-  if (state.model_iter_id < 0) {
-    throw std::invalid_argument("model_iter_id must be >= 0, got " +
-                                std::to_string(state.model_iter_id));
-  }
   std::copy(centre.begin(), centre.end(), center_.begin());  // no reallocation
   optimizer_->set_steps(state.model_iter_id);
   center_changed();

@@ -147,6 +147,10 @@ void Solver::check_state(const SolverState& state, bool needs_noise_version) con
                                 (state.family.empty() ? std::string("no family") : state.family) +
                                 ", this solver is " + family_);
   }
+  if (state.model_iter_id < 0) {
+    throw std::invalid_argument("model_iter_id must be >= 0, got " +
+                                std::to_string(state.model_iter_id));
+  }
   if (needs_noise_version && state.noise_version != kNoiseVersion) {
     throw std::invalid_argument(
         std::string("the state refers to noise version ") + std::to_string(state.noise_version) +

@@ -250,10 +250,6 @@ SolverState StrategySolver::save() const {
 
 void StrategySolver::load(const SolverState& state) {
   check_state(state, /*needs_noise_version=*/true);
-  if (state.model_iter_id < 0) {
-    throw std::invalid_argument("model_iter_id must be >= 0, got " +
-                                std::to_string(state.model_iter_id));
-  }
   const std::int64_t draws = state.int_value("draws");
   if (draws < 0) throw std::invalid_argument("draws must be >= 0, got " + std::to_string(draws));
   load_strategy(state);  // validates, then replaces

@@ -158,7 +158,8 @@ class Solver {
 
  protected:
   Solver(std::string family, std::vector<float> x0);
-  // Checks the family and noise version of a state given to load().
+  // Checks the family, the iteration (>= 0) and the noise version of a
+  // state given to load().
   void check_state(const SolverState& state, bool needs_noise_version) const;
   void center_changed() noexcept { center_version_.fetch_add(1); }
 
