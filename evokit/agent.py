@@ -40,7 +40,7 @@ import numpy as np
 
 from . import _core
 from . import evokit_pb2 as pb
-from .config import config_to_text, load_config, validate_config
+from .config import config_to_text, load_config, solver_config_error
 from .errors import SolverFileError
 from .policy.fingerprint import FINGERPRINT_VERSION, params_digest
 from .policy.onnx_policy import OnnxPolicy, select_action
@@ -92,10 +92,15 @@ class ESAgent:
 
     # ------------------------------------------------------------------ setup
 
-    def load_config(self, config: Union[str, os.PathLike, pb.EvoKitConfig]) -> pb.EvoKitConfig:
-        """Load (and validate) the config from a ``.prototxt`` path or a message."""
+    def load_config(self, config: Union[str, os.PathLike, pb.EvoKitConfig],
+                    validate: bool = True) -> pb.EvoKitConfig:
+        """Load (and validate) the config from a ``.prototxt`` path or a message.
+
+        ``validate=False`` is for a config the caller has just validated (a
+        command validates its config once): its solver options are still
+        checked by :meth:`init_solver`, against the model."""
         self._require_original("load_config")
-        self._config = load_config(config)
+        self._config = load_config(config, validate=validate)
         return self._config
 
     def load_inference_model(self, path: Union[str, os.PathLike],
@@ -125,8 +130,16 @@ class ESAgent:
             raise RuntimeError("init_solver() needs a config: call load_config() first")
         if self._policy is None:
             raise RuntimeError("init_solver() needs a model: call load_inference_model() first")
-        validate_config(self._config, source="config", num_params=self._policy.num_params)
-        self._set_core(_make_core_agent(self._config, self._initial))
+        # The core checks the solver options (and the noise table against the
+        # parameter count) as it builds the solver; load_config checked the rest.
+        try:
+            core = _make_core_agent(self._config, self._initial)
+        except ValueError as exc:
+            error = solver_config_error(exc, source="config")
+            if error is exc:
+                raise
+            raise error from None
+        self._set_core(core)
         self._core.sampling_stream = self._stream
 
     @classmethod

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Collection, Dict, List, Mapping, Optional, Tuple, Union
 
 from google.protobuf import text_format
 
@@ -23,9 +23,12 @@ from .policy.mlp import ACTIVATIONS
 from .policy.onnx_policy import BACKENDS
 from .solvers.options import validate_solver_options
 
-__all__ = ["load_config", "parse_config", "validate_config", "config_to_text"]
+__all__ = ["load_config", "parse_config", "validate_config", "config_to_text", "solver_config_error"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+#: What errors in fields set by ``overrides`` (command-line options) name as their source.
+OVERRIDES_SOURCE = "config (with command-line overrides)"
 
 #: solver.fitness_shaping -> the name the core (and OpenES) know it by.
 FITNESS_SHAPING_NAMES = {
@@ -95,8 +98,16 @@ def _field_at(text: str, line: int, column: int) -> Optional[str]:
     return found
 
 
-def parse_config(text: str, source: str = "<string>", validate: bool = True) -> pb.EvoKitConfig:
-    """Parse a config from text-format ``text``; ``source`` names it in errors."""
+def parse_config(text: str, source: str = "<string>", validate: bool = True,
+                 overrides: Optional[Mapping[str, Any]] = None) -> pb.EvoKitConfig:
+    """Parse a config from text-format ``text``; ``source`` names it in errors.
+
+    ``overrides`` maps dotted field paths (``"train.num_workers"``) to values
+    set after parsing, before the one validation; an error in one of those
+    fields names :data:`OVERRIDES_SOURCE`, an error elsewhere the line of
+    ``source``. ``validate=False`` leaves the validation to the caller (e.g.
+    :meth:`evokit.ESAgent.init_solver`, or a comparison with a config that
+    has been validated)."""
     config = pb.EvoKitConfig()
     try:
         text_format.Parse(text, config)
@@ -114,19 +125,23 @@ def parse_config(text: str, source: str = "<string>", validate: bool = True) -> 
         if field and enum:
             msg = f"{field}: {msg}"
         raise ConfigError(source, msg, line=line, column=column, field=field) from None
+    _override(config, overrides)
     if validate:
-        validate_config(config, source=source, text=text)
+        validate_config(config, source=source, text=text, overridden=overrides or ())
     return config
 
 
-def load_config(path: Union[PathLike, pb.EvoKitConfig], validate: bool = True) -> pb.EvoKitConfig:
+def load_config(path: Union[PathLike, pb.EvoKitConfig], validate: bool = True,
+                overrides: Optional[Mapping[str, Any]] = None) -> pb.EvoKitConfig:
     """Load an ``EvoKitConfig`` from a ``.prototxt`` file (or return a copy of a
-    config message, validated)."""
+    config message), with ``overrides`` set, validated once (see
+    :func:`parse_config`)."""
     if isinstance(path, pb.EvoKitConfig):
         config = pb.EvoKitConfig()
         config.CopyFrom(path)
+        _override(config, overrides)
         if validate:
-            validate_config(config)
+            validate_config(config, overridden=overrides or ())
         return config
     source = os.fspath(path)
     if not os.path.exists(source):
@@ -140,7 +155,16 @@ def load_config(path: Union[PathLike, pb.EvoKitConfig], validate: bool = True) -
         raise ConfigError(source, f"not a text file (byte offset {exc.start} is not UTF-8)") from None
     except OSError as exc:
         raise ConfigError(source, f"cannot read: {exc.strerror}") from None
-    return parse_config(text, source=source, validate=validate)
+    return parse_config(text, source=source, validate=validate, overrides=overrides)
+
+
+def _override(config: pb.EvoKitConfig, overrides: Optional[Mapping[str, Any]]) -> None:
+    for path, value in (overrides or {}).items():
+        *parents, name = path.split(".")
+        message = config
+        for parent in parents:
+            message = getattr(message, parent)
+        setattr(message, name, value)
 
 
 def config_to_text(config: pb.EvoKitConfig) -> str:
@@ -153,18 +177,24 @@ def config_to_text(config: pb.EvoKitConfig) -> str:
 # --------------------------------------------------------------------------
 
 class _Checker:
-    def __init__(self, source: str, text: Optional[str]):
+    def __init__(self, source: str, text: Optional[str], overridden: Collection[str] = ()):
         self.source = source
         self.lines = _field_lines(text) if text else {}
+        self.overridden = overridden
 
     def fail(self, field: str, message: str) -> None:
+        raise self.error(field, message)
+
+    def error(self, field: str, message: str) -> ConfigError:
+        if field in self.overridden:
+            return ConfigError(OVERRIDES_SOURCE, f"{field} {message}", field=field)
         line = self.lines.get(field)
         # fall back to the closest enclosing message that appears in the text
         parent = field
         while line is None and "." in parent:
             parent = parent.rsplit(".", 1)[0]
             line = self.lines.get(parent)
-        raise ConfigError(self.source, f"{field} {message}", line=line, field=field)
+        return ConfigError(self.source, f"{field} {message}", line=line, field=field)
 
     def positive(self, field: str, value: float) -> None:
         if not (math.isfinite(value) and value > 0):
@@ -184,11 +214,16 @@ class _Checker:
 
 
 def validate_config(config: pb.EvoKitConfig, source: str = "<config>",
-                    text: Optional[str] = None, num_params: Optional[int] = None) -> None:
+                    text: Optional[str] = None, num_params: Optional[int] = None,
+                    overridden: Collection[str] = ()) -> None:
     """Check every value of ``config``; raise :class:`ConfigError` on the first
     bad one. With ``num_params`` (the model's parameter count) also check that
-    the noise table is large enough."""
-    c = _Checker(source, text)
+    the noise table is large enough (:meth:`evokit.ESAgent.init_solver` leaves
+    that to the core's solver constructor, which checks the solver options
+    with the parameter count anyway: see :func:`solver_config_error`).
+    ``overridden``: the fields set from the command line, named as such in
+    errors."""
+    c = _Checker(source, text, overridden)
     solver = config.solver
     s = "solver"
     try:
@@ -220,3 +255,14 @@ def validate_config(config: pb.EvoKitConfig, source: str = "<config>",
         c.fail("train.observation_clip", f"must be finite and > 0, got {t.observation_clip:g}")
     if not math.isfinite(t.target_return):
         c.fail("train.target_return", f"must be finite, got {t.target_return}")
+
+
+def solver_config_error(exc: ValueError, source: str = "config") -> ValueError:
+    """The :class:`ConfigError` that :func:`validate_config` raises for an
+    error of the core's check of the solver options (``"solver.<name> <what>,
+    got <value>"``), here raised by the core's solver constructor, which runs
+    that check with the parameter count; any other error as it is."""
+    field, _, message = str(exc).partition(" ")
+    if not field.startswith("solver."):
+        return exc
+    return _Checker(source, None).error(field, message)

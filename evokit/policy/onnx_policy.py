@@ -205,6 +205,7 @@ class OnnxPolicy:
         self._lock = threading.Lock()
         self._session = None
         self._feeds_cache: dict[int, tuple] = {}
+        self._fingerprints: dict[int, str] = {}  # version -> digest, computed on first use
         if backend not in BACKENDS:
             raise ModelError(f"{source}: backend must be one of {', '.join(map(repr, BACKENDS))}, "
                              f"got {backend!r}")
@@ -527,7 +528,16 @@ class OnnxPolicy:
         Version 1 (EvoKit before the C++ fingerprint; computed only to verify
         files written then) hashes a protobuf serialization of the rewritten
         graph, which only the Python package reproduces.
+
+        The graph and the parameter selection never change after loading, so
+        each version is computed once per policy, on first use.
         """
+        digest = self._fingerprints.get(version)
+        if digest is None:
+            digest = self._fingerprints[version] = self._compute_fingerprint(version)
+        return digest
+
+    def _compute_fingerprint(self, version: int) -> str:
         if version == FINGERPRINT_VERSION:
             try:
                 return model_fingerprint(self._model, self.param_names, self.source)
