@@ -412,8 +412,12 @@ def test_strategy_samplers_train_on_worker_processes_as_in_process(tmp_path, nam
 
 
 @pytest.mark.parametrize("name", ["cartpole_cma.prototxt", "cartpole_ga.prototxt"])
-@pytest.mark.parametrize("mode", ["native", "vector_entry_point", "sync"])
-def test_vector_evaluator_runs_strategy_members_as_the_serial_one_does(tmp_path, name, mode):
+@pytest.mark.parametrize("mode,workers", [("native", 1), ("vector_entry_point", 1), ("sync", 1),
+                                          ("sync", 2)])
+def test_vector_evaluator_runs_strategy_members_as_the_serial_one_does(tmp_path, name, mode,
+                                                                       workers):
+    """In this process, or (sync, 2 workers) in worker processes that rebuild
+    the members from the solver's sampling state."""
     from evokit.evaluation.seeds import episode_seeds
     from evokit.evaluation.serial import SerialEvaluator
     from evokit.evaluation.vector import VectorEvaluator
@@ -424,7 +428,8 @@ def test_vector_evaluator_runs_strategy_members_as_the_serial_one_does(tmp_path,
     infos = agent.draw_members(agent.config.solver.population_size)[:6] + [None]
     seeds = [episode_seeds(5, 1, i, 2, 0) for i in range(len(infos))]
     with SerialEvaluator("CartPole-v1") as serial, \
-            VectorEvaluator("CartPole-v1", num_threads=2, vectorization_mode=mode) as vector:
+            VectorEvaluator("CartPole-v1", workers, num_threads=2,
+                            vectorization_mode=mode) as vector:
         want = serial.evaluate(agent, infos, seeds)
         got = vector.evaluate(agent, infos, seeds)
     np.testing.assert_array_equal(got.rewards, want.rewards)
