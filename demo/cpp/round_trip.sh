@@ -15,15 +15,22 @@
 #   6. a few more iterations: the mean return on the C++ CartPole improves;
 #   7. a policy `evokit train` trained with observation normalisation
 #      (Constant nodes in front of the MLP) is served by the C++ evaluator
-#      and sampled by the C++ sampler.
+#      and sampled by the C++ sampler;
+#   8. a CMA-ES warehouse (configs/cartpole_cma.prototxt): the C++ sampler
+#      draws the members of each generation, `evokit update` uses every
+#      record (checked against consumed.pb) for three iterations.
 #
-#   bash demo/cpp/round_trip.sh BUILD_DIR [CMAKE]
+#   bash demo/cpp/round_trip.sh BUILD_DIR [CMAKE] [PYTHON]
 #
-# Needs the `evokit` command (pip install .) on PATH.
+# Every Python step (the `evokit` commands too, as `PYTHON -m evokit.cli`)
+# runs with PYTHON: by default the interpreter the build found
+# (EVOKIT_TEST_PYTHON in BUILD_DIR/CMakeCache.txt, set by cpp/io's
+# find_package(Python3)), never whatever `python3` or `evokit` is first on
+# PATH. It needs the evokit package (pip install .).
 set -euo pipefail
 
 if (($# < 1)); then
-  echo "usage: $0 BUILD_DIR [CMAKE]" >&2
+  echo "usage: $0 BUILD_DIR [CMAKE] [PYTHON]" >&2
   exit 2
 fi
 build=$(cd "$1" && pwd)
@@ -35,12 +42,20 @@ fail() {
   exit 1
 }
 
-if ! command -v evokit >/dev/null 2>&1; then
-  fail "the 'evokit' command is not on PATH: install the Python package first (pip install .)"
+python=${3:-$(sed -n 's/^EVOKIT_TEST_PYTHON:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null || true)}
+if [[ -z "$python" ]]; then
+  fail "no Python: pass PYTHON, or configure $build with the C++ tests and a Python 3 CMake can find"
 fi
 
 work=$(mktemp -d -t evokit-cpp-round-trip-XXXXXX)
 trap 'rm -rf "$work"' EXIT
+# Python runs from here, so that a source tree in the working directory
+# (an evokit/ folder without its compiled _core) never shadows the package.
+cd "$work"
+evokit() { "$python" -m evokit.cli "$@"; }
+"$python" -c "import evokit" 2>/dev/null ||
+  fail "$python cannot import evokit: install the Python package first (pip install .)"
+echo "== Python: $python"
 
 echo "== install EvoKit into $work/prefix and build demo/cpp against it"
 "$cmake_cmd" --install "$build" --prefix "$work/prefix" >"$work/install.log" ||
@@ -61,7 +76,7 @@ echo "== the C++ CartPole against gymnasium's"
 start="0.03 -0.2 0.04 0.3"
 actions=1101001110010111010011010101
 "$work/demo-build/evokit_cartpole_trace" $start $actions >"$work/trace_cpp.txt"
-python3 - "$start" "$actions" >"$work/trace_py.txt" <<'PY'
+"$python" - "$start" "$actions" >"$work/trace_py.txt" <<'PY'
 import sys
 import gymnasium as gym
 import numpy as np
@@ -99,7 +114,7 @@ grep -q "model_iter_id 1$" <<<"$evaluation" || fail "the evaluator did not load 
 echo "== a solver.pb written by C++ loads in Python"
 "$evaluator" --warehouse "$W" --episodes 1 --save "$work/cpp_saved" | grep "^wrote" ||
   fail "the evaluator did not save the solver"
-python3 - "$src/configs/cartpole.prototxt" "$work/cpp_saved" "$W/model_iter_id-1" <<'PY' ||
+"$python" - "$src/configs/cartpole.prototxt" "$work/cpp_saved" "$W/model_iter_id-1" <<'PY' ||
 import sys
 import evokit
 from evokit import evokit_pb2 as pb
@@ -139,14 +154,14 @@ echo "$evaluation"
 grep -q "model_iter_id 6$" <<<"$evaluation" || fail "the evaluator did not load iteration 6"
 last=$(sed -n 's/^mean return \([0-9.]*\) .*/\1/p' <<<"$evaluation")
 echo "mean return: initial model $first, iteration 6 $last"
-python3 -c "import sys; sys.exit(0 if float('$last') > float('$first') else 1)" ||
+"$python" -c "import sys; sys.exit(0 if float('$last') > float('$first') else 1)" ||
   fail "the return did not improve ($first -> $last)"
 
 echo "== a policy trained with observation normalisation, served by C++"
 sed 's/^train {$/train {\n  observation_normalization: true/' "$src/configs/cartpole.prototxt" \
   >"$work/obs_norm.prototxt"
 evokit train "$work/obs_norm.prototxt" --max-generations 3 --workers 1 --out "$work/obs_norm_run" -q
-python3 - "$work/obs_norm_run/model.onnx" <<'PY' || fail "the trained model does not normalise its observations"
+"$python" - "$work/obs_norm_run/model.onnx" <<'PY' || fail "the trained model does not normalise its observations"
 import sys
 import onnx
 ops = [(n.op_type, n.name) for n in onnx.load(sys.argv[1]).graph.node[:5]]
@@ -161,4 +176,51 @@ evokit init-solver --config "$src/configs/cartpole.prototxt" --model "$work/obs_
 "$sampler" --warehouse "$W2" --log "$work/logs/obs_norm_0" --num-samples $N --seed 1 --threads 2
 evokit update --warehouse "$W2" --log "$work/logs/obs_norm_0" | grep "update 0 -> 1: used $N samples" ||
   fail "evokit update did not use all $N samples of the C++ sampler's obs-norm log"
+
+echo "== a CMA-ES warehouse, sampled by C++, updated by Python"
+# A linear policy, as configs/cartpole_cma.prototxt trains (10 parameters).
+evokit init-model --env CartPole-v1 --hidden --seed 0 -o "$work/cma_init.onnx"
+W3=$work/warehouse_cma
+evokit init-solver --config "$src/configs/cartpole_cma.prototxt" --model "$work/cma_init.onnx" \
+  --warehouse "$W3"
+# One sample per member of the generation (solver.population_size): CMA
+# needs a reward for every member, and distinct members make distinct records.
+NC=$("$python" -c "import sys, evokit; print(evokit.load_config(sys.argv[1]).solver.population_size)" \
+  "$src/configs/cartpole_cma.prototxt")
+for k in 0 1 2; do
+  log=$work/logs/cma_$k
+  "$sampler" --warehouse "$W3" --log "$log" --num-samples "$NC" --seed 3 --threads 2
+  update=$(evokit update --warehouse "$W3" --log "$log")
+  echo "$update"
+  grep -q "^update $k -> $((k + 1)): used $NC samples" <<<"$update" ||
+    fail "evokit update did not advance the CMA warehouse from $k to $((k + 1)) with all $NC samples"
+  if grep -q "dropped\|not enough\|skipped" <<<"$update"; then
+    fail "evokit update dropped or skipped records of the C++ sampler's CMA log"
+  fi
+  # Every record of the log is one the update used: consumed.pb of the new
+  # iteration lists exactly the log's record ids, all drawn at iteration k.
+  "$python" - "$W3" "$log" "$k" "$NC" <<'PY' || fail "iteration $((k + 1)) of the CMA warehouse did not use every record"
+import sys
+from evokit import evokit_pb2 as pb
+from evokit.online.samplelog import read_log
+warehouse, log, k, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+result = read_log(log)
+assert not result.skipped, [str(s) for s in result.skipped]
+ids = {r.record_id for r in result.records}
+assert len(result.records) == len(ids) == n, (len(result.records), len(ids), n)
+assert {r.record.info.model_iter_id for r in result.records} == {k}
+consumed = pb.ConsumedSamples()
+with open(f"{warehouse}/model_iter_id-{k + 1}/consumed.pb", "rb") as f:
+    consumed.ParseFromString(f.read())
+assert set(consumed.record_ids) == ids, (len(consumed.record_ids), len(ids))
+state = pb.SolverState()
+with open(f"{warehouse}/model_iter_id-{k + 1}/solver.pb", "rb") as f:
+    state.ParseFromString(f.read())
+assert (state.family, state.steps) == ("CMA_SAMPLING", k + 1), (state.family, state.steps)
+print(f"iteration {k + 1}: consumed.pb lists the {n} records of {log.rsplit('/', 1)[1]}")
+PY
+done
+evaluation=$("$evaluator" --warehouse "$W3" --episodes 5)
+echo "$evaluation"
+grep -q "model_iter_id 3$" <<<"$evaluation" || fail "the C++ evaluator did not load iteration 3 of the CMA warehouse"
 echo "round trip OK"

@@ -285,8 +285,8 @@ def native_cases():
 def write_native_cases():
     """native_cases/NAME.onnx and native_cases.txt: what Python's native
     backend makes of each case, for test_onnx_model.cc."""
-    from evokit.model import OnnxPolicy
-    from evokit.native import NotSupportedError
+    from evokit.errors import NotSupportedError
+    from evokit.policy.onnx_policy import OnnxPolicy
 
     folder = os.path.join(HERE, "native_cases")
     shutil.rmtree(folder, ignore_errors=True)
