@@ -78,8 +78,7 @@ def _cmd_init_model(args) -> int:
 
 def _cmd_init_solver(args) -> int:
     wh = Warehouse.create(args.warehouse, args.config, args.model)
-    agent = wh.load_agent(0)
-    print(f"created warehouse {wh.path}: iteration 0 ({agent.num_params} parameters)")
+    print(f"created warehouse {wh.path}: iteration 0 ({wh.policy(0).num_params} parameters)")
     return 0
 
 

@@ -23,7 +23,8 @@ from .policy.mlp import ACTIVATIONS
 from .policy.onnx_policy import BACKENDS
 from .solvers.options import validate_solver_options
 
-__all__ = ["load_config", "parse_config", "validate_config", "config_to_text", "solver_config_error"]
+__all__ = ["load_config", "parse_config", "validate_config", "config_to_text",
+           "solver_config_error"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -179,7 +180,7 @@ def config_to_text(config: pb.EvoKitConfig) -> str:
 class _Checker:
     def __init__(self, source: str, text: Optional[str], overridden: Collection[str] = ()):
         self.source = source
-        self.lines = _field_lines(text) if text else {}
+        self.text = text  # tokenized for the lines of fields only when one is bad
         self.overridden = overridden
 
     def fail(self, field: str, message: str) -> None:
@@ -188,12 +189,13 @@ class _Checker:
     def error(self, field: str, message: str) -> ConfigError:
         if field in self.overridden:
             return ConfigError(OVERRIDES_SOURCE, f"{field} {message}", field=field)
-        line = self.lines.get(field)
+        lines = _field_lines(self.text) if self.text else {}
+        line = lines.get(field)
         # fall back to the closest enclosing message that appears in the text
         parent = field
         while line is None and "." in parent:
             parent = parent.rsplit(".", 1)[0]
-            line = self.lines.get(parent)
+            line = lines.get(parent)
         return ConfigError(self.source, f"{field} {message}", line=line, field=field)
 
     def positive(self, field: str, value: float) -> None:

@@ -7,6 +7,7 @@ import onnxruntime as ort
 import pytest
 
 import es_oracle
+from helpers import count_calls
 import evokit
 from evokit import ConfigError, ESAgent, ModelError, SolverFileError, parse_config
 from evokit import evokit_pb2 as pb
@@ -270,3 +271,45 @@ def test_stale_sample_is_refused(mlp_path):
     with pytest.raises(ValueError, match=r"sampling info 0 was drawn at model iteration 0, which is not available"):
         agent.update(infos, [1.0, 2.0])
     np.testing.assert_array_equal(agent.params, before)
+
+
+def test_config_validated_once_and_solver_options_checked_against_the_model(mlp_path, monkeypatch):
+    calls = count_calls(monkeypatch, evokit.config.validate_config)
+    agent = ESAgent()
+    agent.load_config(parse_config(SEED_EXAMPLE, validate=False))
+    agent.load_inference_model(mlp_path)
+    agent.init_solver()
+    assert len(calls) == 1  # load_config's; init_solver leaves the model check to the core
+    # a config the caller vouches for: still the core's check of the solver options
+    unchecked = ESAgent()
+    text = config_text(sampling="std: -0.5 cached: true seed: 1 cache_size: 100")
+    unchecked.load_config(parse_config(text, validate=False), validate=False)
+    unchecked.load_inference_model(mlp_path)
+    with pytest.raises(ConfigError, match=r"^config: solver.sampling.gaussian_sampling.std "
+                                          r"must be > 0, got -0.5$"):
+        unchecked.init_solver()
+    assert len(calls) == 1
+
+
+def test_fingerprint_computed_once_per_model(mlp_path, tmp_path, monkeypatch):
+    import evokit.policy.onnx_policy as onnx_policy
+
+    computed = []
+    real = onnx_policy.model_fingerprint
+    monkeypatch.setattr(onnx_policy, "model_fingerprint",
+                        lambda *a, **k: computed.append(a) or real(*a, **k))
+    agent = make_agent(mlp_path)
+    for _ in range(3):
+        agent.save_solver(tmp_path)
+        agent.load_solver(tmp_path)
+    assert agent.policy.fingerprint() == real(agent.policy.model, agent.policy.param_names)
+    assert len(computed) == 1
+    v1 = agent.policy.fingerprint(1)
+    assert agent.policy.fingerprint(1) == v1 != agent.policy.fingerprint()
+    with pytest.raises(ModelError, match=r"fingerprint version 3 is not known"):
+        agent.policy.fingerprint(3)
+    # a pickled copy (an evaluation worker's) computes its own
+    import pickle
+
+    assert pickle.loads(pickle.dumps(agent.policy)).fingerprint() == agent.policy.fingerprint()
+    assert len(computed) == 2

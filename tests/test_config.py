@@ -141,3 +141,39 @@ def test_binary_file_is_rejected(tmp_path):
     path.write_bytes(b"\xff\xfe\x00solver")
     with pytest.raises(ConfigError, match=r"bin.prototxt: not a text file \(byte offset 0"):
         load_config(path)
+
+
+def test_overrides_are_set_and_validated_once(tmp_path, monkeypatch):
+    path = tmp_path / "config.prototxt"
+    path.write_text(SEED_EXAMPLE + "train { num_workers: 2 }\n")
+    calls = []
+    real = evokit.config.validate_config
+    monkeypatch.setattr(evokit.config, "validate_config",
+                        lambda *a, **k: calls.append(k) or real(*a, **k))
+    cfg = load_config(path, overrides={"train.num_workers": 3, "train.env_id": "Pendulum-v1"})
+    assert (cfg.train.num_workers, cfg.train.env_id) == (3, "Pendulum-v1")
+    assert len(calls) == 1
+    again = load_config(cfg, overrides={"train.seed": 5})  # a message: copied, then set
+    assert (again.train.seed, cfg.train.seed) == (5, 0) and len(calls) == 2
+
+
+def test_an_error_in_an_override_names_the_command_line_and_elsewhere_the_file(tmp_path):
+    path = tmp_path / "config.prototxt"
+    path.write_text(SEED_EXAMPLE + "train {\n  max_generations: 0\n}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, overrides={"train.num_workers": 2})
+    assert str(info.value) == f"{path}:7: train.max_generations must be >= 1, got 0"
+    path.write_text(SEED_EXAMPLE + "train {\n  num_workers: 4\n}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, overrides={"train.num_workers": 0})
+    assert str(info.value) == ("config (with command-line overrides): train.num_workers must be "
+                               ">= 1, got 0")
+    assert info.value.field == "train.num_workers"
+
+
+def test_unvalidated_config_is_left_to_the_caller(tmp_path):
+    path = tmp_path / "config.prototxt"
+    path.write_text(SEED_EXAMPLE.replace("std: 0.5", "std: -0.5"))
+    assert load_config(path, validate=False).solver.sampling.gaussian_sampling.std == -0.5
+    with pytest.raises(ConfigError, match=r"std must be > 0, got -0.5"):
+        load_config(path)

@@ -177,7 +177,13 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
     for u in window:
         if u > 0:
             consumed |= wh.consumed(u)
-    fingerprints = {u: wh.model_fingerprint(u) for u in window}
+    fingerprints: Dict[int, str] = {}  # of the kept iterations records name, each computed once
+
+    def model_fingerprint(u: int) -> str:
+        if u not in fingerprints:
+            fingerprints[u] = wh.model_fingerprint(u)
+        return fingerprints[u]
+
     dropped = collections.Counter()
     infos, rewards, ids, seen = [], [], [], set()
     for path in logs:
@@ -199,7 +205,7 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
                         f"rebuilt only from the distribution/population it was drawn from)"] += 1
             elif it not in window:
                 dropped[f"from an iteration no longer kept (max_to_keep = {max_to_keep})"] += 1
-            elif r.model_fingerprint != fingerprints[it]:
+            elif r.model_fingerprint != model_fingerprint(it):
                 dropped["from another run (model fingerprint differs from the warehouse's)"] += 1
             elif rec.record_id in consumed:
                 dropped["already applied by an earlier update"] += 1
@@ -268,7 +274,7 @@ def evaluate(model, env_id: str, episodes: int = 20, seed: int = 0,
         model = None
     if model is not None:
         agent = ESAgent()
-        agent.load_config(parse_config(""))
+        agent.load_config(parse_config("", validate=False))  # load_config validates it
         agent.load_inference_model(model)
         agent.init_solver()
     seeds = [[seed + i] for i in range(episodes)]

@@ -12,6 +12,10 @@ Layout (as in EvoKit, iteration k lives in ``W/model_iter_id-k/``)::
 iteration used, so that running ``update`` again on the same logs does not
 apply them twice. Only the last ``async_es.max_to_keep`` iterations are kept.
 
+An iteration's files never change once it is committed: a :class:`Warehouse`
+reads each one at most once (its model and its solver state), and a model
+loaded for an agent serves as that iteration's model too.
+
 Crash safety: a new iteration is written into a temporary directory beside
 the others, every file fsynced, then renamed into place in one step (and the
 warehouse directory fsynced). A kill at any point leaves the warehouse at
@@ -112,7 +116,9 @@ class Warehouse:
         try:
             with open(info_path, "rb") as f:
                 self.info.ParseFromString(f.read())
-            self.initial_config = parse_config(self.info.config, source=info_path)
+            # Validated when the warehouse was created; the config an agent
+            # runs with is validated when it is loaded (load_agent).
+            self.initial_config = parse_config(self.info.config, source=info_path, validate=False)
         except Exception as exc:  # DecodeError, ConfigError
             raise WarehouseError(f"{info_path}: corrupt warehouse info ({exc})") from None
         if self.info.noise_version != _core.NOISE_VERSION:
@@ -122,7 +128,8 @@ class Warehouse:
         if not self.iterations():
             detail = f"; {'; '.join(self.problems)}" if self.problems else ""
             raise WarehouseError(f"{self.path}: no complete iteration in the warehouse{detail}")
-        self._policy_cache: Dict[int, OnnxPolicy] = {}
+        self._policies: Dict[int, OnnxPolicy] = {}
+        self._states: Dict[int, pb.SolverState] = {}
 
     # ---- creation ------------------------------------------------------------
 
@@ -155,7 +162,9 @@ class Warehouse:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        return cls(path)
+        wh = cls(path)
+        wh._policies[0] = agent.policy  # iteration 0's model: the one just written
+        return wh
 
     # ---- reading -------------------------------------------------------------
 
@@ -193,17 +202,22 @@ class Warehouse:
                                  f"(kept: {self.iterations()})")
         return d
 
-    def config(self, k: Optional[int] = None) -> pb.EvoKitConfig:
-        """The config of iteration k (stored in its solver state)."""
+    def config(self, k: Optional[int] = None, validate: bool = True) -> pb.EvoKitConfig:
+        """The config of iteration k (stored in its solver state); validated
+        unless ``validate=False``."""
         k = self.latest if k is None else k
         path = os.path.join(self._require(k), SOLVER_FILE)
         state = self._solver_state(k)
         try:
-            return parse_config(state.config, source=path)
+            return parse_config(state.config, source=path, validate=validate)
         except Exception as exc:
             raise SolverFileError(f"{path}: not a solver state file ({exc})") from None
 
     def _solver_state(self, k: int) -> pb.SolverState:
+        """The solver state of iteration k (its solver.pb, read once)."""
+        state = self._states.get(k)
+        if state is not None:
+            return state
         path = os.path.join(self._require(k), SOLVER_FILE)
         state = pb.SolverState()
         try:
@@ -211,15 +225,17 @@ class Warehouse:
                 state.ParseFromString(f.read())
         except Exception as exc:
             raise SolverFileError(f"{path}: not a solver state file ({exc})") from None
+        self._states[k] = state
         return state
 
     def policy(self, k: int) -> OnnxPolicy:
-        """The model of iteration k (cached)."""
-        if k not in self._policy_cache:
+        """The model of iteration k (loaded once: the model of an agent
+        :meth:`load_agent` made at k, else its model.onnx)."""
+        if k not in self._policies:
             d = self._require(k)
-            self._policy_cache[k] = OnnxPolicy.load(os.path.join(d, MODEL_FILE),
-                                                    param_pattern=self.initial_config.solver.param_pattern)
-        return self._policy_cache[k]
+            pattern = self.initial_config.solver.param_pattern
+            self._policies[k] = OnnxPolicy.load(os.path.join(d, MODEL_FILE), param_pattern=pattern)
+        return self._policies[k]
 
     def params(self, k: int) -> np.ndarray:
         """The centre parameters of iteration k."""
@@ -249,18 +265,19 @@ class Warehouse:
         ``config`` replaces the stored one if it keeps the key fields."""
         k = self.latest if k is None else k
         d = self._require(k)
-        stored = self.config(k)
+        # The config the agent runs with is validated here, once.
         if config is not None:
+            stored = self.config(k, validate=False)  # only compared with the new one
             agent_config = load_config(config)
             source = "config" if isinstance(config, pb.EvoKitConfig) else os.fspath(config)
             check_config_compatible(stored, agent_config, source=source)
         else:
-            agent_config = stored
+            agent_config = self.config(k)
         agent = ESAgent()
-        agent.load_config(agent_config)
+        agent.load_config(agent_config, validate=False)
         agent.load_inference_model(os.path.join(d, MODEL_FILE))
         agent.init_solver()
-        agent.load_solver(d)
+        agent.load_solver_state(self._solver_state(k), os.path.join(d, SOLVER_FILE))
         if agent.model_iter_id != k:
             raise WarehouseError(f"{d}: solver state is at iteration {agent.model_iter_id}, "
                                  f"the directory says {k}")
@@ -268,6 +285,10 @@ class Warehouse:
         if config_fingerprint(agent.config, agent.policy, self.info.fingerprint_version) != expect:
             raise WarehouseError(f"{d}: model or config does not match the warehouse "
                                  f"(fingerprint differs from {INFO_FILE})")
+        # The agent's model is iteration k's model.onnx with the parameters
+        # the warehouse's config selects (the fingerprint covers their names):
+        # the warehouse's model of k, not to be loaded a second time.
+        self._policies.setdefault(k, agent.policy)
         return agent
 
     # ---- writing -------------------------------------------------------------
@@ -314,6 +335,9 @@ class Warehouse:
             full = os.path.join(self.path, name)
             if (m and int(m.group(1)) not in keep) or name.startswith(_TMP_PREFIX):
                 shutil.rmtree(full, ignore_errors=True)
+                if m:
+                    self._policies.pop(int(m.group(1)), None)
+                    self._states.pop(int(m.group(1)), None)
         fsync_dir(self.path)
 
 

@@ -51,7 +51,7 @@ from ..util import atomic_write_bytes
 from .fingerprint import FINGERPRINT_VERSION, model_fingerprint, model_fingerprint_v1
 from .native import NativePolicy
 
-__all__ = ["BACKENDS", "OnnxPolicy", "select_action"]
+__all__ = ["BACKENDS", "OnnxPolicy", "select_action", "write_model_bytes"]
 
 #: The ``backend`` values of :class:`OnnxPolicy` (and ``solver.backend``).
 BACKENDS = ("auto", "native", "onnxruntime")
@@ -500,14 +500,7 @@ class OnnxPolicy:
         leaves either the old file or the new one, never half of one.
         Missing parent directories are created.
         """
-        dest = os.fspath(path)
-        data = self.to_model(params).SerializeToString()
-        if os.path.isdir(dest):
-            raise ModelError(f"{dest}: is a directory")
-        try:
-            atomic_write_bytes(dest, data)
-        except OSError as e:
-            raise ModelError(f"{dest}: cannot write: {e}") from e
+        write_model_bytes(path, self.to_model(params).SerializeToString())
 
     # ---- identity -----------------------------------------------------
 
@@ -587,3 +580,15 @@ def select_action(output: np.ndarray, discrete: bool):
     if out.ndim == 1:
         return int(np.argmax(out))
     return np.argmax(out, axis=-1)
+
+
+def write_model_bytes(path, data: bytes) -> None:
+    """Write serialized ONNX to ``path`` atomically (``ModelError`` naming the
+    path when it cannot be written)."""
+    dest = os.fspath(path)
+    if os.path.isdir(dest):
+        raise ModelError(f"{dest}: is a directory")
+    try:
+        atomic_write_bytes(dest, data)
+    except OSError as e:
+        raise ModelError(f"{dest}: cannot write: {e}") from e

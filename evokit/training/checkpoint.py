@@ -100,9 +100,12 @@ def check_resumable(run_dir: str, ckpt: pb.TrainCheckpoint,
                     config: Optional[pb.EvoKitConfig]) -> pb.EvoKitConfig:
     """The config to resume with: the run's own, with the fields of
     ``config`` that may change; raises :class:`CheckpointError` naming the
-    first field that differs otherwise."""
+    first field that differs otherwise. The run's config is validated only
+    without ``config``: with one (validated by the caller), what is resumed
+    equals it in every field."""
     try:
-        stored = parse_config(ckpt.config, source=os.path.join(run_dir, CHECKPOINT_FILE))
+        stored = parse_config(ckpt.config, source=os.path.join(run_dir, CHECKPOINT_FILE),
+                              validate=config is None)
     except ConfigError as exc:
         raise CheckpointError(str(exc)) from None
     if config is None:

@@ -21,9 +21,11 @@ uninterrupted one draws.
 Checkpoints: after every ``checkpoint_every`` generations (and at the start and
 the end) ``RUN_DIR/checkpoint.pb`` is written atomically
 (:mod:`evokit.training.checkpoint`): the centre model, the solver state, the
-metrics and the counters. ``train(..., resume=True)`` (``evokit train --resume
-RUN_DIR``) continues from it and reaches the model, bit for bit, that the
-uninterrupted run reaches.
+metrics and the counters. It is built in memory, from the model and solver
+state that ``model.onnx`` and ``solver.pb`` are written from (nothing is read
+back), and holds the run's metrics rows, one appended per generation.
+``train(..., resume=True)`` (``evokit train --resume RUN_DIR``) continues from
+it and reaches the model, bit for bit, that the uninterrupted run reaches.
 
 Evaluation: by default (``evaluator_kind="auto"``) a policy that runs on the
 native backend is evaluated in lockstep by
@@ -41,14 +43,14 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 
 from .. import evokit_pb2 as pb
 from ..agent import MODEL_FILE, SOLVER_FILE, ESAgent
-from ..config import config_to_text, load_config, parse_config, validate_config
-from ..errors import EnvError
+from ..config import config_to_text, load_config, parse_config
+from ..errors import EnvError, ModelError
 from ..evaluation.base import Evaluator
 from ..evaluation.envs import check_policy_fits, make_env
 from ..evaluation.factory import make_evaluator
@@ -56,8 +58,9 @@ from ..evaluation.obsnorm import ObsNorm, RunningStat, save_with_model
 from ..evaluation.ray_backend import RayEvaluator
 from ..evaluation.seeds import EVAL_TAG, SAMPLE_TAG, episode_seeds
 from ..policy.mlp import policy_for_spaces
+from ..policy.onnx_policy import write_model_bytes
 from ..util import atomic_write_bytes
-from .checkpoint import check_resumable, read_checkpoint, write_checkpoint
+from .checkpoint import CHECKPOINT_FILE, check_resumable, read_checkpoint, write_checkpoint
 from .metrics import COLUMNS as METRICS_COLUMNS
 from .metrics import MetricsFile, TensorBoardWriter, row_from_proto, row_to_proto
 from .progress import NORMAL, Progress
@@ -84,31 +87,19 @@ class TrainResult:
 
 
 
-def _resolve_config(config, env_id, seed, num_workers, max_generations) -> pb.EvoKitConfig:
-    cfg = load_config(config)
-    if env_id is not None:
-        cfg.train.env_id = env_id
-    if seed is not None:
-        if not 0 <= seed < 2**64:
-            raise ValueError(f"seed must be in [0, 2**64), got {seed}")
-        cfg.train.seed = seed
-    if num_workers is not None:
-        cfg.train.num_workers = num_workers
-    if max_generations is not None:
-        cfg.train.max_generations = max_generations
-    validate_config(cfg, source="config (with command-line overrides)")
-    return cfg
-
-
-def _read(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
+def _overrides(env_id, seed, num_workers, max_generations) -> Dict[str, Any]:
+    """The ``train`` fields given as arguments (the command line's options)."""
+    if seed is not None and not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be in [0, 2**64), got {seed}")
+    given = {"train.env_id": env_id, "train.seed": seed, "train.num_workers": num_workers,
+             "train.max_generations": max_generations}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 class _Run:
     """The state of a run between generations: what a checkpoint holds."""
 
-    def __init__(self, ckpt: Optional[pb.TrainCheckpoint] = None):
+    def __init__(self, cfg: pb.EvoKitConfig, ckpt: Optional[pb.TrainCheckpoint] = None):
         self.generation = ckpt.generation if ckpt else 0
         self.env_steps = ckpt.env_steps if ckpt else 0
         self.elapsed = ckpt.wall_time if ckpt else 0.0
@@ -119,22 +110,41 @@ class _Run:
         self.obs_stat: Optional[RunningStat] = (
             RunningStat.from_proto(ckpt.obs_stats, "checkpoint obs_stats")
             if ckpt and ckpt.HasField("obs_stats") else None)
+        self.resumed_solver: Optional[pb.SolverState] = ckpt.solver if ckpt else None
+        self.saved_generation: Optional[int] = None  # of the files last written by checkpoint()
+        # The next checkpoint, kept from one to the next: the config is set
+        # once and a metrics row appended per generation (add_row).
+        self._ckpt = pb.TrainCheckpoint(config=config_to_text(cfg))
+        if ckpt:
+            self._ckpt.metrics.extend(ckpt.metrics)
+
+    def add_row(self, row: dict) -> None:
+        """Record the metrics of the generation that just ended."""
+        self.history.append(row)
+        self._ckpt.metrics.append(row_to_proto(row))
 
     def checkpoint(self, out_dir: str, agent: ESAgent, cfg: pb.EvoKitConfig) -> None:
-        """Write model.onnx and solver.pb, then checkpoint.pb holding both."""
-        agent.save_inference_model(out_dir)
-        agent.save_solver(out_dir)
-        ckpt = pb.TrainCheckpoint(generation=self.generation, env_steps=self.env_steps,
-                                  wall_time=self.elapsed, solved=self.solved,
-                                  config=config_to_text(cfg),
-                                  model=_read(os.path.join(out_dir, MODEL_FILE)))
-        if not math.isnan(self.eval_mean):
+        """Write model.onnx and solver.pb, then checkpoint.pb holding both:
+        the model serialized once and the solver state message, nothing read back."""
+        model = agent.policy.to_model(agent.center).SerializeToString()
+        state = agent.solver_state()
+        write_model_bytes(os.path.join(out_dir, MODEL_FILE), model)
+        atomic_write_bytes(os.path.join(out_dir, SOLVER_FILE), state.SerializeToString())
+        ckpt = self._ckpt
+        ckpt.generation = self.generation
+        ckpt.env_steps = self.env_steps
+        ckpt.wall_time = self.elapsed
+        ckpt.solved = self.solved
+        if math.isnan(self.eval_mean):
+            ckpt.ClearField("eval_mean")
+        else:
             ckpt.eval_mean = self.eval_mean
-        ckpt.solver.ParseFromString(_read(os.path.join(out_dir, SOLVER_FILE)))
-        ckpt.metrics.extend(row_to_proto(r) for r in self.history)
+        ckpt.model = model
+        ckpt.solver.CopyFrom(state)
         if self.obs_stat is not None:
             ckpt.obs_stats.CopyFrom(self.obs_stat.to_proto(cfg.train.observation_clip))
         write_checkpoint(out_dir, ckpt)
+        self.saved_generation = self.generation
 
 
 def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Optional[str] = None,
@@ -189,11 +199,7 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
     cfg, run, out_dir, model = _open_run(config, (env_id, seed, num_workers, max_generations),
                                          out_dir, model, resume)
     t = cfg.train
-    agent = _make_agent(cfg, model, out_dir, run, resume)
-    if t.observation_normalization and run.obs_stat is None:
-        env = make_env(t.env_id)
-        run.obs_stat = RunningStat(int(np.prod(env.observation_space.shape)))
-        env.close()
+    agent = _make_agent(cfg, model, out_dir, run)
     atomic_write_bytes(os.path.join(out_dir, "config.prototxt"), config_to_text(cfg).encode())
     if not resume:
         run.checkpoint(out_dir, agent, cfg)  # generation 0: a run killed at once can resume
@@ -239,8 +245,10 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
         if tb is not None:
             tb.close()
 
-    model_path = agent.save_inference_model(out_dir)
-    agent.save_solver(out_dir)
+    model_path = os.path.join(out_dir, MODEL_FILE)
+    if run.saved_generation != run.generation:  # no generation ran: not yet written by this run
+        agent.save_inference_model(out_dir)
+        agent.save_solver(out_dir)
     if run.obs_stat is not None:
         save_with_model(model_path, run.obs_stat, t.observation_clip)
     progress.finish(
@@ -262,60 +270,71 @@ def _open_run(config, overrides, out_dir: Optional[str], model, resume: bool):
             raise ValueError("a resumed run continues from its checkpoint's model: give no model "
                              "(--model) with it")
         ckpt = read_checkpoint(out_dir)
-        wanted = _resolve_config(config if config is not None else parse_config(ckpt.config),
-                                 *overrides)
+        # The one validation of the config: the run's own, or the one given.
+        if config is None:
+            wanted = parse_config(ckpt.config, source=os.path.join(out_dir, CHECKPOINT_FILE),
+                                  overrides=_overrides(*overrides))
+        else:
+            wanted = load_config(config, overrides=_overrides(*overrides))
         cfg = check_resumable(out_dir, ckpt, wanted)
         model = os.path.join(out_dir, MODEL_FILE)
         atomic_write_bytes(model, ckpt.model)
         atomic_write_bytes(os.path.join(out_dir, SOLVER_FILE), ckpt.solver.SerializeToString())
-        return cfg, _Run(ckpt), out_dir, model
+        return cfg, _Run(cfg, ckpt), out_dir, model
     if config is None:
         raise ValueError("a config is needed (it may be left out only to resume a run)")
-    cfg = _resolve_config(config, *overrides)
+    cfg = load_config(config, overrides=_overrides(*overrides))  # the one validation
     t = cfg.train
     out_dir = out_dir if out_dir is not None else os.path.join("runs", f"{t.env_id}-seed{t.seed}")
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as exc:
         raise OSError(f"{out_dir}: cannot create the output directory ({exc.strerror})") from None
-    return cfg, _Run(), out_dir, model
+    return cfg, _Run(cfg), out_dir, model
 
 
-def _make_agent(cfg: pb.EvoKitConfig, model, out_dir: str, run: _Run, resume: bool) -> ESAgent:
+def _make_agent(cfg: pb.EvoKitConfig, model, out_dir: str, run: _Run) -> ESAgent:
     """The agent of the run, checked against the environment: from ``model``
     (a fresh MLP written to ``init_model.onnx`` if None), with the solver
-    state of the checkpoint when resuming."""
+    state of the checkpoint when resuming. The environment is made once, for
+    the policy's spaces, the check and the size of the observation
+    statistics (``run.obs_stat``, with ``train.observation_normalization``)."""
     t = cfg.train
     agent = ESAgent()
-    agent.load_config(cfg)
-    if model is None:
-        env = make_env(t.env_id)
-        try:
-            model_proto = policy_for_spaces(env.observation_space, env.action_space,
-                                            hidden_sizes=tuple(t.hidden_sizes),
-                                            activation=t.activation, seed=t.seed)
-        except ValueError as exc:
-            raise EnvError(f"cannot make a policy for {t.env_id}: "
-                           f"{str(exc).replace('policy_for_spaces: ', '')}") from None
-        finally:
-            env.close()
-        model = os.path.join(out_dir, "init_model.onnx")
-        atomic_write_bytes(model, model_proto.SerializeToString())
-    agent.load_inference_model(model)
-    agent.init_solver()
-    agent.sampling_stream = t.seed
-    if resume:
-        agent.load_solver(out_dir)
-        if run.history and agent.model_iter_id != run.history[-1]["model_iter_id"]:
-            raise ValueError(f"{out_dir}: the checkpoint's solver is at iteration "
-                             f"{agent.model_iter_id}, its metrics at {run.history[-1]['model_iter_id']}")
-    env = make_env(t.env_id)
+    agent.load_config(cfg, validate=False)  # validated by _open_run
+    env = None
     try:
-        check_policy_fits(agent.policy, env)  # a clear error before any worker starts
-    except EnvError as exc:
-        raise EnvError(f"the policy {model} does not fit {t.env_id}: {exc}") from None
+        if model is None:
+            env = make_env(t.env_id)
+            try:
+                model_proto = policy_for_spaces(env.observation_space, env.action_space,
+                                                hidden_sizes=tuple(t.hidden_sizes),
+                                                activation=t.activation, seed=t.seed)
+            except ValueError as exc:
+                raise EnvError(f"cannot make a policy for {t.env_id}: "
+                               f"{str(exc).replace('policy_for_spaces: ', '')}") from None
+            model = os.path.join(out_dir, "init_model.onnx")
+            atomic_write_bytes(model, model_proto.SerializeToString())
+        agent.load_inference_model(model)
+        agent.init_solver()
+        agent.sampling_stream = t.seed
+        if run.resumed_solver is not None:
+            agent.load_solver_state(run.resumed_solver, os.path.join(out_dir, SOLVER_FILE))
+            if run.history and agent.model_iter_id != run.history[-1]["model_iter_id"]:
+                raise ValueError(f"{out_dir}: the checkpoint's solver is at iteration "
+                                 f"{agent.model_iter_id}, its metrics at "
+                                 f"{run.history[-1]['model_iter_id']}")
+        if env is None:
+            env = make_env(t.env_id)
+        try:
+            check_policy_fits(agent.policy, env)  # a clear error before any worker starts
+        except EnvError as exc:
+            raise EnvError(f"the policy {model} does not fit {t.env_id}: {exc}") from None
+        if t.observation_normalization and run.obs_stat is None:
+            run.obs_stat = RunningStat(int(np.prod(env.observation_space.shape)))
     finally:
-        env.close()
+        if env is not None:
+            env.close()
     return agent
 
 
@@ -361,7 +380,7 @@ def _generation(run: _Run, generation: int, agent: ESAgent, evaluator: Evaluator
     row["env_steps"] = run.env_steps
     row["wall_time"] = run.elapsed
     row = {k: row[k] for k in METRICS_COLUMNS}
-    run.history.append(row)
+    run.add_row(row)
     metrics.write(row)
     progress.generation(row, timings)
     if tb is not None:

@@ -1,6 +1,7 @@
 """The online-sampling / offline-update pipeline: warehouse, logs, async ES,
 crash safety and bad input."""
 
+import collections
 import os
 import subprocess
 
@@ -16,7 +17,7 @@ from evokit.online.samplelog import append_records, read_log
 from evokit.online.warehouse import ITER_PREFIX, Warehouse
 from evokit.policy.mlp import init_mlp
 
-from helpers import ROOT
+from helpers import ROOT, count_calls, count_reads
 
 CONFIG = """solver {
   optimizer { type: ADAM base_lr: 0.05 }
@@ -142,6 +143,98 @@ def test_corrected_update_matches_formula(setup):
     update(wh, [old])
     np.testing.assert_array_equal(Warehouse(wh).load_agent().params, expected.params)
     assert not np.array_equal(expected.params, agent.params)
+
+
+# ---- work done once per command ----------------------------------------------
+
+@pytest.fixture
+def counters(monkeypatch):
+    """Counts of what a command repeats: config validations, graph
+    fingerprints computed (by model file), models loaded, files read."""
+    from evokit.config import validate_config
+    from evokit.policy.fingerprint import model_fingerprint
+    from evokit.policy.onnx_policy import OnnxPolicy
+
+    loads = []
+    real_load = OnnxPolicy.load.__func__
+
+    def load(cls, path, *args, **kwargs):
+        loads.append(os.path.abspath(path))
+        return real_load(cls, path, *args, **kwargs)
+
+    def start():
+        monkeypatch.setattr(OnnxPolicy, "load", classmethod(load))
+        return {"validations": count_calls(monkeypatch, validate_config),
+                "fingerprints": count_calls(monkeypatch, model_fingerprint),
+                "loads": loads, "reads": count_reads(monkeypatch)}
+    return start
+
+
+def iteration_file(wh, k, name):
+    return os.path.abspath(os.path.join(wh, f"{ITER_PREFIX}{k}", name))
+
+
+def test_init_solver_validates_once_and_reads_nothing_back(tmp_path, counters):
+    cfg = tmp_path / "config.prototxt"
+    cfg.write_text(CONFIG)
+    model = tmp_path / "init.onnx"
+    model.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=0).SerializeToString())
+    c = counters()
+    from evokit.cli import main
+
+    assert main(["init-solver", "--config", str(cfg), "--model", str(model),
+                 "--warehouse", str(tmp_path / "wh")]) == 0
+    assert len(c["validations"]) == 1
+    assert len(c["fingerprints"]) == 1 and c["loads"] == [str(model)]
+    assert {path for path in c["reads"] if path.startswith(str(tmp_path / "wh"))} \
+        <= {os.path.abspath(tmp_path / "wh" / "warehouse.pb")}
+
+
+def test_sample_validates_once_and_reads_each_file_once(setup, counters):
+    tmp, cfg, model, wh = setup
+    c = counters()
+    sample(wh, "CartPole-v1", 4, tmp / "log")
+    assert len(c["validations"]) == 1
+    assert c["loads"] == [iteration_file(wh, 0, "model.onnx")]
+    assert len(c["fingerprints"]) == 1  # for the solver state, the config and the records
+    assert collections.Counter(c["reads"])[iteration_file(wh, 0, "solver.pb")] == 1
+
+
+def test_update_validates_once_and_fingerprints_each_model_once(setup, counters):
+    tmp, cfg, model, wh = setup
+    old = tmp / "old"
+    sample(wh, "CartPole-v1", 20, old, seed=7)  # drawn at iteration 0
+    for k in range(2):
+        log = tmp / f"log{k}"
+        sample(wh, "CartPole-v1", 20, log, seed=1)
+        update(wh, [log])
+    new = tmp / "new"
+    sample(wh, "CartPole-v1", 20, new, seed=2)  # drawn at iteration 2, the newest
+    assert Warehouse(wh).iterations() == [0, 1, 2]
+
+    c = counters()
+    rep = update(wh, [new, old])
+    assert (rep.from_iteration, rep.to_iteration, rep.used, rep.corrected) == (2, 3, 40, 20)
+    assert len(c["validations"]) == 1
+    # the newest model (the agent's) and the older one the records name, once
+    # each; iteration 1, which no record names, is not loaded
+    assert sorted(c["loads"]) == [iteration_file(wh, 0, "model.onnx"),
+                                  iteration_file(wh, 2, "model.onnx")]
+    assert sorted(call["source"] for call in c["fingerprints"]) == sorted(c["loads"])
+    assert collections.Counter(c["reads"])[iteration_file(wh, 2, "solver.pb")] == 1  # the newest, parsed once
+    assert collections.Counter(c["reads"])[iteration_file(wh, 3, "solver.pb")] == 0  # written, not read back
+    assert collections.Counter(c["reads"])[iteration_file(wh, 3, "model.onnx")] == 0
+
+
+def test_update_with_a_new_config_validates_it_once(setup, counters):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 20, log)
+    lr = tmp / "lr.prototxt"
+    lr.write_text(CONFIG.replace("base_lr: 0.05", "base_lr: 0.01"))
+    c = counters()
+    assert update(wh, [log], config=str(lr)).to_iteration == 1
+    assert [call["source"] for call in c["validations"]] == [str(lr)]
 
 
 # ---- bad input -------------------------------------------------------------

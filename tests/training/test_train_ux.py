@@ -22,7 +22,7 @@ from evokit.training.checkpoint import CHECKPOINT_FILE, config_differences, read
 from evokit.training.metrics import COLUMNS, read_metrics
 from evokit.training.progress import NORMAL, QUIET, VERBOSE, Progress, format_duration
 
-from helpers import CARTPOLE
+from helpers import CARTPOLE, count_calls, count_reads
 
 
 def quiet(_):
@@ -234,6 +234,48 @@ def test_tensorboard_event_files_hold_the_scalars(tmp_path):
                                                           res.history[3]["eval_mean"]], rtol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["metrics.csv", "metrics.jsonl"])
+def test_metrics_rows_are_appended_one_per_generation(tmp_path, monkeypatch, name):
+    """The metrics file grows by one row per generation, the same file (never
+    rewritten), and the checkpoint's metrics by one row too (each row made once)."""
+    import evokit.training.loop as loop
+
+    path = tmp_path / name
+    seen = []  # (inode, bytes) of the metrics file at each generation's line
+
+    def observe(line):
+        if line.startswith("gen "):
+            seen.append((os.stat(path).st_ino, path.read_bytes()))
+
+    made = []
+    real_row_to_proto = loop.row_to_proto
+    monkeypatch.setattr(loop, "row_to_proto",
+                        lambda row: made.append(row) or real_row_to_proto(row))
+    res = evokit.train(small_config(generations=5), out_dir=str(tmp_path), log=observe,
+                       metrics_path=str(path))
+    assert len(seen) == 5 and len({inode for inode, _ in seen}) == 1
+    for (_, before), (_, after) in zip(seen, seen[1:]):
+        assert after.startswith(before) and after[len(before):].count(b"\n") == 1
+    assert read_metrics(path) == res.history
+    assert made == res.history  # one proto per row, not the history again at every checkpoint
+    assert len(read_checkpoint(str(tmp_path)).metrics) == 5
+
+
+def test_resume_drops_a_torn_last_row(tmp_path):
+    """A run killed while writing a row leaves part of it; the resumed run
+    ends with the complete file."""
+    whole = evokit.train(small_config(generations=5), out_dir=str(tmp_path / "whole"), log=quiet)
+    run = tmp_path / "run"
+    evokit.train(small_config(generations=3), out_dir=str(run), log=quiet)
+    with open(run / "metrics.csv", "a") as f:
+        f.write("4,4,12")  # as a kill in the middle of generation 4's row leaves it
+    res = evokit.train(small_config(generations=5), out_dir=str(run), log=quiet, resume=True)
+    assert read_metrics(run / "metrics.csv") == res.history
+    rewards = ("generation", "model_iter_id", "reward_mean", "reward_max", "reward_min")
+    assert [[r[k] for k in rewards] for r in res.history] == \
+           [[r[k] for k in rewards] for r in whole.history]
+
+
 # ---------------------------------------------------------------- plot
 
 def png_size(path):
@@ -361,6 +403,55 @@ def test_config_differences_name_every_field():
         ("solver.optimizer.adam.beta1", "0.9", "0.5"),
         ("train.hidden_sizes", str(list(a.train.hidden_sizes)), str(list(b.train.hidden_sizes))),
     ]
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_train_validates_once_makes_the_env_once_and_reads_no_checkpoint_back(tmp_path, monkeypatch,
+                                                                              normalize):
+    from evokit.config import validate_config
+    from evokit.evaluation.envs import make_env
+    from evokit.evaluation.serial import SerialEvaluator
+    from evokit.policy.fingerprint import model_fingerprint
+
+    cfg = small_config(generations=3)
+    cfg.train.observation_normalization = normalize
+    config = write_config(tmp_path / "c.prototxt", cfg)
+    run = tmp_path / "run"
+    evaluator = SerialEvaluator("CartPole-v1")  # made before counting: its env is not the loop's
+    validations = count_calls(monkeypatch, validate_config)
+    envs = count_calls(monkeypatch, make_env)
+    fingerprints = count_calls(monkeypatch, model_fingerprint)
+    reads = count_reads(monkeypatch, run)
+    res = evokit.train(config, out_dir=str(run), log=quiet, seed=1, evaluator=evaluator)
+    evaluator.close()
+    assert res.generations == 3
+    assert [call["source"] for call in validations] == [config]  # the --seed override included
+    assert len(envs) == 1  # the policy's spaces, the fit check, the observation statistics
+    assert len(fingerprints) == 1  # one model, whose solver state is saved 4 times
+    # 4 checkpoints (generations 0 to 3): model.onnx, solver.pb and checkpoint.pb
+    # written each time and never read; the initial model is read once, to load
+    # it, and with normalisation the final model once, to put the normaliser in front
+    assert reads == ["init_model.onnx"] + (["model.onnx"] if normalize else [])
+    ckpt = read_checkpoint(str(run))
+    assert ckpt.solver.SerializeToString() == (run / "solver.pb").read_bytes()
+    assert ckpt.HasField("obs_stats") == normalize
+    if not normalize:  # else model.onnx has the normaliser in front, the checkpoint's not
+        assert ckpt.model == (run / "model.onnx").read_bytes()
+
+
+def test_resume_validates_once_and_reads_the_checkpoint_only(tmp_path, monkeypatch):
+    from evokit.config import validate_config
+
+    run = tmp_path / "run"
+    evokit.train(small_config(generations=2), out_dir=str(run), log=quiet)
+    validations = count_calls(monkeypatch, validate_config)
+
+    reads = count_reads(monkeypatch, run)
+    res = evokit.train(None, out_dir=str(run), log=quiet, resume=True, max_generations=4)
+    assert res.generations == 4
+    assert [call["source"] for call in validations] == [str(run / CHECKPOINT_FILE)]
+    # the checkpoint, and the model restored from it (to load the policy): not solver.pb
+    assert reads == [CHECKPOINT_FILE, "model.onnx"]
 
 
 def test_checkpoint_is_one_message_with_model_and_solver(tmp_path):
