@@ -50,7 +50,7 @@ import numpy as np
 from .. import evokit_pb2 as pb
 from ..agent import MODEL_FILE, SOLVER_FILE, ESAgent
 from ..config import config_to_text, load_config, parse_config
-from ..errors import EnvError, ModelError
+from ..errors import EnvError
 from ..evaluation.base import Evaluator
 from ..evaluation.envs import check_policy_fits, make_env
 from ..evaluation.factory import make_evaluator
