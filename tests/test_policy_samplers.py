@@ -11,7 +11,7 @@ import pytest
 import evokit
 from evokit import ConfigError, ESAgent, _core, load_config, parse_config
 from evokit import evokit_pb2 as pb
-from evokit.online.pipeline import sample, update
+from evokit.online.pipeline import update
 from evokit.online.samplelog import append_records, read_log
 from evokit.online.warehouse import Warehouse
 from evokit.policy.mlp import init_mlp
