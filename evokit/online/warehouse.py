@@ -219,12 +219,8 @@ class Warehouse:
         if state is not None:
             return state
         path = os.path.join(self._require(k), SOLVER_FILE)
-        state = pb.SolverState()
-        try:
-            with open(path, "rb") as f:
-                state.ParseFromString(f.read())
-        except Exception as exc:
-            raise SolverFileError(f"{path}: not a solver state file ({exc})") from None
+        state = _parse_file(path, pb.SolverState(),
+                            lambda exc: SolverFileError(f"{path}: not a solver state file ({exc})"))
         self._states[k] = state
         return state
 
@@ -252,12 +248,8 @@ class Warehouse:
         path = os.path.join(self._require(k), CONSUMED_FILE)
         if not os.path.exists(path):
             return set()
-        msg = pb.ConsumedSamples()
-        try:
-            with open(path, "rb") as f:
-                msg.ParseFromString(f.read())
-        except Exception as exc:
-            raise WarehouseError(f"{path}: corrupt consumed-samples file ({exc})") from None
+        msg = _parse_file(path, pb.ConsumedSamples(), lambda exc: WarehouseError(
+            f"{path}: corrupt consumed-samples file ({exc})"))
         return set(msg.record_ids)
 
     def load_agent(self, k: Optional[int] = None, config=None) -> ESAgent:
@@ -339,6 +331,17 @@ class Warehouse:
                     self._policies.pop(int(m.group(1)), None)
                     self._states.pop(int(m.group(1)), None)
         fsync_dir(self.path)
+
+
+def _parse_file(path: str, message, error):
+    """``message`` parsed from the file at ``path``; ``error(exc)`` is the
+    exception raised (naming the path) when it cannot be read or parsed."""
+    try:
+        with open(path, "rb") as f:
+            message.ParseFromString(f.read())
+    except Exception as exc:  # OSError, DecodeError
+        raise error(exc) from None
+    return message
 
 
 def _write_iteration(directory: str, agent: ESAgent, consumed: Iterable[bytes]) -> None:
