@@ -95,10 +95,55 @@ proto::EvoKitConfig parse_config(const std::string& text, const std::string& sou
   return config;
 }
 
+namespace {
+
+// The offset of the first byte that starts no valid UTF-8 sequence (what
+// Python's strict decoder reports as the start of the error), or npos.
+std::size_t first_invalid_utf8(const std::string& text) {
+  const std::size_t n = text.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      length = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      length = 3;
+      if (c == 0xE0) low = 0xA0;   // no overlong forms
+      if (c == 0xED) high = 0x9F;  // no surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      length = 4;
+      if (c == 0xF0) low = 0x90;
+      if (c == 0xF4) high = 0x8F;  // at most U+10FFFF
+    } else {
+      return i;
+    }
+    if (n - i < length) return i;
+    for (std::size_t k = 1; k < length; ++k) {
+      const auto b = static_cast<unsigned char>(text[i + k]);
+      if (b < (k == 1 ? low : 0x80) || b > (k == 1 ? high : 0xBF)) return i;
+    }
+    i += length;
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
 proto::EvoKitConfig load_config(const std::string& path) {
   std::string text, error;
   if (!detail::read_file(path, text, error)) {
     throw ConfigError(path + ": cannot read config: " + error);
+  }
+  const std::size_t bad = first_invalid_utf8(text);
+  if (bad != std::string::npos) {
+    throw ConfigError(path + ": not a text file (byte offset " + std::to_string(bad) +
+                      " is not UTF-8)");
   }
   return parse_config(text, path);
 }

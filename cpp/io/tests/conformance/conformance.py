@@ -141,11 +141,6 @@ _RUNTIME_ACCEPTS = Allowed(
     "TextFormat::Parser refuses it, so a config Python trains with cannot be loaded by a C++ "
     "service (or the reverse)")
 _allow("config", "float_word_inff float_word_nanf int_with_plus string_escape_unknown", "parse", _RUNTIME_ACCEPTS)
-_allow("config", "non_utf8_comment non_utf8_string", "parse", Allowed(
-    "xfail",
-    "REAL DISAGREEMENT (reported): evokit/config.py refuses a config that is not UTF-8 ('not a text "
-    "file'), io::load_config parses its bytes (a comment, or a string holding invalid UTF-8 that "
-    "then reaches solver.param_pattern)"))
 
 # ---- models -------------------------------------------------------------------
 
