@@ -337,11 +337,16 @@ def error_of(e: BaseException) -> dict:
 
 
 def outcome(f: Callable[[], Any]) -> Any:
+    return attempt(f)[1]
+
+
+def attempt(f: Callable[[], Any]) -> Tuple[Any, Any]:
+    """(what f returns, or None if it raised; "ok" or the refusal)."""
     try:
-        f()
+        value = f()
     except Exception as e:  # a refusal is a result
-        return error_of(e)
-    return "ok"
+        return None, error_of(e)
+    return value, "ok"
 
 
 def observations(obs_shape) -> np.ndarray:
@@ -386,13 +391,7 @@ def py_config(path: str) -> dict:
     from evokit.config import load_config, validate_config
     from evokit.solvers.options import solver_options
     out: Dict[str, Any] = {}
-    config = None
-
-    def parse():
-        nonlocal config
-        config = load_config(path, validate=False)
-
-    out["parse"] = outcome(parse)
+    config, out["parse"] = attempt(lambda: load_config(path, validate=False))
     if config is None:
         return out
     options = {}
@@ -419,13 +418,8 @@ def py_model(path: str, pattern: str) -> dict:
     from evokit.policy.native import NativePolicy
     from evokit.policy.onnx_policy import OnnxPolicy
     out: Dict[str, Any] = {}
-    policy = None
-
-    def load():
-        nonlocal policy
-        policy = OnnxPolicy.load(path, param_pattern=pattern, backend="onnxruntime")
-
-    out["load"] = outcome(load)
+    policy, out["load"] = attempt(
+        lambda: OnnxPolicy.load(path, param_pattern=pattern, backend="onnxruntime"))
     if policy is None:
         return out
     params = policy.initial_params()
@@ -451,13 +445,7 @@ def py_model(path: str, pattern: str) -> dict:
 def py_log(path: str) -> dict:
     from evokit.online.samplelog import read_log
     out: Dict[str, Any] = {}
-    result = None
-
-    def read():
-        nonlocal result
-        result = read_log(path)
-
-    out["read"] = outcome(read)
+    result, out["read"] = attempt(lambda: read_log(path))
     if result is None:
         return out
     out["records"] = [{"offset": r.offset, "id": r.record_id.hex(), "record": message_json(r.record)}
