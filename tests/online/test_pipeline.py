@@ -106,14 +106,21 @@ def test_update_twice_does_not_apply_samples_twice(setup):
     assert "no usable samples: warehouse left at iteration 1" in proc.stderr
 
 
-def test_samples_from_older_kept_iterations_are_corrected_and_too_old_dropped(setup):
-    tmp, cfg, model, wh = setup
+def _old_log_then_two_updates(tmp, wh):
+    """A log of 20 samples drawn at iteration 0, then two updates from fresh
+    logs (the warehouse ends at iteration 2); returns the old log."""
     old = tmp / "old"
-    sample(wh, "CartPole-v1", 20, old, seed=7)           # drawn at iteration 0
+    sample(wh, "CartPole-v1", 20, old, seed=7)
     for k in range(2):
         log = tmp / f"log{k}"
         sample(wh, "CartPole-v1", 20, log, seed=1)
         update(wh, [log])
+    return old
+
+
+def test_samples_from_older_kept_iterations_are_corrected_and_too_old_dropped(setup):
+    tmp, cfg, model, wh = setup
+    old = _old_log_then_two_updates(tmp, wh)
     w = Warehouse(wh)
     assert w.latest == 2 and w.iterations() == [0, 1, 2]  # max_to_keep 3
     rep = update(wh, [old])
@@ -202,12 +209,7 @@ def test_sample_validates_once_and_reads_each_file_once(setup, counters):
 
 def test_update_validates_once_and_fingerprints_each_model_once(setup, counters):
     tmp, cfg, model, wh = setup
-    old = tmp / "old"
-    sample(wh, "CartPole-v1", 20, old, seed=7)  # drawn at iteration 0
-    for k in range(2):
-        log = tmp / f"log{k}"
-        sample(wh, "CartPole-v1", 20, log, seed=1)
-        update(wh, [log])
+    old = _old_log_then_two_updates(tmp, wh)
     new = tmp / "new"
     sample(wh, "CartPole-v1", 20, new, seed=2)  # drawn at iteration 2, the newest
     assert Warehouse(wh).iterations() == [0, 1, 2]
