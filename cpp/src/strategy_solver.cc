@@ -1,29 +1,22 @@
-// CMA-ES and the GA as solvers of a policy agent; see
-// evokit/strategy_solver.h.
+// The strategy solvers' shared base (StrategySolver); see
+// evokit/strategy_solver.h. CMASolver is in cma_solver.cc, GASolver in
+// ga_solver.cc.
 #include "evokit/strategy_solver.h"
-
-#include "evokit/noise.h"
-#include "evokit/population.h"
-#include "option_checks.h"
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <sstream>
 #include <stdexcept>
 
+#include "evokit/noise.h"
+#include "evokit/population.h"
+#include "option_checks.h"
+#include "strategy_internal.h"
+
 namespace evokit {
 
-namespace {
-
-std::string key_text(const std::vector<std::int64_t>& key) {
-  std::ostringstream out;
-  out << '[';
-  for (std::size_t i = 0; i < key.size(); ++i) out << (i ? ", " : "") << key[i];
-  out << ']';
-  return out.str();
-}
+namespace detail {
 
 void put_infos(SolverState& state, const std::string& name, const std::vector<SamplingInfo>& infos) {
   auto& keys = state.ints[name];
@@ -60,7 +53,31 @@ std::vector<SamplingInfo> get_infos(const SolverState& state, const std::string&
   return infos;
 }
 
+// What CMA and the GA share: no mirrored pairs, at least two members.
+void validate_strategy_options(const OptionSet& o) {
+  const std::string name = o.text("sampling.type");
+  if (o.flag("antithetic")) {
+    fail("antithetic", "must be false with " + name +
+                           " (mirrored pairs are a Gaussian-sampling scheme), got true");
+  }
+  at_least(o, "population_size", 2);
+}
+
+}  // namespace detail
+
+namespace {
+
+std::string key_text(const std::vector<std::int64_t>& key) {
+  std::ostringstream out;
+  out << '[';
+  for (std::size_t i = 0; i < key.size(); ++i) out << (i ? ", " : "") << key[i];
+  out << ']';
+  return out.str();
+}
 }  // namespace
+
+using detail::get_infos;
+using detail::put_infos;
 
 // ---- StrategySolver --------------------------------------------------------
 
@@ -260,275 +277,6 @@ void StrategySolver::load(const SolverState& state) {
     draws_ = draws;
   }
   refresh();
-}
-
-// ---- CMASolver --------------------------------------------------------------
-
-namespace {
-
-CMAESOptions policy_cma_options(std::size_t population_size, std::uint64_t seed, int num_threads) {
-  CMAESOptions o;
-  o.population_size = population_size;
-  o.seed = seed;
-  o.num_threads = num_threads;
-  o.tolfun = 0.0;  // the criteria compare with <: 0 never fires
-  o.tolfunhist = 0.0;
-  o.tolx = 0.0;
-  o.tolstagnation = std::numeric_limits<std::int64_t>::max() / 4;
-  o.conditioncov = std::numeric_limits<double>::max();
-  o.tolupsigma = std::numeric_limits<double>::max();
-  o.noeffectaxis = false;
-  o.noeffectcoord = false;
-  o.restarts = 0;
-  return o;
-}
-
-}  // namespace
-
-CMASolver::CMASolver(const std::vector<float>& x0, double sigma0, std::size_t population_size,
-                     bool separable, std::uint64_t seed, int num_threads)
-    : StrategySolver("CMA_SAMPLING", "CMA", x0) {
-  std::vector<double> mean(x0.begin(), x0.end());
-  const CMAESOptions o = policy_cma_options(population_size, seed, num_threads);
-  if (separable) {
-    cma_ = std::make_unique<SepCMAES>(std::move(mean), sigma0, o);
-  } else {
-    cma_ = std::make_unique<CMAES>(std::move(mean), sigma0, o);
-  }
-  refresh();
-}
-
-std::vector<std::vector<std::int64_t>> CMASolver::members() const {
-  std::vector<std::vector<std::int64_t>> keys(cma_->population_size());
-  for (std::size_t k = 0; k < keys.size(); ++k) keys[k] = {cma_->sample_key(k)};
-  return keys;
-}
-
-void CMASolver::rebuild_member(const std::vector<std::int64_t>& key, float* out) const {
-  const std::vector<double> x = cma_->regenerate(key.at(0));
-  for (std::size_t j = 0; j < x.size(); ++j) out[j] = static_cast<float>(x[j]);
-}
-
-std::pair<std::size_t, std::string> CMASolver::requirement() const { return {1, "members"}; }
-
-void CMASolver::tell(const std::vector<std::vector<double>>& per_member) {
-  if (cma_->stopped()) {
-    std::string names;
-    for (const auto& [name, threshold] : cma_->stop()) names += (names.empty() ? "" : ", ") + name;
-    throw std::logic_error("CMA-ES has stopped (" + names + "): no further updates");
-  }
-  const auto& keys = member_keys();
-  std::vector<std::int64_t> k(keys.size());
-  std::vector<double> values(keys.size());
-  for (std::size_t m = 0; m < keys.size(); ++m) {
-    k[m] = keys[m][0];
-    double sum = 0.0;
-    for (double r : per_member[m]) sum += r;
-    values[m] = -(sum / static_cast<double>(per_member[m].size()));  // CMA minimises
-  }
-  cma_->tell_keys(k.data(), values.data(), k.size());
-}
-
-void CMASolver::compute_center(float* out) const {
-  const std::vector<double> m = cma_->mean_solution();
-  for (std::size_t j = 0; j < m.size(); ++j) out[j] = static_cast<float>(m[j]);
-}
-
-void CMASolver::save_strategy(SolverState& state) const {
-  const CMAState& s = cma_->state();
-  state.doubles["cma.mean"] = s.mean;
-  state.doubles["cma.p_sigma"] = s.p_sigma;
-  state.doubles["cma.p_c"] = s.p_c;
-  state.doubles["cma.cov"] = s.cov;
-  state.doubles["cma.eigenvalues"] = s.eigenvalues;
-  state.doubles["cma.eigenvectors"] = s.eigenvectors;
-  state.doubles["cma.sigma"] = {s.sigma};
-  state.ints["cma.generation"] = {s.generation};
-  state.ints["cma.eigen_generation"] = {s.eigen_generation};
-}
-
-void CMASolver::load_strategy(const SolverState& state) {
-  const std::size_t n = num_params();
-  const bool full = !cma_->params().separable;
-  CMAState s;
-  s.mean = state.double_array("cma.mean", n);
-  s.p_sigma = state.double_array("cma.p_sigma", n);
-  s.p_c = state.double_array("cma.p_c", n);
-  s.cov = state.double_array("cma.cov", full ? n * n : n);
-  s.eigenvalues = state.double_array("cma.eigenvalues", full ? n : 0);
-  s.eigenvectors = state.double_array("cma.eigenvectors", full ? n * n : 0);
-  s.sigma = state.double_value("cma.sigma");
-  s.generation = state.int_value("cma.generation");
-  s.eigen_generation = full ? state.int_value("cma.eigen_generation") : s.generation;
-  cma_->set_state(s);  // validates first
-}
-
-// ---- GASolver ---------------------------------------------------------------
-
-GASolver::GASolver(const GeneticAlgorithmOptions& options, std::vector<float> x0)
-    : StrategySolver("GA_SAMPLING", "GA", x0),
-      ga_(std::make_unique<GeneticAlgorithm>(options, std::move(x0))) {
-  refresh();
-}
-
-std::vector<std::vector<std::int64_t>> GASolver::members() const {
-  const auto& infos = ga_->phase() == GeneticAlgorithm::Phase::kFitness ? ga_->ask()
-                                                                         : ga_->ask_elite_candidates();
-  std::vector<std::vector<std::int64_t>> keys;
-  keys.reserve(infos.size());
-  for (const SamplingInfo& info : infos) keys.push_back(info.key);
-  return keys;
-}
-
-void GASolver::rebuild_member(const std::vector<std::int64_t>& key, float* out) const {
-  ga_->rebuild(key, out, ga_->options().num_threads);
-}
-
-std::pair<std::size_t, std::string> GASolver::requirement() const {
-  if (ga_->phase() == GeneticAlgorithm::Phase::kFitness) return {1, "individuals"};
-  return {ga_->options().elite_evaluations, "elite candidates"};
-}
-
-void GASolver::tell(const std::vector<std::vector<double>>& per_member) {
-  if (ga_->phase() == GeneticAlgorithm::Phase::kFitness) {
-    std::vector<double> fitness(per_member.size());
-    for (std::size_t m = 0; m < per_member.size(); ++m) {
-      double sum = 0.0;
-      for (double r : per_member[m]) sum += r;
-      fitness[m] = sum / static_cast<double>(per_member[m].size());
-    }
-    ga_->tell(fitness);
-    return;
-  }
-  const std::size_t k = ga_->options().elite_evaluations;
-  std::vector<double> scores;  // candidate-major: the first k rewards of each
-  scores.reserve(per_member.size() * k);
-  for (const auto& r : per_member) scores.insert(scores.end(), r.begin(), r.begin() + k);
-  ga_->tell_elite_candidates(scores);
-}
-
-void GASolver::compute_center(float* out) const {
-  const auto& elites = ga_->elites();
-  if (elites.empty()) {
-    std::copy(ga_->x0().begin(), ga_->x0().end(), out);
-  } else {
-    ga_->rebuild(elites[0].key, out, ga_->options().num_threads);
-  }
-}
-
-void GASolver::save_strategy(SolverState& state) const {
-  state.floats["ga.x0"] = ga_->x0();
-  state.ints["ga.generation"] = {ga_->generation()};
-  put_infos(state, "ga.population", ga_->ask());
-  put_infos(state, "ga.elites", ga_->elites());
-  state.doubles["ga.elite_scores"] = ga_->elite_scores();
-  const auto order = ga_->pending_order();
-  state.ints["ga.order"].assign(order.begin(), order.end());
-}
-
-void GASolver::load_strategy(const SolverState& state) {
-  const std::vector<float>& x0 = state.float_array("ga.x0", num_params());
-  const auto& order = state.int_array("ga.order");
-  std::vector<std::size_t> positions;
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    if (order[i] < 0) {
-      throw std::invalid_argument("ga.order[" + std::to_string(i) + "] must be >= 0, got " +
-                                  std::to_string(order[i]));
-    }
-    positions.push_back(static_cast<std::size_t>(order[i]));
-  }
-  // A fresh GA around the saved x0 (the individuals are rebuilt from it),
-  // given the saved generation; the current one is replaced only if it holds.
-  auto ga = std::make_unique<GeneticAlgorithm>(ga_->options(), x0);
-  ga->set_state(state.int_value("ga.generation"), get_infos(state, "ga.population"),
-                get_infos(state, "ga.elites"), state.double_array("ga.elite_scores"),
-                std::move(positions));
-  ga_ = std::move(ga);
-}
-
-// ---- options ----------------------------------------------------------------
-
-namespace {
-
-// What CMA and the GA share: no mirrored pairs, at least two members.
-void validate_strategy_options(const OptionSet& o) {
-  const std::string name = o.text("sampling.type");
-  if (o.flag("antithetic")) {
-    detail::fail("antithetic", "must be false with " + name +
-                                   " (mirrored pairs are a Gaussian-sampling scheme), got true");
-  }
-  detail::at_least(o, "population_size", 2);
-}
-
-}  // namespace
-
-void validate_cma_options(const OptionSet& o, std::optional<std::size_t> /*num_params*/) {
-  validate_strategy_options(o);
-  detail::positive(o, "sampling.cma_sampling.sigma0");
-}
-
-std::unique_ptr<Solver> make_cma_solver(const OptionSet& o, std::vector<float> x0,
-                                        int num_threads) {
-  const std::string c = "sampling.cma_sampling.";
-  return std::make_unique<CMASolver>(x0, o.real(c + "sigma0"),
-                                     static_cast<std::size_t>(o.integer("population_size")),
-                                     o.flag(c + "separable"),
-                                     static_cast<std::uint64_t>(o.integer(c + "seed")), num_threads);
-}
-
-void validate_ga_options(const OptionSet& o, std::optional<std::size_t> /*num_params*/) {
-  using detail::fail;
-  validate_strategy_options(o);
-  const std::string f = "sampling.ga_sampling.";
-  const std::int64_t n = o.integer("population_size");
-  const std::int64_t truncation = o.integer(f + "truncation_size");
-  if (!(1 <= truncation && truncation <= n)) {
-    fail(f + "truncation_size", "must be in [1, " + std::to_string(n) +
-                                    "] (solver.population_size), got " + std::to_string(truncation));
-  }
-  const std::int64_t elites = o.integer(f + "num_elites");
-  if (!(1 <= elites && elites <= n - 1)) {
-    fail(f + "num_elites", "must be in [1, " + std::to_string(n - 1) +
-                               "] (solver.population_size - 1), got " + std::to_string(elites));
-  }
-  detail::positive(o, f + "mutation_power");
-  detail::non_negative(o, f + "init_sigma");
-  detail::at_least(o, f + "elite_evaluations", 0);
-  const std::int64_t evaluations = o.integer(f + "elite_evaluations");
-  if (evaluations > 0) {
-    const std::int64_t candidates = o.integer(f + "elite_candidates");
-    if (!(elites <= candidates && candidates <= n)) {
-      fail(f + "elite_candidates", "must be in [" + std::to_string(elites) + ", " +
-                                       std::to_string(n) +
-                                       "] (num_elites to solver.population_size), got " +
-                                       std::to_string(candidates));
-    }
-    const std::int64_t need = (candidates + elites) * evaluations;
-    if (need > n) {
-      fail(f + "elite_evaluations",
-           "(" + std::to_string(evaluations) + ") times the at most " +
-               std::to_string(candidates + elites) +
-               " candidates (elite_candidates + num_elites) is " + std::to_string(need) +
-               ", more than the " + std::to_string(n) +
-               " samples of a generation (solver.population_size)");
-    }
-  }
-}
-
-std::unique_ptr<Solver> make_ga_solver(const OptionSet& o, std::vector<float> x0,
-                                       int num_threads) {
-  const std::string f = "sampling.ga_sampling.";
-  GeneticAlgorithmOptions g;
-  g.population_size = static_cast<std::size_t>(o.integer("population_size"));
-  g.truncation_size = static_cast<std::size_t>(o.integer(f + "truncation_size"));
-  g.num_elites = static_cast<std::size_t>(o.integer(f + "num_elites"));
-  g.mutation_power = static_cast<float>(o.real(f + "mutation_power"));
-  g.init_sigma = static_cast<float>(o.real(f + "init_sigma"));
-  g.elite_candidates = static_cast<std::size_t>(o.integer(f + "elite_candidates"));
-  g.elite_evaluations = static_cast<std::size_t>(o.integer(f + "elite_evaluations"));
-  g.seed = static_cast<std::uint64_t>(o.integer(f + "seed"));
-  g.num_threads = num_threads;
-  return std::make_unique<GASolver>(g, std::move(x0));
 }
 
 }  // namespace evokit

@@ -1,0 +1,129 @@
+// CMA-ES as the solver of a policy agent (CMA_SAMPLING); see
+// evokit/strategy_solver.h.
+#include <limits>
+#include <stdexcept>
+
+#include "evokit/strategy_solver.h"
+#include "option_checks.h"
+#include "strategy_internal.h"
+
+namespace evokit {
+
+// ---- CMASolver --------------------------------------------------------------
+
+namespace {
+
+CMAESOptions policy_cma_options(std::size_t population_size, std::uint64_t seed, int num_threads) {
+  CMAESOptions o;
+  o.population_size = population_size;
+  o.seed = seed;
+  o.num_threads = num_threads;
+  o.tolfun = 0.0;  // the criteria compare with <: 0 never fires
+  o.tolfunhist = 0.0;
+  o.tolx = 0.0;
+  o.tolstagnation = std::numeric_limits<std::int64_t>::max() / 4;
+  o.conditioncov = std::numeric_limits<double>::max();
+  o.tolupsigma = std::numeric_limits<double>::max();
+  o.noeffectaxis = false;
+  o.noeffectcoord = false;
+  o.restarts = 0;
+  return o;
+}
+
+}  // namespace
+
+CMASolver::CMASolver(const std::vector<float>& x0, double sigma0, std::size_t population_size,
+                     bool separable, std::uint64_t seed, int num_threads)
+    : StrategySolver("CMA_SAMPLING", "CMA", x0) {
+  std::vector<double> mean(x0.begin(), x0.end());
+  const CMAESOptions o = policy_cma_options(population_size, seed, num_threads);
+  if (separable) {
+    cma_ = std::make_unique<SepCMAES>(std::move(mean), sigma0, o);
+  } else {
+    cma_ = std::make_unique<CMAES>(std::move(mean), sigma0, o);
+  }
+  refresh();
+}
+
+std::vector<std::vector<std::int64_t>> CMASolver::members() const {
+  std::vector<std::vector<std::int64_t>> keys(cma_->population_size());
+  for (std::size_t k = 0; k < keys.size(); ++k) keys[k] = {cma_->sample_key(k)};
+  return keys;
+}
+
+void CMASolver::rebuild_member(const std::vector<std::int64_t>& key, float* out) const {
+  const std::vector<double> x = cma_->regenerate(key.at(0));
+  for (std::size_t j = 0; j < x.size(); ++j) out[j] = static_cast<float>(x[j]);
+}
+
+std::pair<std::size_t, std::string> CMASolver::requirement() const { return {1, "members"}; }
+
+void CMASolver::tell(const std::vector<std::vector<double>>& per_member) {
+  if (cma_->stopped()) {
+    std::string names;
+    for (const auto& [name, threshold] : cma_->stop()) names += (names.empty() ? "" : ", ") + name;
+    throw std::logic_error("CMA-ES has stopped (" + names + "): no further updates");
+  }
+  const auto& keys = member_keys();
+  std::vector<std::int64_t> k(keys.size());
+  std::vector<double> values(keys.size());
+  for (std::size_t m = 0; m < keys.size(); ++m) {
+    k[m] = keys[m][0];
+    double sum = 0.0;
+    for (double r : per_member[m]) sum += r;
+    values[m] = -(sum / static_cast<double>(per_member[m].size()));  // CMA minimises
+  }
+  cma_->tell_keys(k.data(), values.data(), k.size());
+}
+
+void CMASolver::compute_center(float* out) const {
+  const std::vector<double> m = cma_->mean_solution();
+  for (std::size_t j = 0; j < m.size(); ++j) out[j] = static_cast<float>(m[j]);
+}
+
+void CMASolver::save_strategy(SolverState& state) const {
+  const CMAState& s = cma_->state();
+  state.doubles["cma.mean"] = s.mean;
+  state.doubles["cma.p_sigma"] = s.p_sigma;
+  state.doubles["cma.p_c"] = s.p_c;
+  state.doubles["cma.cov"] = s.cov;
+  state.doubles["cma.eigenvalues"] = s.eigenvalues;
+  state.doubles["cma.eigenvectors"] = s.eigenvectors;
+  state.doubles["cma.sigma"] = {s.sigma};
+  state.ints["cma.generation"] = {s.generation};
+  state.ints["cma.eigen_generation"] = {s.eigen_generation};
+}
+
+void CMASolver::load_strategy(const SolverState& state) {
+  const std::size_t n = num_params();
+  const bool full = !cma_->params().separable;
+  CMAState s;
+  s.mean = state.double_array("cma.mean", n);
+  s.p_sigma = state.double_array("cma.p_sigma", n);
+  s.p_c = state.double_array("cma.p_c", n);
+  s.cov = state.double_array("cma.cov", full ? n * n : n);
+  s.eigenvalues = state.double_array("cma.eigenvalues", full ? n : 0);
+  s.eigenvectors = state.double_array("cma.eigenvectors", full ? n * n : 0);
+  s.sigma = state.double_value("cma.sigma");
+  s.generation = state.int_value("cma.generation");
+  s.eigen_generation = full ? state.int_value("cma.eigen_generation") : s.generation;
+  cma_->set_state(s);  // validates first
+}
+
+// ---- options ----------------------------------------------------------------
+
+void validate_cma_options(const OptionSet& o, std::optional<std::size_t> /*num_params*/) {
+  detail::validate_strategy_options(o);
+  detail::positive(o, "sampling.cma_sampling.sigma0");
+}
+
+std::unique_ptr<Solver> make_cma_solver(const OptionSet& o, std::vector<float> x0,
+                                        int num_threads) {
+  const std::string c = "sampling.cma_sampling.";
+  return std::make_unique<CMASolver>(x0, o.real(c + "sigma0"),
+                                     static_cast<std::size_t>(o.integer("population_size")),
+                                     o.flag(c + "separable"),
+                                     static_cast<std::uint64_t>(o.integer(c + "seed")), num_threads);
+}
+
+}  // namespace evokit
