@@ -242,6 +242,8 @@ def validate_config(config: pb.EvoKitConfig, source: str = "<config>",
         field, _, message = str(exc).partition(" ")
         c.fail(field, message)
 
+    c.at_least("async_es.max_to_keep", config.async_es.max_to_keep, 1)
+
     t = config.train
     c.at_least("train.max_generations", t.max_generations, 1)
     c.at_least("train.eval_every", t.eval_every, 1)

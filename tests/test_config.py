@@ -127,6 +127,8 @@ def test_extended_fields_are_validated(tmp_path):
                         f"got 'softplus'")
     err, path = _error(tmp_path, SEED_EXAMPLE.replace("}\n}", "}\n  num_threads: 0\n}"))
     assert str(err) == f"{path}:5: solver.num_threads must be >= 1, got 0"
+    err, path = _error(tmp_path, SEED_EXAMPLE + "async_es { max_to_keep: -2 }\n")
+    assert str(err) == f"{path}:6: async_es.max_to_keep must be >= 1, got -2"
 
 
 def test_missing_file_and_directory(tmp_path):

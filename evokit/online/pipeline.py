@@ -61,6 +61,10 @@ from ..evaluation.seeds import SAMPLER_TAG, episode_seeds
 from .samplelog import Skipped, append_records, read_log
 from .warehouse import INFO_FILE, Warehouse
 
+# Rewards are float32 in the Gaussian update: a larger one would abort the
+# whole update, so such a record is dropped (and counted) like a non-finite one.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 __all__ = ["EvaluateReport", "SampleReport", "UpdateReport", "evaluate", "sample", "update"]
 
 
@@ -125,6 +129,8 @@ def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
     antithetic = agent.config.solver.antithetic
     if num_samples < 1:
         raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+    if episodes_per_sample < 1:
+        raise ValueError(f"episodes per sample must be >= 1, got {episodes_per_sample}")
     if antithetic and num_samples % 2:
         raise ValueError(f"num_samples must be even with antithetic sampling, got {num_samples}")
     log = os.fspath(log)
@@ -213,6 +219,8 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
                 dropped["duplicate of another record in these logs"] += 1
             elif not np.isfinite(r.reward):
                 dropped["reward is not finite"] += 1
+            elif abs(r.reward) > _FLOAT32_MAX:
+                dropped["reward beyond the float32 range (|reward| > 3.4e38)"] += 1
             elif not _rebuildable(agent, r.info):
                 dropped["invalid key"] += 1
             else:

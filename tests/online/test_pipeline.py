@@ -310,12 +310,23 @@ def test_future_iteration_and_bad_records(setup):
     nan = pb.SampleRecord()
     nan.CopyFrom(recs[2])
     nan.reward = float("nan")
+    huge = pb.SampleRecord()  # finite as a double, beyond float32: would abort the update
+    huge.CopyFrom(recs[3])
+    huge.reward = 1e39
     extra = tmp / "extra"
-    append_records(extra, [future, badkey, nan])
+    append_records(extra, [future, badkey, nan, huge])
     rep = update(wh, [log, extra])
     assert rep.to_iteration == 1 and rep.used == 4
     assert rep.dropped == {"from a future or unknown iteration (the warehouse is at 0)": 1,
-                           "invalid key": 1, "reward is not finite": 1}
+                           "invalid key": 1, "reward is not finite": 1,
+                           "reward beyond the float32 range (|reward| > 3.4e38)": 1}
+
+
+def test_sample_refuses_zero_episodes(setup):
+    tmp, cfg, model, wh = setup
+    with pytest.raises(ValueError, match=r"^episodes per sample must be >= 1, got 0$"):
+        sample(wh, "CartPole-v1", 4, tmp / "log", episodes_per_sample=0)
+    assert not (tmp / "log").exists()
 
 
 def test_log_path_that_is_a_directory_or_missing(setup):
