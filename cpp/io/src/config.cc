@@ -226,6 +226,11 @@ void validate_config(const proto::EvoKitConfig& config, const std::string& sourc
   } catch (const std::invalid_argument& e) {
     throw ConfigError(source + ": " + e.what());
   }
+  // The warehouse's section (a warehouse keeps max_to_keep iterations).
+  const std::int32_t keep = config.async_es().max_to_keep();
+  if (keep < 1) {
+    throw ConfigError(source + ": async_es.max_to_keep must be >= 1, got " + std::to_string(keep));
+  }
 }
 
 }  // namespace evokit::io

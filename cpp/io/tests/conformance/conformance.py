@@ -254,7 +254,8 @@ def _config_line_numbers(line: dict) -> None:
     for field in ("check", "check_n58"):
         value = line.get(field)
         if is_error(value):
-            value["error"] = re.sub(r"^(.*?):\d+: (?=solver\.|train\.)", r"\1: ", value["error"], count=1)
+            value["error"] = re.sub(r"^(.*?):\d+: (?=solver\.|train\.|async_es\.)", r"\1: ",
+                                    value["error"], count=1)
 
 
 def _native_marker(line: dict) -> None:

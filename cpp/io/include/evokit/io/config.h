@@ -31,7 +31,8 @@ std::string config_to_text(const proto::EvoKitConfig& config);
 OptionSet solver_options(const proto::SolverConfig& solver);
 
 // The core's checks of the solver options (evokit::validate_solver_options;
-// with num_params, also those that need the model's size). Throws
+// with num_params, also those that need the model's size), and
+// async_es.max_to_keep >= 1 (what a warehouse keeps). Throws
 // ConfigError "<source>: <the core's message>", which starts with the
 // option's full name: "c.prototxt: solver.population_size must be >= 1,
 // got 0".
