@@ -267,8 +267,7 @@ UpdateStats GaussianSolver::update(const std::vector<SamplingInfo>& infos,
 
 SolverState GaussianSolver::save() const {
   // The centre is the model's (model.onnx): not repeated here.
-  SolverState state = sampling_state();
-  state.floats.erase("center");
+  SolverState state = state_header();
   for (const std::string& name : optimizer_->state_names()) {
     state.floats[kOptimizerPrefix + name] = optimizer_->state(name);
   }
@@ -280,19 +279,18 @@ SolverState GaussianSolver::save() const {
 void GaussianSolver::load(const SolverState& state) {
   check_state(state, /*needs_noise_version=*/false);
   const std::size_t p = num_params();
-  // Check everything first.
+  // Check everything first: each optimizer vector present with p values,
+  // no other float entry, counters >= 0.
+  const std::vector<std::string> names = optimizer_->state_names();
   std::vector<const std::vector<float>*> vectors;
-  for (const std::string& name : optimizer_->state_names()) {
+  for (const std::string& name : names) {
     vectors.push_back(&state.float_array(kOptimizerPrefix + name, p));
   }
   for (const auto& entry : state.floats) {
     const std::string& name = entry.first;
     const bool known = name.rfind(kOptimizerPrefix, 0) == 0 &&
-                       [&] {
-                         for (const auto& s : optimizer_->state_names())
-                           if (kOptimizerPrefix + s == name) return true;
-                         return false;
-                       }();
+                       std::find(names.begin(), names.end(),
+                                 name.substr(sizeof(kOptimizerPrefix) - 1)) != names.end();
     if (!known) {
       throw std::invalid_argument("state vector '" + name + "' is not a state of the " +
                                   optimizer_->name() + " optimizer");
@@ -306,7 +304,6 @@ void GaussianSolver::load(const SolverState& state) {
     }
   }
   std::vector<std::uint64_t> counters(saved.begin(), saved.end());
-  const auto names = optimizer_->state_names();
   for (std::size_t k = 0; k < names.size(); ++k) optimizer_->state(names[k]) = *vectors[k];
   optimizer_->set_steps(state.model_iter_id);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -314,10 +311,7 @@ void GaussianSolver::load(const SolverState& state) {
 }
 
 SolverState GaussianSolver::sampling_state() const {
-  SolverState state;
-  state.family = family();
-  state.model_iter_id = model_iter_id();
-  state.noise_version = kNoiseVersion;
+  SolverState state = state_header();
   state.floats["center"] = center_;
   return state;
 }

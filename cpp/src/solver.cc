@@ -141,6 +141,14 @@ std::string Solver::shortfall(const std::vector<SamplingInfo>& infos,
   return infos.empty() ? "an update needs at least one sample" : "";
 }
 
+SolverState Solver::state_header() const {
+  SolverState state;
+  state.family = family_;
+  state.model_iter_id = model_iter_id();
+  state.noise_version = kNoiseVersion;
+  return state;
+}
+
 void Solver::check_state(const SolverState& state, bool needs_noise_version) const {
   if (state.family != family_) {
     throw std::invalid_argument("the state is of " +

@@ -129,10 +129,7 @@ void StrategySolver::rebuild(const SamplingInfo& info, float* out, int /*num_thr
 }
 
 SolverState StrategySolver::member_rows_state() const {
-  SolverState state;
-  state.family = family();
-  state.model_iter_id = model_iter_id_;
-  state.noise_version = kNoiseVersion;
+  SolverState state = state_header();
   std::vector<SamplingInfo> infos(members_.size());
   std::vector<float>& rows = state.floats["members.rows"];
   rows.resize(members_.size() * num_params());
@@ -256,10 +253,7 @@ void StrategySolver::refresh() {
 }
 
 SolverState StrategySolver::save() const {
-  SolverState state;
-  state.family = family();
-  state.model_iter_id = model_iter_id_;
-  state.noise_version = kNoiseVersion;
+  SolverState state = state_header();
   state.ints["draws"] = {draws()};
   save_strategy(state);
   return state;

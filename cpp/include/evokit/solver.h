@@ -161,6 +161,8 @@ class Solver {
   // Checks the family, the iteration (>= 0) and the noise version of a
   // state given to load().
   void check_state(const SolverState& state, bool needs_noise_version) const;
+  // A state naming this solver: its family, iteration and noise version.
+  SolverState state_header() const;
   void center_changed() noexcept { center_version_.fetch_add(1); }
 
   std::vector<float> center_;  // sized once, never reallocated
