@@ -23,6 +23,9 @@ class EvalResult:
     steps: int           # environment steps taken
     # With Evaluator.obs_norm set: each sample's raw observation statistics.
     obs_stats: Optional[ObsStats] = None
+    # Environment steps of each sample's episodes (int64, one per sample),
+    # for rewards that depend on episode length (train.alive_bonus_offset).
+    sample_steps: Optional[np.ndarray] = None
 
 
 class Evaluator(abc.ABC):
