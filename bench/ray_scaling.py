@@ -2,7 +2,7 @@
 
 For each worker count, a fresh local Ray instance with that many CPUs and a
 :class:`evokit.evaluation.ray_backend.RayEvaluator` run the same ES generations
-(configs/hopper.prototxt: Hopper-v5, population 40, antithetic, the same
+(configs/hopper_openai_es.prototxt: Hopper-v5, population 40, antithetic, the same
 seeds, so every worker count simulates exactly the same episodes and the
 same env steps). The in-process local evaluator (`backend="local"`, one
 worker: the native policy in lockstep on a SyncVectorEnv) is the baseline.
@@ -38,7 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-CONFIG = os.path.join(ROOT, "configs", "hopper.prototxt")
+CONFIG = os.path.join(ROOT, "configs", "hopper_openai_es.prototxt")
 
 
 def _agent(cfg, tmp, model_path=None):

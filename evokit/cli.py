@@ -28,7 +28,7 @@ from .evaluation.envs import policy_for_env
 from .evaluation.factory import EVALUATOR_KINDS
 from .online.pipeline import evaluate, sample, update
 from .online.warehouse import Warehouse
-from .policy.mlp import ACTIVATIONS
+from .policy.mlp import ACTION_MAPPINGS, ACTIVATIONS
 from .training.loop import EVALUATION_BACKENDS, train
 from .training.metrics import FORMATS as METRICS_FORMATS
 from .training.plot import plot_run
@@ -70,7 +70,7 @@ def _cmd_plot(args) -> int:
 
 def _cmd_init_model(args) -> int:
     model = policy_for_env(args.env, hidden_sizes=args.hidden, activation=args.activation,
-                           seed=args.seed)
+                           seed=args.seed, action_mapping=args.action_mapping)
     atomic_write_bytes(args.output, model.SerializeToString())
     print(f"wrote {args.output}: MLP {args.hidden or 'linear'} ({args.activation}) for {args.env}")
     return 0
@@ -205,6 +205,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="hidden layer sizes (default: 16; none for a linear policy)")
     m.add_argument("--activation", default="tanh", choices=ACTIVATIONS)
     m.add_argument("--seed", type=int, default=0, help="seed of the initial weights (default: 0)")
+    m.add_argument("--action-mapping", default="clip", choices=ACTION_MAPPINGS,
+                   help="continuous actions: how the output is mapped into the action bounds, as "
+                        "nodes of the model (default: clip)")
     m.add_argument("-o", "--output", required=True, help="path of the .onnx file to write")
     m.set_defaults(func=_cmd_init_model)
 

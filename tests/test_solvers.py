@@ -23,6 +23,7 @@ CONFIGS = {
     "GAUSSIAN_SAMPLING": "cartpole.prototxt",
     "CMA_SAMPLING": "cartpole_cma.prototxt",
     "GA_SAMPLING": "cartpole_ga.prototxt",
+    "ARS_SAMPLING": "hopper.prototxt",
 }
 
 
@@ -34,7 +35,12 @@ def _config(family, **changes):
         g.truncation_size, g.num_elites = 3, 1
         g.elite_candidates, g.elite_evaluations = changes.get("elite", (2, 2))
     cfg.solver.sampling.gaussian_sampling.cached = changes.get("cached", True)
-    cfg.solver.optimizer.type = pb.OptimizerConfig.ADAM
+    if family == "ARS_SAMPLING":
+        a = cfg.solver.sampling.ars_sampling
+        a.cached, a.cache_size = changes.get("cached", True), 100000
+        a.top_directions = changes.get("top_directions", 2)
+    else:
+        cfg.solver.optimizer.type = pb.OptimizerConfig.ADAM
     return cfg
 
 
@@ -100,6 +106,7 @@ def test_draw_members_is_what_the_clones_would_draw(family, mlp_path):
 
 @pytest.mark.parametrize("family,cached,elite", [
     ("GAUSSIAN_SAMPLING", True, (2, 2)), ("GAUSSIAN_SAMPLING", False, (2, 2)),
+    ("ARS_SAMPLING", False, (2, 2)),
     ("CMA_SAMPLING", True, (2, 2)), ("GA_SAMPLING", True, (2, 2)), ("GA_SAMPLING", True, (2, 0)),
 ])
 def test_save_load_continues_bit_for_bit(family, cached, elite, mlp_path, tmp_path):
@@ -267,9 +274,13 @@ def test_the_solver_refuses_a_state_that_does_not_fit_and_changes_nothing(family
     agent = evokit.ESAgent(_config(family), mlp_path)
     _generations(agent, [agent.clone() for _ in range(8)], 1)
     state = agent.solver_state()
-    victim = next(v for v in state.vectors if v.type != pb.NamedVector.INT64 or
-                  v.name == "draws.counters")
-    victim.data = victim.data[:-(8 if victim.type else 4)]
+    floats = [v for v in state.vectors if v.type != pb.NamedVector.INT64]
+    if floats:  # a float vector one element short
+        victim = floats[0]
+        victim.data = victim.data[:-(8 if victim.type else 4)]
+    else:  # ARS (plain SGD steps) keeps only the draw counters: without them
+        victim = next(v for v in state.vectors if v.name == "draws.counters")
+        state.vectors.remove(victim)
     before = agent.center.copy(), agent.model_iter_id
     with pytest.raises(evokit.SolverFileError, match=rf"^w/solver.pb: invalid solver state: .*"
                                                      rf"'{victim.name}'"):
@@ -289,3 +300,63 @@ def test_state_round_trips_through_the_message(mlp_path):
         assert a.keys() == b.keys()
         for k in a:
             np.testing.assert_array_equal(a[k], b[k])
+
+
+def _ars_reference(centre, deltas_plus, r_plus, r_minus, step_size, b):
+    """Mania et al. 2018, Algorithm 2, line 7, in float64: the b directions
+    with the largest max(r+, r-) (ties: the earlier), sigma_R the standard
+    deviation of their 2b rewards."""
+    r_plus, r_minus = np.asarray(r_plus, np.float64), np.asarray(r_minus, np.float64)
+    order = sorted(range(len(r_plus)), key=lambda k: (-max(r_plus[k], r_minus[k]), k))[:b]
+    used = np.concatenate([r_plus[order], r_minus[order]])
+    step = sum((r_plus[k] - r_minus[k]) * deltas_plus[k].astype(np.float64) for k in order)
+    return centre.astype(np.float64) + step_size / (b * used.std()) * step
+
+
+@pytest.mark.parametrize("top,cached", [(2, True), (0, True), (3, False)])
+def test_ars_update_is_algorithm_2(top, cached, mlp_path):
+    cfg = _config("ARS_SAMPLING", top_directions=top, cached=cached)
+    a = cfg.solver.sampling.ars_sampling
+    agent = evokit.ESAgent(cfg, mlp_path)
+    assert agent.solver.family == "ARS_SAMPLING"
+    centre = agent.center.copy()
+    infos = agent.draw_members(8)
+    assert [i.mirrored for i in infos] == [False, True] * 4
+    members = [agent.solver.rebuild(_core.SamplingInfo(key=list(i.key), model_iter_id=0,
+                                                       mirrored=i.mirrored)) for i in infos]
+    deltas = [(members[2 * k].astype(np.float64) - centre) / np.float32(a.std) for k in range(4)]
+    rewards = [3.0, 1.0, -2.0, 5.0, 4.5, 0.0, 2.0, 2.5]  # max per pair: 3, 5, 4.5, 2.5
+    expected = _ars_reference(centre, deltas, rewards[0::2], rewards[1::2], np.float32(a.step_size),
+                              top or 4)
+    agent.update(infos, rewards)
+    np.testing.assert_allclose(agent.center, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_ars_pairs_samples_in_any_order_and_ignores_a_lone_one(mlp_path):
+    cfg = _config("ARS_SAMPLING", top_directions=0)
+    a, b = evokit.ESAgent(cfg, mlp_path), evokit.ESAgent(cfg, mlp_path)
+    infos = a.draw_members(8)
+    b.draw_members(8)
+    rewards = [float(r) for r in (3, 1, -2, 5, 4.5, 0, 2, 2.5)]
+    order = [5, 0, 3, 6, 1, 4, 7, 2]
+    a.update(infos[:6], rewards[:6])  # pairs 0-2
+    b.update([infos[i] for i in order if i != 7], [rewards[i] for i in order if i != 7])
+    # 6 (pair 3's +) is alone and left out; the sums run in another order
+    np.testing.assert_allclose(a.center, b.center, rtol=1e-5, atol=1e-7)
+    assert not np.array_equal(a.center, a.policy.initial_params())
+
+
+def test_ars_refuses_samples_without_partners_and_bad_options(mlp_path):
+    agent = evokit.ESAgent(_config("ARS_SAMPLING"), mlp_path)
+    infos = agent.draw_members(8)
+    with pytest.raises(ValueError, match="none of the 2 samples has its partner"):
+        agent.update([infos[0], infos[2]], [1.0, 2.0])
+    for extra, ars, message in [
+        ("antithetic: false", "", "solver.antithetic must be true for ARS_SAMPLING"),
+        ("", "top_directions: 5",
+         r"solver.sampling.ars_sampling.top_directions must be in \[0, population_size / 2 = 4\]"),
+        ("", "step_size: 0", "solver.sampling.ars_sampling.step_size must be > 0, got 0"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            parse_config(f"solver {{ population_size: 8 {extra} "
+                         f"sampling {{ type: ARS_SAMPLING ars_sampling {{ {ars} }} }} }}")

@@ -23,6 +23,7 @@ namespace evokit {
 namespace {
 
 constexpr char kFamily[] = "GAUSSIAN_SAMPLING";
+constexpr char kArsFamily[] = "ARS_SAMPLING";
 constexpr char kCounters[] = "draws.counters";
 constexpr char kOptimizerPrefix[] = "optimizer.";
 
@@ -70,6 +71,18 @@ std::vector<float> checked(const GaussianSolverOptions& options, std::vector<flo
                                 detail::format_number(options.weight_decay));
   }
   validate_fitness_shaping(options.fitness_shaping);
+  if (options.ars) {
+    if (!options.antithetic) {
+      throw std::invalid_argument("ARS samples mirrored pairs: antithetic must be true");
+    }
+    if (options.optimizer.type != OptimizerOptions::Type::kSGD) {
+      throw std::invalid_argument("ARS takes plain steps: the optimizer must be SGD");
+    }
+    if (options.top_directions < 0) {
+      throw std::invalid_argument("top_directions must be >= 0, got " +
+                                  std::to_string(options.top_directions));
+    }
+  }
   return params;
 }
 
@@ -81,7 +94,7 @@ GaussianSolverOptions resolved(GaussianSolverOptions options, std::size_t n) {
 }  // namespace
 
 GaussianSolver::GaussianSolver(const GaussianSolverOptions& options, std::vector<float> params)
-    : Solver(kFamily, checked(options, std::move(params))),
+    : Solver(options.ars ? kArsFamily : kFamily, checked(options, std::move(params))),
       options_(resolved(options, center_.size())),
       // The sampler validates its options before it builds the table.
       sampler_(options_.sampling),
@@ -213,7 +226,9 @@ UpdateStats GaussianSolver::update(const std::vector<SamplingInfo>& infos,
   }
 
   // ---- the descent direction: -g + weight_decay * theta -------------------
-  const std::vector<float> weights = shape_fitness(r.data(), n, options_.fitness_shaping);
+  const std::vector<float> weights =
+      options_.ars ? ars_weights(infos, keys, r, options_.top_directions, sampler_.sigma())
+                   : shape_fitness(r.data(), n, options_.fitness_shaping);
   std::vector<float> direction(p);
   sampler_.descent_direction(keys.data(), signs.data(), weights.data(), n, center_.data(),
                              options_.weight_decay, direction.data(), options_.num_threads);
@@ -336,9 +351,83 @@ void GaussianSolver::set_center(const std::vector<float>& params) {
   center_changed();
 }
 
+// ---- ARS --------------------------------------------------------------------
+
+std::vector<float> ars_weights(const std::vector<SamplingInfo>& infos,
+                               const std::vector<std::int64_t>& keys, const std::vector<float>& r,
+                               int top_directions, double sigma, std::size_t* num_pairs) {
+  const std::size_t n = infos.size();
+  // Pair each unmirrored sample with the first unpaired mirrored one of the
+  // same key and iteration, in sample order.
+  struct Pair {
+    std::size_t plus, minus;
+  };
+  std::vector<Pair> pairs;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::size_t>> open[2];
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto id = std::make_pair(keys[i], infos[i].model_iter_id);
+    const int side = infos[i].mirrored ? 1 : 0;
+    auto& waiting = open[1 - side][id];
+    if (waiting.empty()) {
+      open[side][id].push_back(i);
+      continue;
+    }
+    const std::size_t other = waiting.front();
+    waiting.erase(waiting.begin());
+    pairs.push_back(side == 0 ? Pair{i, other} : Pair{other, i});
+  }
+  // Pairs in the order of their first sample, so ties go to the earlier one.
+  std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {
+    return std::min(a.plus, a.minus) < std::min(b.plus, b.minus);
+  });
+  if (num_pairs != nullptr) *num_pairs = pairs.size();
+  if (pairs.empty()) {
+    throw std::invalid_argument("ARS needs both samples of a mirrored pair (the same key drawn "
+                                "at the same iteration, once mirrored); none of the " +
+                                std::to_string(n) + " samples has its partner");
+  }
+  const std::size_t k = pairs.size();
+  const std::size_t b = top_directions <= 0 ? k
+                                            : std::min(k, static_cast<std::size_t>(top_directions));
+  std::vector<std::size_t> order(k);
+  for (std::size_t j = 0; j < k; ++j) order[j] = j;
+  auto score = [&](std::size_t j) { return std::max(r[pairs[j].plus], r[pairs[j].minus]); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t c) { return score(a) > score(c); });
+  // sigma_R: the (population) standard deviation of the 2b rewards used.
+  double mean = 0.0;
+  for (std::size_t j = 0; j < b; ++j) {
+    mean += static_cast<double>(r[pairs[order[j]].plus]) + r[pairs[order[j]].minus];
+  }
+  mean /= static_cast<double>(2 * b);
+  double var = 0.0;
+  for (std::size_t j = 0; j < b; ++j) {
+    const double dp = r[pairs[order[j]].plus] - mean, dm = r[pairs[order[j]].minus] - mean;
+    var += dp * dp + dm * dm;
+  }
+  double sigma_r = std::sqrt(var / static_cast<double>(2 * b));
+  if (!(sigma_r > 0.0)) sigma_r = 1.0;  // every reward equal: every difference is 0
+  // descent_direction divides by n * sigma and multiplies by the sign, so a
+  // pair's two weights +-h with h = (r+ - r-) * n * sigma / (2 b sigma_R)
+  // contribute (r+ - r-) / (b sigma_R) * eps.
+  const double scale = static_cast<double>(n) * sigma / (2.0 * static_cast<double>(b) * sigma_r);
+  std::vector<float> weights(n, 0.0f);
+  for (std::size_t j = 0; j < b; ++j) {
+    const Pair& p = pairs[order[j]];
+    const double h = (static_cast<double>(r[p.plus]) - r[p.minus]) * scale;
+    weights[p.plus] = static_cast<float>(h);
+    weights[p.minus] = static_cast<float>(-h);
+  }
+  return weights;
+}
+
 // ---- options ----------------------------------------------------------------
 
-void validate_gaussian_options(const OptionSet& o, std::optional<std::size_t> num_params) {
+namespace {
+
+// The noise options that gaussian_sampling and ars_sampling share, below `gs`.
+void validate_noise_options(const OptionSet& o, const std::string& gs,
+                            std::optional<std::size_t> num_params) {
   using namespace detail;
   const std::int64_t n = o.integer("population_size");
   at_least(o, "population_size", 1);
@@ -346,7 +435,6 @@ void validate_gaussian_options(const OptionSet& o, std::optional<std::size_t> nu
     fail("population_size", "must be even when solver.antithetic is true, got " +
                                 std::to_string(n));
   }
-  const std::string gs = "sampling.gaussian_sampling.";
   positive(o, gs + "std");
   if (o.flag(gs + "cached")) {
     at_least(o, gs + "cache_size", 1);
@@ -360,19 +448,56 @@ void validate_gaussian_options(const OptionSet& o, std::optional<std::size_t> nu
   }
 }
 
-GaussianSolverOptions gaussian_options(const OptionSet& o, int num_threads) {
+GaussianSolverOptions noise_options(const OptionSet& o, const std::string& gs, int num_threads) {
   GaussianSolverOptions options;
-  const std::string gs = "sampling.gaussian_sampling.";
   options.sampling.seed = static_cast<std::uint64_t>(o.integer(gs + "seed"));
   options.sampling.sigma = static_cast<float>(o.real(gs + "std"));
   options.sampling.cached = o.flag(gs + "cached");
   options.sampling.cache_size = static_cast<std::size_t>(std::max<std::int64_t>(0, o.integer(gs + "cache_size")));
   options.sampling.num_threads = num_threads;
-  options.optimizer = detail::optimizer_options(o);
   options.antithetic = o.flag("antithetic");
-  options.fitness_shaping = detail::fitness_shaping(o);
   options.weight_decay = static_cast<float>(o.real("weight_decay"));
   options.num_threads = num_threads;
+  return options;
+}
+
+}  // namespace
+
+void validate_gaussian_options(const OptionSet& o, std::optional<std::size_t> num_params) {
+  validate_noise_options(o, "sampling.gaussian_sampling.", num_params);
+}
+
+GaussianSolverOptions gaussian_options(const OptionSet& o, int num_threads) {
+  GaussianSolverOptions options = noise_options(o, "sampling.gaussian_sampling.", num_threads);
+  options.optimizer = detail::optimizer_options(o);
+  options.fitness_shaping = detail::fitness_shaping(o);
+  return options;
+}
+
+void validate_ars_options(const OptionSet& o, std::optional<std::size_t> num_params) {
+  using namespace detail;
+  const std::string as = "sampling.ars_sampling.";
+  if (!o.flag("antithetic")) {
+    fail("antithetic", "must be true for ARS_SAMPLING (ARS evaluates mirrored pairs), got false");
+  }
+  validate_noise_options(o, as, num_params);
+  positive(o, as + "step_size");
+  const std::int64_t b = o.integer(as + "top_directions");
+  const std::int64_t pairs = o.integer("population_size") / 2;
+  if (b < 0 || b > pairs) {
+    fail(as + "top_directions", "must be in [0, population_size / 2 = " + std::to_string(pairs) +
+                                    "] (0: every direction), got " + std::to_string(b));
+  }
+}
+
+GaussianSolverOptions ars_options(const OptionSet& o, int num_threads) {
+  const std::string as = "sampling.ars_sampling.";
+  GaussianSolverOptions options = noise_options(o, as, num_threads);
+  options.ars = true;
+  options.top_directions = static_cast<int>(o.integer(as + "top_directions"));
+  options.optimizer.type = OptimizerOptions::Type::kSGD;
+  options.optimizer.learning_rate = static_cast<float>(o.real(as + "step_size"));
+  options.fitness_shaping = FitnessShaping::kRaw;  // not used
   return options;
 }
 

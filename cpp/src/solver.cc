@@ -225,6 +225,11 @@ std::unique_ptr<Solver> make_gaussian_solver(const OptionSet& o, std::vector<flo
   return std::make_unique<GaussianSolver>(gaussian_options(o, num_threads), std::move(x0));
 }
 
+std::unique_ptr<Solver> make_ars_solver(const OptionSet& o, std::vector<float> x0,
+                                        int num_threads) {
+  return std::make_unique<GaussianSolver>(ars_options(o, num_threads), std::move(x0));
+}
+
 struct Family {
   const char* name;
   void (*validate)(const OptionSet&, std::optional<std::size_t>);
@@ -244,6 +249,9 @@ const Family kFamilies[] = {
      {"sampling.type", "param_pattern", "population_size", "sampling.ga_sampling.seed",
       "sampling.ga_sampling.mutation_power", "sampling.ga_sampling.init_sigma",
       "sampling.ga_sampling.num_elites", "sampling.ga_sampling.elite_evaluations"}},
+    {"ARS_SAMPLING", &validate_ars_options, &make_ars_solver,
+     {"sampling.type", "sampling.ars_sampling.seed", "sampling.ars_sampling.cached",
+      "sampling.ars_sampling.cache_size", "sampling.ars_sampling.std", "param_pattern"}},
 };
 
 const Family& family_of(const OptionSet& o) {

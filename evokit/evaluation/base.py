@@ -7,7 +7,7 @@ from __future__ import annotations
 import abc
 import concurrent.futures as cf
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -26,6 +26,17 @@ class EvalResult:
     # Environment steps of each sample's episodes (int64, one per sample),
     # for rewards that depend on episode length (train.alive_bonus_offset).
     sample_steps: Optional[np.ndarray] = None
+
+    @classmethod
+    def concat(cls, parts: Sequence["EvalResult"]) -> "EvalResult":
+        """The parts' samples, in order (the chunks of one population)."""
+        steps = [p.sample_steps for p in parts]
+        return cls(np.concatenate([np.asarray(p.rewards, np.float64) for p in parts])
+                   if parts else np.zeros(0),
+                   sum(int(p.steps) for p in parts),
+                   merged_stats([p.obs_stats for p in parts]),
+                   None if not parts or any(s is None for s in steps)
+                   else np.concatenate(steps).astype(np.int64))
 
 
 class Evaluator(abc.ABC):
@@ -59,21 +70,13 @@ class PooledEvaluator(Evaluator):
     _pool: Optional[cf.ProcessPoolExecutor] = None
 
     def _collect(self, futures) -> EvalResult:
-        """The futures' (rewards, steps) joined in submission order, which is
+        """The futures' EvalResults joined in submission order, which is
         the sample order."""
-        rewards: List[float] = []
-        steps = 0
-        stats = []
         try:
-            for f in futures:
-                r, n, st = f.result()
-                rewards.extend(r)
-                steps += n
-                stats.append(st)
+            return EvalResult.concat([f.result() for f in futures])
         except cf.process.BrokenProcessPool as exc:
             self.close_pool()
             raise RuntimeError(f"an evaluation worker died: {exc}") from None
-        return EvalResult(np.asarray(rewards, dtype=np.float64), steps, merged_stats(stats))
 
     def close_pool(self) -> None:
         if self._pool is not None:

@@ -27,14 +27,15 @@ def make_env(env_id: str):
 
 
 def policy_for_env(env_id: str, hidden_sizes: Sequence[int] = (16,), activation: str = "tanh",
-                   seed: int = 0) -> onnx.ModelProto:
+                   seed: int = 0, action_mapping: str = "clip") -> onnx.ModelProto:
     """A fresh MLP policy for ``env_id``'s observation and action spaces:
     :func:`~evokit.policy.mlp.policy_for_spaces` of the environment
     :func:`make_env` makes."""
     env = make_env(env_id)
     try:
         return policy_for_spaces(env.observation_space, env.action_space,
-                                 hidden_sizes=tuple(hidden_sizes), activation=activation, seed=seed)
+                                 hidden_sizes=tuple(hidden_sizes), activation=activation, seed=seed,
+                                 action_mapping=action_mapping)
     finally:
         env.close()
 

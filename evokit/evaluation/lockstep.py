@@ -11,6 +11,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import EnvError
+from .base import EvalResult
 from .envs import check_policy_fits
 from .obsnorm import ObsNorm, ObsStats
 
@@ -150,7 +151,7 @@ class Lockstep:
         env = self._env(n)
         out = np.zeros((n,) + tuple(graph.output_shape(1)[1:]), np.float32)
         returns: List[List[float]] = [[] for _ in range(n)]
-        steps = 0
+        sample_steps = np.zeros(n, np.int64)
         stats = None if norm is None else ObsStats(n, graph.obs_size)
         episode = self._episode_sync if self.mode == "sync" else self._episode_vector
         for r in range(max((len(s) for s in seeds), default=0)):
@@ -159,16 +160,16 @@ class Lockstep:
                 break
             first = next(int(s[r]) for s in seeds if len(s) > r)
             round_seeds = [int(s[r]) if len(s) > r else first for s in seeds]
-            total, round_steps = episode(env, graph, population, round_seeds, active, num_threads, out,
-                                         norm, stats)
-            steps += round_steps
+            total = episode(env, graph, population, round_seeds, active, num_threads, out,
+                            norm, stats, sample_steps)
             for i, s in enumerate(seeds):
                 if len(s) > r:
                     returns[i].append(float(total[i]))
-        return [float(np.mean(x)) for x in returns], steps, stats
+        return EvalResult(np.asarray([float(np.mean(x)) for x in returns], dtype=np.float64),
+                          int(sample_steps.sum()), stats, sample_steps)
 
     def _episode_vector(self, env, graph, population, seeds, active, num_threads, out,
-                        norm=None, stats=None):
+                        norm, stats, sample_steps):
         """One episode per active member on the vector env's own step(). A
         member is masked out from the step its episode ends: gymnasium 1.x
         restarts it at the following step (next-step autoreset), and neither
@@ -177,7 +178,6 @@ class Lockstep:
         action_batch = (n,) + self.action_shape
         obs = self._reset(env, seeds)
         total = np.zeros(n)
-        steps = 0
         while True:
             x = np.ascontiguousarray(obs, dtype=np.float32).reshape(n, -1)
             if norm is not None:
@@ -187,13 +187,13 @@ class Lockstep:
             actions = out.argmax(axis=1) if self.discrete else out.reshape(action_batch)
             obs, reward, terminated, truncated, _ = env.step(actions)
             np.add(total, reward, out=total, where=active)
-            steps += int(np.count_nonzero(active))
+            sample_steps += active
             active &= ~(np.asarray(terminated) | np.asarray(truncated))
             if not active.any():
-                return total, steps
+                return total
 
     def _episode_sync(self, env, graph, population, seeds, active, num_threads, out,
-                      norm=None, stats=None):
+                      norm, stats, sample_steps):
         """One episode per active member on the sub-environments of a
         SyncVectorEnv, each reset with its member's seed. Only members still
         running are stepped: a finished member's environment is left alone
@@ -205,7 +205,6 @@ class Lockstep:
             o, _ = envs[i].reset(seed=int(seeds[i]))
             obs[i] = np.asarray(o, dtype=np.float32).reshape(-1)
         total = [0.0] * n
-        steps = 0
         while True:
             x = obs
             if norm is not None:
@@ -218,11 +217,11 @@ class Lockstep:
                 o, reward, terminated, truncated, _ = envs[i].step(a)
                 obs[i] = np.asarray(o, dtype=np.float32).reshape(-1)
                 total[i] += float(reward)
-                steps += 1
+                sample_steps[i] += 1
                 if terminated or truncated:
                     active[i] = False
             if not active.any():
-                return total, steps
+                return total
 
     def close(self) -> None:
         for env in self._envs.values():

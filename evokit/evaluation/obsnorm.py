@@ -9,8 +9,13 @@ mean and standard deviation of the observations of the sampled episodes.
   population was split over workers (chunks are joined in sample order).
 - :class:`RunningStat`: the training run's totals, merged from the samples of
   each generation (parallel merge: counts, sums and sums of squares add up);
-  ``mean = sum / count``, ``std = sqrt(max(sumsq / count - mean^2, 1e-2))``
-  (the variance floor of es-distributed); mean 0 and std 1 before any data.
+  ``mean = sum / count``, and in the ``"openai_es"`` style
+  ``std = sqrt(max(sumsq / count - mean^2, 1e-2))`` (the variance floor of
+  es-distributed), clipped to +-clip; in the ``"ars"`` style (Mania et al.
+  2018, ARS V2: the diagonal of the states' covariance) ``std = sqrt(var)``
+  with the unbiased variance, a coordinate whose variance is below 1e-8
+  ignored (std = inf: it is normalised to 0), and no clipping. Mean 0 and
+  std 1 before any data (and, for ``"ars"``, std 1 until two observations).
 - :class:`ObsNorm`: the normaliser of one generation (float32 mean and std,
   clip bound), applied by the evaluators with the float32 arithmetic the
   exported graph uses, so a saved policy gives the same actions.
@@ -42,12 +47,16 @@ __all__ = ["ObsNorm", "ObsStats", "RunningStat", "with_obs_norm", "merged_stats"
 OBS_NORM_FILE = "obs_norm.pb"
 #: Lower bound of the variance (es-distributed's RunningStat).
 VAR_FLOOR = 1e-2
+#: ARS: a coordinate with a variance below this is ignored (std = inf).
+ARS_VAR_MIN = 1e-8
+#: The normalisation styles of :class:`RunningStat`.
+STYLES = ("openai_es", "ars")
 _MARK = "evokit.obs_norm"
 
 
 @dataclass(frozen=True)
 class ObsNorm:
-    """``clip((obs - mean) / std, -clip, clip)`` in float32."""
+    """``clip((obs - mean) / std, -clip, clip)`` in float32 (clip may be inf)."""
 
     mean: np.ndarray
     std: np.ndarray
@@ -99,11 +108,14 @@ class ObsStats:
 
 class RunningStat:
     """Running count, sum and sum of squares of observations of ``obs_size``
-    values; see the module doc for the mean and std."""
+    values; see the module doc for the mean and std of each ``style``."""
 
-    def __init__(self, obs_size: int):
+    def __init__(self, obs_size: int, style: str = "openai_es"):
         if obs_size < 1:
             raise ValueError(f"obs_size must be >= 1, got {obs_size}")
+        if style not in STYLES:
+            raise ValueError(f"style must be one of {', '.join(STYLES)}, got {style!r}")
+        self.style = style
         self.count = 0
         self.sum = np.zeros(obs_size, np.float64)
         self.sumsq = np.zeros(obs_size, np.float64)
@@ -127,27 +139,37 @@ class RunningStat:
 
     @property
     def std(self) -> np.ndarray:
+        if self.style == "ars":
+            if self.count < 2:
+                return np.ones(self.obs_size)
+            var = np.maximum(self.sumsq - self.count * np.square(self.mean), 0.0) / (self.count - 1)
+            return np.where(var < ARS_VAR_MIN, np.inf, np.sqrt(var))
         if not self.count:
             return np.ones(self.obs_size)
         return np.sqrt(np.maximum(self.sumsq / self.count - np.square(self.mean), VAR_FLOOR))
 
     def normalizer(self, clip: float) -> ObsNorm:
+        """The normaliser of the statistics so far; ``clip`` is the bound of
+        the ``"openai_es"`` style (the ``"ars"`` style does not clip)."""
         if not clip > 0:
             raise ValueError(f"clip must be > 0, got {clip}")
+        if self.style == "ars":
+            clip = float("inf")
         return ObsNorm(self.mean.astype(np.float32), self.std.astype(np.float32), float(clip))
 
     def to_proto(self, clip: float) -> pb.ObservationStats:
-        msg = pb.ObservationStats(count=self.count, clip=clip)
+        msg = pb.ObservationStats(count=self.count, clip=self.normalizer(clip).clip)
         msg.sum.extend(self.sum.tolist())
         msg.sumsq.extend(self.sumsq.tolist())
         return msg
 
     @classmethod
-    def from_proto(cls, msg: pb.ObservationStats, source: str = "observation statistics"):
+    def from_proto(cls, msg: pb.ObservationStats, source: str = "observation statistics",
+                   style: str = "openai_es"):
         if len(msg.sum) != len(msg.sumsq) or not msg.sum:
             raise ValueError(f"{source}: sum has {len(msg.sum)} values and sumsq "
                              f"{len(msg.sumsq)}; expected the same number, >= 1")
-        stat = cls(len(msg.sum))
+        stat = cls(len(msg.sum), style)
         stat.count = int(msg.count)
         stat.sum[:] = msg.sum
         stat.sumsq[:] = msg.sumsq
@@ -191,15 +213,18 @@ def with_obs_norm(model: onnx.ModelProto, norm: ObsNorm) -> onnx.ModelProto:
                                 value=numpy_helper.from_array(np.asarray(array, np.float32), name))
 
     c = np.float32(norm.clip)
-    prefix = [
-        constant("obs_norm/mean", norm.mean), constant("obs_norm/std", norm.std),
-        constant("obs_norm/min", -c), constant("obs_norm/max", c),
+    clip = not np.isinf(c)  # the "ars" style does not clip
+    scaled = "obs_norm/scaled" if clip else normed
+    prefix = [constant("obs_norm/mean", norm.mean), constant("obs_norm/std", norm.std)]
+    if clip:
+        prefix += [constant("obs_norm/min", -c), constant("obs_norm/max", c)]
+    prefix += [
         helper.make_node("Sub", [x.name, "obs_norm/mean"], ["obs_norm/centred"], name="obs_norm/sub"),
-        helper.make_node("Div", ["obs_norm/centred", "obs_norm/std"], ["obs_norm/scaled"],
-                         name="obs_norm/div"),
-        helper.make_node("Clip", ["obs_norm/scaled", "obs_norm/min", "obs_norm/max"], [normed],
-                         name="obs_norm/clip"),
+        helper.make_node("Div", ["obs_norm/centred", "obs_norm/std"], [scaled], name="obs_norm/div"),
     ]
+    if clip:
+        prefix.append(helper.make_node("Clip", ["obs_norm/scaled", "obs_norm/min", "obs_norm/max"],
+                                       [normed], name="obs_norm/clip"))
     nodes = list(graph.node)
     del graph.node[:]
     graph.node.extend(prefix + nodes)

@@ -49,7 +49,6 @@ from ..agent import ESAgent
 from .base import EvalResult, Evaluator
 from .envs import check_policy_fits, make_env
 from .factory import make_evaluator
-from .obsnorm import merged_stats
 
 _log = logging.getLogger("evokit.ray")
 # The directory holding the evokit package (this file is evokit/evaluation/ray_backend.py).
@@ -106,8 +105,8 @@ class _Worker:
 
     def evaluate(self, state: bytes, infos: List[Optional[bytes]], seeds: List[List[int]],
                  norm=None):
-        """(rewards, steps, seconds spent evaluating, observation statistics)
-        for one chunk of the members of sampling state ``state``."""
+        """(EvalResult, seconds spent evaluating) for one chunk of the
+        members of sampling state ``state``."""
         t0 = time.perf_counter()
         if self.agent is None:
             self.agent = ESAgent.replica(self.config, self.policy)
@@ -117,7 +116,7 @@ class _Worker:
         decoded = [None if b is None else pb.SamplingInfo.FromString(b) for b in infos]
         self.evaluator.obs_norm = norm
         result = self.evaluator.evaluate(self.agent, decoded, seeds)
-        return result.rewards.tolist(), result.steps, time.perf_counter() - t0, result.obs_stats
+        return result, time.perf_counter() - t0
 
 
 class RayEvaluator(Evaluator):
@@ -294,17 +293,10 @@ class RayEvaluator(Evaluator):
             except ray.exceptions.RayTaskError as exc:
                 raise exc.as_instanceof_cause() from None
             idle.append(actor)
-        rewards: List[float] = []
-        steps = 0
-        busy = 0.0
-        for r, n, seconds, _ in results:
-            rewards.extend(r)
-            steps += n
-            busy += seconds
+        busy = sum(seconds for _, seconds in results)
         self.last_timing = {"wall": time.perf_counter() - t0, "put": t_put, "worker_busy": busy,
                             "chunks": len(chunks), "failures": failures}
-        return EvalResult(np.asarray(rewards, dtype=np.float64), steps,
-                          merged_stats([r[3] for r in results]))
+        return EvalResult.concat([result for result, _ in results])
 
     def _kill_actors(self) -> None:
         if not self._actors:

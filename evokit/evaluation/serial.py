@@ -36,23 +36,27 @@ def run_episode(env, agent, seed: int, discrete: bool, norm: Optional[ObsNorm] =
             return total, steps
 
 
-def evaluate_items(agent, clone, env, discrete: bool, items, norm: Optional[ObsNorm] = None):
-    """Rewards, steps and observation statistics (with ``norm``) for ``items`` =
-    [(info or None, [episode seeds]), ...]; ``clone`` (a clone of ``agent``) carries the noise."""
-    rewards, steps = [], 0
+def evaluate_items(agent, clone, env, discrete: bool, items,
+                   norm: Optional[ObsNorm] = None) -> EvalResult:
+    """The result for ``items`` = [(info or None, [episode seeds]), ...]
+    (observation statistics with ``norm``); ``clone`` (a clone of
+    ``agent``) carries the noise."""
+    rewards, sample_steps = [], []
     stats = None if norm is None else ObsStats(len(items), int(norm.mean.size))
     for index, (info, seeds) in enumerate(items):
         target = agent
         if info is not None:
             clone.set_noise(info)
             target = clone
-        returns = []
+        returns, steps = [], 0
         for s in seeds:
             r, n = run_episode(env, target, s, discrete, norm, stats, index)
             returns.append(r)
             steps += n
         rewards.append(float(np.mean(returns)))
-    return rewards, steps, stats
+        sample_steps.append(steps)
+    counts = np.asarray(sample_steps, dtype=np.int64)
+    return EvalResult(np.asarray(rewards, dtype=np.float64), int(counts.sum()), stats, counts)
 
 
 class SerialEvaluator(Evaluator):
@@ -68,9 +72,8 @@ class SerialEvaluator(Evaluator):
         if self._agent is not agent:
             self._discrete = check_policy_fits(agent.policy, self._env)
             self._agent, self._clone = agent, agent.clone()
-        rewards, steps, stats = evaluate_items(agent, self._clone, self._env, self._discrete,
-                                               list(zip(infos, seeds)), self.obs_norm)
-        return EvalResult(np.asarray(rewards, dtype=np.float64), steps, stats)
+        return evaluate_items(agent, self._clone, self._env, self._discrete,
+                              list(zip(infos, seeds)), self.obs_norm)
 
     def close(self) -> None:
         self._env.close()

@@ -178,9 +178,8 @@ class VectorEvaluator(PooledEvaluator):
         # The core's CartPole does not normalise observations: with obs_norm,
         # native mode runs the lockstep runner (CartPoleVectorEnv) here.
         if in_process:
-            rewards, steps, stats = self._runner.run(native.graph, population, seeds,
-                                                     self.num_threads, self.obs_norm)
-            return EvalResult(np.asarray(rewards, dtype=np.float64), steps, stats)
+            return self._runner.run(native.graph, population, seeds, self.num_threads,
+                                    self.obs_norm)
         self._ensure_pool(agent)
         state = agent.sampling_state()
         items = [None if i is None else i.SerializeToString() for i in infos]
@@ -201,12 +200,14 @@ class VectorEvaluator(PooledEvaluator):
         lengths = _core.cartpole_rollouts(native.graph, population, members, flat,
                                           self._max_steps, workers)
         rewards = np.zeros(len(seeds))
+        sample_steps = np.zeros(len(seeds), np.int64)
         start = 0
         for i, c in enumerate(counts):
             if c:
                 rewards[i] = np.mean(lengths[start:start + c].astype(np.float64))
+                sample_steps[i] = lengths[start:start + c].sum()
             start += c
-        return EvalResult(rewards, int(lengths.sum()))
+        return EvalResult(rewards, int(lengths.sum()), None, sample_steps)
 
     def close(self) -> None:
         self.close_pool()

@@ -17,7 +17,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..errors import ModelError
 
-__all__ = ["ACTIVATIONS", "IR_VERSION", "OPSET", "init_mlp", "policy_for_spaces"]
+__all__ = ["ACTION_MAPPINGS", "ACTIVATIONS", "IR_VERSION", "OPSET", "init_mlp",
+           "policy_for_spaces", "with_action_mapping"]
 
 #: IR version written by :func:`init_mlp` (Debian's libonnx 1.12 rejects IR >= 9).
 IR_VERSION = 8
@@ -25,6 +26,9 @@ IR_VERSION = 8
 OPSET = 17
 #: Hidden-layer activations understood by :func:`init_mlp`.
 ACTIVATIONS = ("tanh", "relu", "sigmoid", "identity")
+#: How :func:`with_action_mapping` maps an output into a Box's bounds.
+ACTION_MAPPINGS = ("clip", "tanh", "none")
+_MAPPING_MARK = "evokit.action_mapping"
 
 
 def _normc(rng: np.random.Generator, n_in: int, n_out: int, gain: float) -> np.ndarray:
@@ -126,9 +130,97 @@ def init_mlp(obs_dim: int, act_dim: int, hidden_sizes: Sequence[int] = (16,),
     return model
 
 
+def with_action_mapping(model: onnx.ModelProto, low, high, mapping: str) -> onnx.ModelProto:
+    """A copy of ``model`` whose output is mapped into the box [low, high]
+    (one bound per action value) by nodes ``action_map/...`` on ``Constant``
+    operands (never parameters), appended after the last node:
+
+    - ``"clip"``: ``Clip(y, low, high)`` when every coordinate has the same
+      bounds, else ``Clip((y - c) / s, -1, 1) * s + c`` with centre
+      ``c = (low + high) / 2`` and half-width ``s = (high - low) / 2``;
+      an infinite bound is left open;
+    - ``"tanh"``: ``tanh(y)``, then ``* s + c`` unless the box is [-1, 1]
+      (finite bounds only);
+    - ``"none"``: the model unchanged.
+
+    The mapping is recorded as metadata ``evokit.action_mapping``; a model that
+    has one already is refused (ValueError), as is a bound that is NaN or
+    ``low > high``."""
+    if mapping not in ACTION_MAPPINGS:
+        raise ValueError(f"action mapping must be one of {', '.join(ACTION_MAPPINGS)}, "
+                         f"got {mapping!r}")
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    if mapping == "none":
+        return out
+    if any(p.key == _MAPPING_MARK for p in out.metadata_props):
+        raise ValueError(f"the model maps its actions already (metadata {_MAPPING_MARK!r})")
+    low = np.asarray(low, np.float64).reshape(-1)
+    high = np.asarray(high, np.float64).reshape(-1)
+    if low.shape != high.shape or np.isnan(low).any() or np.isnan(high).any() \
+            or (low > high).any():
+        raise ValueError(f"action bounds must be two vectors of one size with low <= high, "
+                         f"got low={low.tolist()} high={high.tolist()}")
+    if mapping == "tanh" and not (np.isfinite(low).all() and np.isfinite(high).all()):
+        raise ValueError(f"tanh maps onto finite bounds only, got low={low.tolist()} "
+                         f"high={high.tolist()}")
+    graph = out.graph
+    if len(graph.output) != 1:
+        raise ValueError(f"the model has {len(graph.output)} outputs, expected 1 (the action)")
+    y = graph.output[0].name
+    prefix = "action_map/"
+    nodes: list[onnx.NodeProto] = []
+
+    def constant(name, array):
+        nodes.append(helper.make_node("Constant", [], [prefix + name], name=prefix + name,
+                                      value=numpy_helper.from_array(
+                                          np.asarray(array, np.float32), prefix + name)))
+        return prefix + name
+
+    def node(op, inputs, name):
+        nodes.append(helper.make_node(op, inputs, [prefix + name], name=prefix + name))
+        return prefix + name
+
+    uniform = bool((low == low[0]).all() and (high == high[0]).all())
+    centre = np.where(np.isfinite(low) & np.isfinite(high), (low + high) / 2, 0.0)
+    half = np.where(np.isfinite(low) & np.isfinite(high), (high - low) / 2, 1.0)
+    unit = bool((centre == 0).all() and (half == 1).all())
+    x = y
+    if mapping == "clip" and uniform:
+        lo = low[0] if np.isfinite(low[0]) else np.finfo(np.float32).min
+        hi = high[0] if np.isfinite(high[0]) else np.finfo(np.float32).max
+        x = node("Clip", [x, constant("low", lo), constant("high", hi)], "clip")
+    else:
+        if mapping == "clip":
+            if not (np.isfinite(low).all() and np.isfinite(high).all()):
+                raise ValueError(f"clip needs finite bounds, or the same bounds for every "
+                                 f"coordinate, got low={low.tolist()} high={high.tolist()}")
+            if not unit:
+                x = node("Sub", [x, constant("centre", centre)], "centred")
+                x = node("Div", [x, constant("half_width", half)], "scaled")
+            x = node("Clip", [x, constant("minus_one", -1.0), constant("one", 1.0)], "clip")
+        else:
+            x = node("Tanh", [x], "tanh")
+        if not unit:
+            x = node("Mul", [x, constant("half_width_out", half)], "rescaled")
+            x = node("Add", [x, constant("centre_out", centre)], "shifted")
+    # The last node now writes the graph's output name.
+    for n in graph.node:
+        n.output[:] = [prefix + "input" if o == y else o for o in n.output]
+        n.input[:] = [prefix + "input" if i == y else i for i in n.input]
+    for n in nodes:
+        n.input[:] = [prefix + "input" if i == y else i for i in n.input]
+    nodes[-1].output[:] = [y]
+    graph.node.extend(nodes)
+    meta = out.metadata_props.add()
+    meta.key, meta.value = _MAPPING_MARK, mapping
+    onnx.checker.check_model(out)
+    return out
+
+
 def policy_for_spaces(observation_space: Any, action_space: Any,
                       hidden_sizes: Sequence[int] = (16,), activation: str = "tanh",
-                      seed: int = 0) -> onnx.ModelProto:
+                      seed: int = 0, action_mapping: str = "clip") -> onnx.ModelProto:
     """An :func:`init_mlp` policy sized for gymnasium spaces.
 
     The observation space must be a ``Box`` of any shape; the model's input is
@@ -136,8 +228,9 @@ def policy_for_spaces(observation_space: Any, action_space: Any,
     observations before :meth:`OnnxPolicy.run`).  A ``Discrete(n)`` action
     space gives a discrete head of ``n`` scores (the action is
     ``space.start + argmax``); a ``Box`` of shape ``(k,)`` gives a continuous
-    head of ``k`` values (not clipped to the box's bounds).  Any other space
-    raises :class:`ModelError` naming it.
+    head of ``k`` values mapped into the box's bounds by ``action_mapping``
+    (:func:`with_action_mapping`: ``"clip"``, ``"tanh"`` or ``"none"``).  Any
+    other space raises :class:`ModelError` naming it.
     """
     from gymnasium import spaces
 
@@ -156,8 +249,13 @@ def policy_for_spaces(observation_space: Any, action_space: Any,
                         discrete=True, seed=seed)
     if isinstance(action_space, spaces.Box) and len(action_space.shape) == 1 \
             and action_space.shape[0] >= 1:
-        return init_mlp(obs_dim, int(action_space.shape[0]), hidden_sizes, activation,
-                        discrete=False, seed=seed)
+        model = init_mlp(obs_dim, int(action_space.shape[0]), hidden_sizes, activation,
+                         discrete=False, seed=seed)
+        try:
+            return with_action_mapping(model, action_space.low, action_space.high,
+                                       action_mapping)
+        except ValueError as exc:
+            raise ModelError(f"policy_for_spaces: {exc}") from None
     raise ModelError(
         f"policy_for_spaces: unsupported action space {action_space!r}; expected "
         f"Discrete(n) or a 1-D Box(shape=(k,))"

@@ -108,7 +108,7 @@ class _Run:
         self.solved = ckpt.solved if ckpt else False
         self.history: List[dict] = [row_from_proto(m) for m in ckpt.metrics] if ckpt else []
         self.obs_stat: Optional[RunningStat] = (
-            RunningStat.from_proto(ckpt.obs_stats, "checkpoint obs_stats")
+            RunningStat.from_proto(ckpt.obs_stats, "checkpoint obs_stats", _obs_style(cfg.train))
             if ckpt and ckpt.HasField("obs_stats") else None)
         self.resumed_solver: Optional[pb.SolverState] = ckpt.solver if ckpt else None
         self.saved_generation: Optional[int] = None  # of the files last written by checkpoint()
@@ -309,7 +309,9 @@ def _make_agent(cfg: pb.EvoKitConfig, model, out_dir: str, run: _Run) -> ESAgent
             try:
                 model_proto = policy_for_spaces(env.observation_space, env.action_space,
                                                 hidden_sizes=tuple(t.hidden_sizes),
-                                                activation=t.activation, seed=t.seed)
+                                                activation=t.activation, seed=t.seed,
+                                                action_mapping=pb.TrainConfig.ActionMapping.Name(
+                                                    t.action_mapping).lower())
             except ValueError as exc:
                 raise EnvError(f"cannot make a policy for {t.env_id}: "
                                f"{str(exc).replace('policy_for_spaces: ', '')}") from None
@@ -331,7 +333,7 @@ def _make_agent(cfg: pb.EvoKitConfig, model, out_dir: str, run: _Run) -> ESAgent
         except EnvError as exc:
             raise EnvError(f"the policy {model} does not fit {t.env_id}: {exc}") from None
         if t.observation_normalization and run.obs_stat is None:
-            run.obs_stat = RunningStat(int(np.prod(env.observation_space.shape)))
+            run.obs_stat = RunningStat(int(np.prod(env.observation_space.shape)), _obs_style(t))
     finally:
         if env is not None:
             env.close()
@@ -355,16 +357,17 @@ def _generation(run: _Run, generation: int, agent: ESAgent, evaluator: Evaluator
     run.env_steps += result.steps
     timings = {"sample": time.perf_counter() - tick}
     tick = time.perf_counter()
-    stats = agent.update(infos, result.rewards)
+    agent.update(infos, _training_rewards(result, t))
     if run.obs_stat is not None:
         if result.obs_stats is None:
             raise ValueError(f"train.observation_normalization needs an evaluator that returns "
                              f"observation statistics; {type(evaluator).__name__} returned none")
         run.obs_stat.update(result.obs_stats)
     timings["update"] = time.perf_counter() - tick
+    # The environment's own rewards, whatever the update was given.
     row = {"generation": generation, "model_iter_id": agent.model_iter_id,
-           "reward_mean": stats["reward_mean"], "reward_max": stats["reward_max"],
-           "reward_min": stats["reward_min"], "eval_mean": None}
+           "reward_mean": float(np.mean(result.rewards)), "reward_max": float(np.max(result.rewards)),
+           "reward_min": float(np.min(result.rewards)), "eval_mean": None}
     if generation % t.eval_every == 0 or generation == t.max_generations:
         tick = time.perf_counter()
         evaluator.obs_norm = _normalizer(run.obs_stat, t)
@@ -385,6 +388,23 @@ def _generation(run: _Run, generation: int, agent: ESAgent, evaluator: Evaluator
     progress.generation(row, timings)
     if tb is not None:
         tb.write(row, progress.steps_per_second())
+
+
+def _obs_style(t: pb.TrainConfig) -> str:
+    return "ars" if t.observation_normalizer == pb.TrainConfig.ARS else "openai_es"
+
+
+def _training_rewards(result, t: pb.TrainConfig) -> np.ndarray:
+    """The rewards the update sees: the environment's, less
+    ``train.alive_bonus_offset`` per step (per episode, averaged like the
+    returns)."""
+    if not t.alive_bonus_offset:
+        return result.rewards
+    if result.sample_steps is None:
+        raise ValueError("train.alive_bonus_offset needs an evaluator that returns each sample's "
+                         "env steps (EvalResult.sample_steps)")
+    return result.rewards - float(np.float32(t.alive_bonus_offset)) * (
+        result.sample_steps / float(t.episodes_per_sample))
 
 
 def _normalizer(obs_stat: Optional[RunningStat], t: pb.TrainConfig) -> Optional[ObsNorm]:

@@ -17,7 +17,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from evokit.errors import ModelError, NativeFallbackWarning
-from evokit.policy.mlp import init_mlp, policy_for_spaces
+from evokit.policy.mlp import init_mlp, policy_for_spaces, with_action_mapping
 from evokit.policy.onnx_policy import OnnxPolicy, select_action
 
 from helpers import FIXTURES
@@ -605,7 +605,59 @@ def test_policy_for_spaces():
     assert pol.num_params == 4 * 3 + 3
     assert pol.run(np.ones(4, np.float32), pol.initial_params()).shape == (3,)
     assert {p.key: p.value for p in m.metadata_props}["evokit.action_kind"] == "continuous"
-    assert pol.fingerprint() == OnnxPolicy.from_model(init_mlp(4, 3, (), seed=0)).fingerprint()
+    clipped = with_action_mapping(init_mlp(4, 3, (), seed=0), [-2] * 3, [2] * 3, "clip")
+    assert pol.fingerprint() == OnnxPolicy.from_model(clipped).fingerprint()
+    raw = policy_for_spaces(spaces.Box(-1, 1, shape=(4,)), spaces.Box(-2, 2, shape=(3,)),
+                            hidden_sizes=(), seed=3, action_mapping="none")
+    assert OnnxPolicy.from_model(raw).fingerprint() == \
+        OnnxPolicy.from_model(init_mlp(4, 3, (), seed=0)).fingerprint()
+
+
+def _mapped_outputs(low, high, mapping):
+    """The raw and the mapped outputs of a linear model with large weights on
+    the native backend (onnxruntime gives the mapped ones within rounding)."""
+    model = init_mlp(3, len(low), (), discrete=False, seed=1)
+    mapped = with_action_mapping(model, low, high, mapping)
+    obs = np.random.default_rng(2).normal(size=(64, 3)).astype(np.float32)
+    params = OnnxPolicy.from_model(model).initial_params() * 400
+    raw = OnnxPolicy.from_model(model, backend="native").run(obs, params)
+    native = OnnxPolicy.from_model(mapped, backend="native")
+    assert native.backend == "native"
+    out = native.run(obs, params)
+    ort = OnnxPolicy.from_model(mapped, backend="onnxruntime").run(obs, params)
+    np.testing.assert_allclose(out, ort, rtol=1e-5, atol=1e-6)
+    assert {p.key: p.value for p in mapped.metadata_props}["evokit.action_mapping"] == mapping
+    return raw, out
+
+
+def test_action_mapping_clips_or_squashes_into_the_bounds_in_the_model_itself():
+    raw, out = _mapped_outputs([-1.0] * 3, [1.0] * 3, "clip")
+    assert np.abs(raw).max() > 2
+    np.testing.assert_array_equal(out, np.clip(raw, -1, 1))
+    raw, out = _mapped_outputs([-0.5, 0.0, -4.0], [0.5, 2.0, 0.0], "clip")
+    low, high = np.array([-0.5, 0.0, -4.0]), np.array([0.5, 2.0, 0.0])
+    assert (out >= low - 1e-6).all() and (out <= high + 1e-6).all()
+    inside = (raw > low) & (raw < high)
+    assert inside.any()
+    np.testing.assert_allclose(out[inside], raw[inside], rtol=1e-6, atol=1e-6)
+    raw, out = _mapped_outputs([-1.0] * 2, [1.0] * 2, "tanh")
+    np.testing.assert_allclose(out, np.tanh(raw), rtol=1e-5, atol=1e-6)
+    raw, out = _mapped_outputs([0.0, -3.0], [1.0, 1.0], "tanh")
+    np.testing.assert_allclose(out, np.array([0.0, -3.0]) + (np.tanh(raw) + 1) / 2 *
+                               np.array([1.0, 4.0]), rtol=1e-5, atol=1e-6)
+
+
+def test_action_mapping_refuses_what_it_cannot_map():
+    model = init_mlp(3, 2, (), discrete=False)
+    with pytest.raises(ValueError, match="tanh maps onto finite bounds only"):
+        with_action_mapping(model, [-np.inf, -1], [1, 1], "tanh")
+    with pytest.raises(ValueError, match="low <= high"):
+        with_action_mapping(model, [1, 1], [0, 2], "clip")
+    with pytest.raises(ValueError, match="must be one of clip, tanh, none, got 'sigmoid'"):
+        with_action_mapping(model, [-1, -1], [1, 1], "sigmoid")
+    twice = with_action_mapping(model, [-1, -1], [1, 1], "clip")
+    with pytest.raises(ValueError, match="maps its actions already"):
+        with_action_mapping(twice, [-1, -1], [1, 1], "tanh")
 
 
 def test_policy_for_spaces_unsupported():

@@ -26,6 +26,24 @@
 //
 // State: "optimizer.<name>" (float32 vectors of the optimizer, e.g. m and v
 // for Adam) and "draws.counters" (clone c's draw count at index c).
+//
+// ARS (family ARS_SAMPLING, options.ars set): Augmented Random Search,
+//
+//   H. Mania, A. Guy, B. Recht, "Simple random search of static linear
+//   policies is competitive for reinforcement learning", arXiv:1803.07055
+//   (2018), Algorithm 2 (V1-t / V2-t; V1 / V2 with all directions).
+//
+// The same keys and noise (sigma is ARS's nu); the samples of one direction
+// are the mirrored pair with one key drawn at one iteration (r+ the
+// unmirrored one's reward, r- the mirrored one's). Of the K complete pairs,
+// the b = top_directions (all for 0 or b >= K) with the largest max(r+, r-)
+// (ties: the earlier pair) are used, sigma_R is the standard deviation of
+// their 2b rewards (1 when it is 0), and
+//   theta <- theta + alpha / (b * sigma_R) * sum_k (r+_k - r-_k) * eps(k_k)
+// through the same descent direction (weights +-(r+ - r-) * N * sigma /
+// (2 b sigma_R) on the pair, 0 elsewhere) and an SGD step of alpha =
+// learning_rate. A sample whose partner is missing gets weight 0; an update
+// with no complete pair is refused.
 #pragma once
 
 #include <cstddef>
@@ -48,6 +66,10 @@ struct GaussianSolverOptions {
   FitnessShaping fitness_shaping = FitnessShaping::kCenteredRank;
   float weight_decay = 0.0f;  // >= 0, finite
   int num_threads = 1;        // >= 1
+  // ARS instead of OpenAI-ES (see above): the optimizer must be SGD, the
+  // sampling antithetic; fitness_shaping is not used.
+  bool ars = false;
+  int top_directions = 0;  // ARS's b; 0: all directions
   // Memory for the clones' materialised parameters (ESAgent's pool): at most
   // max(1, params_pool_bytes / (4 * num_params)) buffers.
   std::size_t params_pool_bytes = std::size_t{256} << 20;
@@ -94,8 +116,18 @@ class GaussianSolver final : public Solver {
   std::vector<std::uint64_t> counters_;  // counters_[c]: clone c's draws
 };
 
-// The registry's hooks (solver.h) for GAUSSIAN_SAMPLING.
+// The registry's hooks (solver.h) for GAUSSIAN_SAMPLING and ARS_SAMPLING.
 void validate_gaussian_options(const OptionSet& options, std::optional<std::size_t> num_params);
 GaussianSolverOptions gaussian_options(const OptionSet& options, int num_threads);
+void validate_ars_options(const OptionSet& options, std::optional<std::size_t> num_params);
+GaussianSolverOptions ars_options(const OptionSet& options, int num_threads);
+
+// ARS's weights (see above) of samples with these infos and float32 rewards,
+// for a descent direction over n = infos.size() samples with noise std
+// sigma; *num_pairs receives K, the number of complete pairs. Throws
+// std::invalid_argument when there is no complete pair.
+std::vector<float> ars_weights(const std::vector<SamplingInfo>& infos,
+                               const std::vector<std::int64_t>& keys, const std::vector<float>& r,
+                               int top_directions, double sigma, std::size_t* num_pairs = nullptr);
 
 }  // namespace evokit
