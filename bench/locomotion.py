@@ -79,13 +79,14 @@ def _metrics(run_dir: str):
 
 
 def run_seed(name: str, task: Task, seed: int, out: str, extra=()) -> dict:
-    run_dir = os.path.join(out, name, f"seed{seed}")
+    run_dir = os.path.abspath(os.path.join(out, name, f"seed{seed}"))
     cmd = [sys.executable, "-m", "evokit.cli", "train", os.path.join(ROOT, "configs", task.config),
            "--seed", str(seed), "--out", run_dir, "-q", *extra]
     shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run, not a continuation
     load_before = _load()
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # From outside the source tree, so that the installed evokit is the one imported.
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=os.path.abspath(out))
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")

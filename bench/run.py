@@ -22,7 +22,8 @@ Sections (each a function below, so tests/test_bench.py can run them small):
   always computes 500 steps per member, the computed steps are reported too;
 - solve: CartPole-v1 time to solve, median over seeds of the wall time of a
   fresh process from start to exit (imports and JIT compilation included)
-  until the centre's mean return over 20 episodes is >= 475; every runner
+  until the centre's mean return over train.eval_episodes fresh episodes is
+  >= train.target_return (configs/cartpole.prototxt: 100 and 490); every runner
   with population 40 (antithetic pairs), sigma 0.1, Adam with learning rate
   0.05, centered ranks, the same initial 4-16-2 tanh MLP (configs/
   cartpole.prototxt): ``evokit train``, the NumPy reference (batched, one

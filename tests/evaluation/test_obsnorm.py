@@ -51,6 +51,37 @@ def test_running_stat_matches_numpy_for_any_split():
     np.testing.assert_allclose(per_chunk.mean, whole.mean, rtol=1e-12)
 
 
+def test_ars_style_is_the_unbiased_std_with_tiny_variances_ignored():
+    rng = np.random.default_rng(3)
+    data = (rng.normal(size=(300, 4)) * [2, 0.5, 0, 1e-5] + [1, 2, 3, 4]).astype(np.float32)
+    stat = RunningStat(4, "ars")
+    assert stat.std.tolist() == [1, 1, 1, 1]  # before two observations: the identity
+    s = ObsStats(1, 4)
+    for row in data:
+        s.add(0, row)
+    stat.update(s)
+    x = data.astype(np.float64)
+    np.testing.assert_allclose(stat.std[:2], x[:, :2].std(axis=0, ddof=1), rtol=1e-9)
+    assert np.isinf(stat.std[2:]).all()  # variance < 1e-8: the coordinate is ignored
+    norm = stat.normalizer(5.0)
+    assert norm.clip == float("inf")  # ARS does not clip
+    far = np.array([1e4, -1e4, 3.0, 9.0], np.float32)
+    out = norm(far)
+    assert out[0] > 1000 and out[1] < -1000 and out[2:].tolist() == [0.0, 0.0]
+    model = init_mlp(4, 2, hidden_sizes=(), seed=1)
+    normed = with_obs_norm(model, norm)
+    assert [n.op_type for n in normed.graph.node[:4]] == ["Constant", "Constant", "Sub", "Div"]
+    assert "Clip" not in [n.op_type for n in normed.graph.node]
+    batch = np.stack([far, data[0], data[1]])
+    assert np.array_equal(ort_run(normed, batch), ort_run(model, norm(batch)))
+    back = RunningStat.from_proto(pb.ObservationStats.FromString(
+        stat.to_proto(5.0).SerializeToString()), style="ars")
+    assert back.to_proto(5.0).clip == float("inf")
+    np.testing.assert_array_equal(back.std, stat.std)
+    with pytest.raises(ValueError, match="style must be one of openai_es, ars, got 'z'"):
+        RunningStat(4, "z")
+
+
 def test_empty_stat_is_the_identity():
     s = RunningStat(3)
     norm = s.normalizer(5.0)
