@@ -28,7 +28,6 @@ mean and standard deviation of the observations of the sampled episodes.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -37,9 +36,8 @@ import onnx
 from onnx import helper, numpy_helper
 
 from .. import evokit_pb2 as pb
-from ..util import atomic_write_bytes
 
-__all__ = ["ObsNorm", "ObsStats", "RunningStat", "with_obs_norm", "merged_stats", "save_with_model",
+__all__ = ["ObsNorm", "ObsStats", "RunningStat", "with_obs_norm", "merged_stats",
            "OBS_NORM_FILE",
            "VAR_FLOOR"]
 
@@ -239,14 +237,3 @@ def merged_stats(parts: Sequence[Optional[ObsStats]]) -> Optional[ObsStats]:
     if not parts or parts[0] is None:
         return None
     return ObsStats.concat(list(parts))
-
-
-def save_with_model(model_path: str, stat: RunningStat, clip: float) -> str:
-    """Rewrite the policy at ``model_path`` with the normaliser of ``stat``
-    as its first nodes, and save ``stat`` to :data:`OBS_NORM_FILE` beside
-    it; return that file's path."""
-    model = onnx.load(model_path)
-    atomic_write_bytes(model_path, with_obs_norm(model, stat.normalizer(clip)).SerializeToString())
-    path = os.path.join(os.path.dirname(model_path), OBS_NORM_FILE)
-    atomic_write_bytes(path, stat.to_proto(clip).SerializeToString())
-    return path

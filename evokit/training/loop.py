@@ -54,7 +54,7 @@ from ..errors import EnvError
 from ..evaluation.base import Evaluator
 from ..evaluation.envs import check_policy_fits, make_env
 from ..evaluation.factory import make_evaluator
-from ..evaluation.obsnorm import ObsNorm, RunningStat, save_with_model
+from ..evaluation.obsnorm import OBS_NORM_FILE, ObsNorm, RunningStat, with_obs_norm
 from ..evaluation.ray_backend import RayEvaluator
 from ..evaluation.seeds import EVAL_TAG, SAMPLE_TAG, episode_seeds
 from ..policy.mlp import policy_for_spaces
@@ -124,11 +124,22 @@ class _Run:
         self._ckpt.metrics.append(row_to_proto(row))
 
     def checkpoint(self, out_dir: str, agent: ESAgent, cfg: pb.EvoKitConfig) -> None:
-        """Write model.onnx and solver.pb, then checkpoint.pb holding both:
-        the model serialized once and the solver state message, nothing read back."""
-        model = agent.policy.to_model(agent.center).SerializeToString()
+        """Write model.onnx (the complete policy: with observation
+        normalisation, its nodes first and obs_norm.pb beside it) and
+        solver.pb, then checkpoint.pb holding the plain model and the solver
+        state message, nothing read back. Whenever a run stops, model.onnx is
+        the policy of its last checkpoint, evaluable on its own."""
+        plain = agent.policy.to_model(agent.center)
+        model = plain.SerializeToString()
         state = agent.solver_state()
-        write_model_bytes(os.path.join(out_dir, MODEL_FILE), model)
+        if self.obs_stat is None:
+            write_model_bytes(os.path.join(out_dir, MODEL_FILE), model)
+        else:
+            clip = cfg.train.observation_clip
+            write_model_bytes(os.path.join(out_dir, MODEL_FILE), with_obs_norm(
+                plain, self.obs_stat.normalizer(clip)).SerializeToString())
+            atomic_write_bytes(os.path.join(out_dir, OBS_NORM_FILE),
+                               self.obs_stat.to_proto(clip).SerializeToString())
         atomic_write_bytes(os.path.join(out_dir, SOLVER_FILE), state.SerializeToString())
         ckpt = self._ckpt
         ckpt.generation = self.generation
@@ -247,10 +258,7 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
 
     model_path = os.path.join(out_dir, MODEL_FILE)
     if run.saved_generation != run.generation:  # no generation ran: not yet written by this run
-        agent.save_inference_model(out_dir)
-        agent.save_solver(out_dir)
-    if run.obs_stat is not None:
-        save_with_model(model_path, run.obs_stat, t.observation_clip)
+        run.checkpoint(out_dir, agent, cfg)
     progress.finish(
         f"{'solved' if run.solved else 'not solved'}: centre return {run.eval_mean:.1f} "
         f"(target {t.target_return:g}) after {run.generation} generations, {run.env_steps:,} "

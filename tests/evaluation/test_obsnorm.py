@@ -301,3 +301,39 @@ def test_resumed_run_keeps_the_statistics(tmp_path):
     evokit.train(None, out_dir=str(tmp_path / "parts"), resume=True, max_generations=4, log=quiet)
     for name in ("model.onnx", "solver.pb", OBS_NORM_FILE):
         assert read(tmp_path / "parts" / name) == read(tmp_path / "whole" / name), name
+
+
+class _StopAt(SerialEvaluator):
+    """Stops the run (as Ctrl-C would) at the evaluation of generation ``stop``."""
+
+    def __init__(self, stop):
+        super().__init__("CartPole-v1")
+        self.calls, self.stop = 0, stop
+
+    def evaluate(self, agent, infos, seeds):
+        self.calls += 1
+        if self.calls == self.stop:
+            raise KeyboardInterrupt
+        return super().evaluate(agent, infos, seeds)
+
+
+def test_a_run_that_stops_early_leaves_the_complete_policy(tmp_path):
+    cfg = short_config()
+    cfg.train.max_generations = 10
+    with pytest.raises(KeyboardInterrupt), _StopAt(3) as evaluator:
+        evokit.train(cfg, out_dir=str(tmp_path / "a"), evaluator=evaluator, log=quiet)
+    model = onnx.load(str(tmp_path / "a" / "model.onnx"))  # generation 2's checkpoint
+    assert [n.op_type for n in model.graph.node[4:7]] == ["Sub", "Div", "Clip"]
+    stats = pb.ObservationStats.FromString(read(tmp_path / "a" / OBS_NORM_FILE))
+    mean = numpy_helper.to_array(model.graph.node[0].attribute[0].t)
+    assert np.array_equal(mean, RunningStat.from_proto(stats).mean.astype(np.float32))
+    # What a run of 2 generations saves: the same files, bit for bit (the
+    # solver states differ only in the config they record: max_generations).
+    cfg.train.max_generations = 2
+    evokit.train(cfg, out_dir=str(tmp_path / "b"), evaluator_kind="serial", log=quiet)
+    for name in ("model.onnx", OBS_NORM_FILE):
+        assert read(tmp_path / "a" / name) == read(tmp_path / "b" / name), name
+    states = [pb.SolverState.FromString(read(tmp_path / d / "solver.pb")) for d in "ab"]
+    for state in states:
+        state.ClearField("config")
+    assert states[0] == states[1]
