@@ -54,7 +54,7 @@ def _cmd_train(args) -> int:
                        metrics_format=args.metrics_format,
                        tensorboard=True if args.tensorboard == "" else args.tensorboard,
                        checkpoint_every=args.checkpoint_every, resume=args.resume is not None,
-                       backend=args.backend, address=args.address)
+                       backend=args.backend, address=args.address, overwrite=args.overwrite)
     except KeyboardInterrupt:
         run_dir = args.resume or args.out or "RUN_DIR"
         print(f"evokit: interrupted; continue with `evokit train --resume {run_dir}`", file=sys.stderr)
@@ -159,7 +159,11 @@ def _parser() -> argparse.ArgumentParser:
                         "train.max_generations)")
     t.add_argument("--env", help="gymnasium environment id (default: the config's train.env_id)")
     t.add_argument("--seed", type=_seed, help="seed of the run (default: the config's train.seed)")
-    t.add_argument("--out", help="output directory (default: runs/ENV-seedS)")
+    t.add_argument("--out", help="output directory (default: runs/ENV-seedS, or runs/ENV-seedS-2, "
+                                 "-3, ... if that holds a run); one that holds a run is refused "
+                                 "without --overwrite")
+    t.add_argument("--overwrite", action="store_true",
+                   help="let the run replace the run in --out")
     t.add_argument("--model", help="initial ONNX policy (default: a fresh MLP of train.hidden_sizes)")
     t.add_argument("--workers", type=_workers,
                    help="evaluation workers (processes, or the threads of the batched policy call on "

@@ -39,6 +39,7 @@ choice changes the speed, not the model.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -63,6 +64,7 @@ from ..util import atomic_write_bytes
 from .checkpoint import CHECKPOINT_FILE, check_resumable, read_checkpoint, write_checkpoint
 from .metrics import COLUMNS as METRICS_COLUMNS
 from .metrics import MetricsFile, TensorBoardWriter, row_from_proto, row_to_proto
+from .metrics import metrics_format as metrics_format_of
 from .progress import NORMAL, Progress
 
 __all__ = ["EVALUATION_BACKENDS", "TrainResult", "train"]
@@ -166,7 +168,7 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
           metrics_path: Optional[str] = None, metrics_format: Optional[str] = None,
           tensorboard: Union[bool, str, None] = None, checkpoint_every: int = 1,
           resume: bool = False, backend: str = "local",
-          address: Optional[str] = None) -> TrainResult:
+          address: Optional[str] = None, overwrite: bool = False) -> TrainResult:
     """Train a policy with ES; write ``model.onnx``, ``solver.pb``,
     ``config.prototxt``, ``checkpoint.pb`` and the metrics to ``out_dir``
     (and ``obs_norm.pb`` with ``train.observation_normalization``: the
@@ -193,6 +195,11 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
     default from the extension) and, with ``tensorboard`` (a directory, or True
     for ``out_dir/tensorboard``), to TensorBoard event files.
 
+    A run never replaces another one: an ``out_dir`` that holds a run
+    (its ``checkpoint.pb`` or ``model.onnx``) is refused unless
+    ``overwrite=True``; without ``out_dir``, the run goes to
+    ``runs/ENV-seedS``, or ``runs/ENV-seedS-2`` (-3, ...) if that holds one.
+
     ``resume=True`` continues the run in ``out_dir`` from its checkpoint
     (written every ``checkpoint_every`` generations); ``config`` may then be
     None (the run's own), and may differ from the run's only in
@@ -205,10 +212,12 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
     t0 = time.perf_counter()
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
+    if metrics_path is not None:
+        metrics_format_of(metrics_path, metrics_format)  # refused before anything is written
     if progress is None:
         progress = Progress(NORMAL, log=log) if log is not None else Progress(NORMAL)
     cfg, run, out_dir, model = _open_run(config, (env_id, seed, num_workers, max_generations),
-                                         out_dir, model, resume)
+                                         out_dir, model, resume, overwrite)
     t = cfg.train
     agent = _make_agent(cfg, model, out_dir, run)
     atomic_write_bytes(os.path.join(out_dir, "config.prototxt"), config_to_text(cfg).encode())
@@ -268,7 +277,28 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
                        eval_mean=run.eval_mean, history=run.history)
 
 
-def _open_run(config, overrides, out_dir: Optional[str], model, resume: bool):
+#: The files whose presence says a directory holds a run.
+_RUN_FILES = (CHECKPOINT_FILE, MODEL_FILE)
+
+
+def _holds_run(directory: str) -> Optional[str]:
+    """The first file of a run in ``directory``, or None."""
+    return next((name for name in _RUN_FILES if os.path.exists(os.path.join(directory, name))),
+                None)
+
+
+def _fresh_run_dir(t: pb.TrainConfig) -> str:
+    """runs/ENV-seedS, or the first of runs/ENV-seedS-2, -3, ... that holds no run."""
+    base = os.path.join("runs", f"{t.env_id}-seed{t.seed}")
+    candidate, n = base, 1
+    while _holds_run(candidate):
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+def _open_run(config, overrides, out_dir: Optional[str], model, resume: bool,
+              overwrite: bool = False):
     """The config, the run state, the output directory and the initial model
     (None: make one) of a new run, or of the run in ``out_dir`` to resume."""
     if resume:
@@ -293,7 +323,16 @@ def _open_run(config, overrides, out_dir: Optional[str], model, resume: bool):
         raise ValueError("a config is needed (it may be left out only to resume a run)")
     cfg = load_config(config, overrides=_overrides(*overrides))  # the one validation
     t = cfg.train
-    out_dir = out_dir if out_dir is not None else os.path.join("runs", f"{t.env_id}-seed{t.seed}")
+    if out_dir is None:
+        out_dir = _fresh_run_dir(t)
+    elif _holds_run(out_dir):
+        if not overwrite:
+            raise FileExistsError(
+                f"{out_dir}: holds another run ({_holds_run(out_dir)}); continue it with --resume "
+                f"{out_dir}, replace it with --overwrite, or pick another --out")
+        for name in _RUN_FILES + (SOLVER_FILE, OBS_NORM_FILE):  # nothing of the old run stays
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(out_dir, name))
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as exc:

@@ -4,6 +4,7 @@
 import io
 import json
 import os
+import re
 import pty
 import signal
 import struct
@@ -577,3 +578,24 @@ def test_resumed_tensorboard_log_drops_what_the_killed_run_wrote_past_its_checkp
     assert [e.step for e in events] == [1, 2, 3, 4, 5, 6]
     np.testing.assert_allclose([e.value for e in events], [r["reward_mean"] for r in res.history],
                                rtol=1e-6)
+
+
+def test_a_run_never_replaces_another_unless_told(tmp_path, monkeypatch):
+    config = write_config(tmp_path / "c.prototxt", small_config(generations=2))
+    first = evokit.train(config, out_dir=str(tmp_path / "r"), log=quiet)
+    model = (tmp_path / "r" / "model.onnx").read_bytes()
+    with pytest.raises(FileExistsError, match=rf"^{re.escape(str(tmp_path / 'r'))}: holds another "
+                                              rf"run \(checkpoint.pb\); continue it with --resume"):
+        evokit.train(config, out_dir=str(tmp_path / "r"), seed=3, log=quiet)
+    assert (tmp_path / "r" / "model.onnx").read_bytes() == model  # untouched
+    again = evokit.train(config, out_dir=str(tmp_path / "r"), seed=3, log=quiet, overwrite=True)
+    assert again.model_path == first.model_path
+    assert (tmp_path / "r" / "model.onnx").read_bytes() != model
+    # Without --out: runs/ENV-seedS, then -2, -3 for the next runs of the same seed.
+    monkeypatch.chdir(tmp_path)
+    dirs = [evokit.train(config, log=quiet).out_dir for _ in range(3)]
+    assert dirs == [os.path.join("runs", "CartPole-v1-seed0")] + \
+        [os.path.join("runs", f"CartPole-v1-seed0-{n}") for n in (2, 3)]
+    out = evokit_cmd("train", config, "--out", tmp_path / "r", "-q")
+    assert out.returncode == 1 and "holds another run (checkpoint.pb)" in out.stderr
+    assert evokit_cmd("train", config, "--out", tmp_path / "r", "-q", "--overwrite").returncode == 0
