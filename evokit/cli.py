@@ -23,7 +23,7 @@ import sys
 from typing import List, Optional
 
 from . import __version__
-from .config import config_to_text, load_config
+from .config import config_with_defaults, load_config
 from .evaluation.envs import policy_for_env
 from .evaluation.factory import EVALUATOR_KINDS
 from .online.pipeline import evaluate, sample, update
@@ -111,7 +111,7 @@ def _cmd_check_config(args) -> int:
         cfg = load_config(path)
         print(f"{path}: ok")
         if args.show:
-            print(config_to_text(cfg))
+            print(config_with_defaults(cfg))
     return 0
 
 

@@ -15,6 +15,7 @@ import os
 import re
 from typing import Any, Collection, Dict, List, Mapping, Optional, Tuple, Union
 
+import numpy as np
 from google.protobuf import text_format
 
 from . import evokit_pb2 as pb
@@ -171,6 +172,52 @@ def _override(config: pb.EvoKitConfig, overrides: Optional[Mapping[str, Any]]) -
 def config_to_text(config: pb.EvoKitConfig) -> str:
     """The config in text format (what ``save_solver`` stores)."""
     return text_format.MessageToString(config)
+
+
+def config_with_defaults(config: pb.EvoKitConfig) -> str:
+    """Every field of the config in text format, the ones left unset with
+    their defaults and ``  # default`` after them (``check-config --show``);
+    it parses back to a config that means the same."""
+    from google.protobuf import text_encoding
+    from google.protobuf.descriptor import FieldDescriptor
+
+    lines: List[str] = []
+
+    def scalar(field, value) -> str:
+        if field.type == FieldDescriptor.TYPE_ENUM:
+            number = field.enum_type.values_by_number.get(value)
+            return number.name if number is not None else str(value)
+        if field.type == FieldDescriptor.TYPE_STRING:
+            return '"' + text_encoding.CEscape(value, as_utf8=True) + '"'
+        if field.type == FieldDescriptor.TYPE_BOOL:
+            return "true" if value else "false"
+        if field.type == FieldDescriptor.TYPE_FLOAT:
+            return str(np.float32(value))  # the shortest text of the float32
+        if field.type == FieldDescriptor.TYPE_DOUBLE:
+            return repr(float(value))
+        return str(value)
+
+    def walk(message, indent: str) -> None:
+        for field in message.DESCRIPTOR.fields:
+            if field.is_repeated:
+                for item in getattr(message, field.name):
+                    if field.type == FieldDescriptor.TYPE_MESSAGE:
+                        lines.append(f"{indent}{field.name} {{")
+                        walk(item, indent + "  ")
+                        lines.append(f"{indent}}}")
+                    else:
+                        lines.append(f"{indent}{field.name}: {scalar(field, item)}")
+                continue
+            if field.type == FieldDescriptor.TYPE_MESSAGE:
+                lines.append(f"{indent}{field.name} {{")
+                walk(getattr(message, field.name), indent + "  ")
+                lines.append(f"{indent}}}")
+                continue
+            mark = "" if message.HasField(field.name) else "  # default"
+            lines.append(f"{indent}{field.name}: {scalar(field, getattr(message, field.name))}{mark}")
+
+    walk(config, "")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------

@@ -179,3 +179,31 @@ def test_unvalidated_config_is_left_to_the_caller(tmp_path):
     assert load_config(path, validate=False).solver.sampling.gaussian_sampling.std == -0.5
     with pytest.raises(ConfigError, match=r"std must be > 0, got -0.5"):
         load_config(path)
+
+
+def test_check_config_show_prints_every_field_with_its_default(capsys):
+    from evokit.cli import main as cli
+    from evokit.config import config_with_defaults
+
+    path = os.path.join(ROOT, "configs", "evokit_minimal.prototxt")
+    assert cli(["check-config", "--show", path]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{path}: ok\n")
+    text = out.split("\n", 1)[1]
+    # set fields as they are, unset ones with their defaults, marked
+    assert "    base_lr: 0.05\n" in text and "  population_size: 50  # default\n" in text
+    assert '  env_id: "CartPole-v1"  # default\n' in text
+    assert "      epsilon: 1e-08\n" in text and "  observation_normalizer: OPENAI_ES  # default\n" in text
+    # every field of every message is there, and the text means the same config
+    fields = {f.name for m in (pb.SolverConfig, pb.TrainConfig, pb.ARSSamplingConfig)
+              for f in m.DESCRIPTOR.fields if not f.is_repeated}  # hidden_sizes: none listed
+    assert [name for name in fields if f" {name}" not in text] == []
+    cfg = evokit.load_config(path)
+    again = parse_config(text)
+    for message in (again.solver.sampling.ars_sampling, again.train):
+        for f in message.DESCRIPTOR.fields:
+            if not f.is_repeated:
+                assert message.HasField(f.name)  # written out, not left to the default
+    assert config_with_defaults(again).replace("  # default", "") == text.rstrip("\n").replace(
+        "  # default", "")
+    assert again.solver.optimizer.base_lr == cfg.solver.optimizer.base_lr
