@@ -29,7 +29,7 @@ from .evaluation.factory import EVALUATOR_KINDS
 from .online.pipeline import evaluate, sample, update
 from .online.warehouse import Warehouse
 from .policy.mlp import ACTION_MAPPINGS, ACTIVATIONS
-from .training.loop import EVALUATION_BACKENDS, train
+from .training.loop import EVALUATION_BACKENDS, TrainingInterrupted, train
 from .training.metrics import FORMATS as METRICS_FORMATS
 from .training.plot import plot_run
 from .training.progress import NORMAL, QUIET, VERBOSE, Progress
@@ -53,8 +53,13 @@ def _cmd_train(args) -> int:
                        progress=Progress(verbosity), metrics_path=args.metrics,
                        metrics_format=args.metrics_format,
                        tensorboard=True if args.tensorboard == "" else args.tensorboard,
-                       checkpoint_every=args.checkpoint_every, resume=args.resume is not None,
+                       checkpoint_every=args.checkpoint_every,
+                       checkpoint_seconds=args.checkpoint_seconds, resume=args.resume is not None,
                        backend=args.backend, address=args.address, overwrite=args.overwrite)
+    except TrainingInterrupted as stop:
+        print(f"evokit: interrupted; continue with `evokit train --resume {stop.out_dir}`",
+              file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         run_dir = args.resume or args.out or "RUN_DIR"
         print(f"evokit: interrupted; continue with `evokit train --resume {run_dir}`", file=sys.stderr)
@@ -113,6 +118,16 @@ def _cmd_check_config(args) -> int:
         if args.show:
             print(config_with_defaults(cfg))
     return 0
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be finite and >= 0, got {text}")
+    return value
 
 
 def _whole(text: str, expected: str = "a whole number") -> int:
@@ -191,8 +206,14 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--tensorboard", nargs="?", const="", metavar="DIR",
                    help="also write TensorBoard event files, to DIR (default: OUT/tensorboard); "
                         "needs tensorboardX (pip install 'evokit[tensorboard]')")
-    t.add_argument("--checkpoint-every", type=_positive, default=1, metavar="K",
-                   help="write OUT/checkpoint.pb every K generations (default: 1)")
+    t.add_argument("--checkpoint-every", type=_positive, metavar="K",
+                   help="write OUT/checkpoint.pb every K generations (default: by time, see "
+                        "--checkpoint-seconds)")
+    t.add_argument("--checkpoint-seconds", type=_seconds, default=10.0, metavar="S",
+                   help="without --checkpoint-every: write OUT/checkpoint.pb once S seconds "
+                        "(default 10), and at least 20 times the last checkpoint's duration, have "
+                        "passed since the last one; always at the start, the end and on "
+                        "SIGINT/SIGTERM")
     t.add_argument("--resume", metavar="RUN_DIR",
                    help="continue the run in RUN_DIR from its checkpoint; the result is the one "
                         "the run would have reached uninterrupted")

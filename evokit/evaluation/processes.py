@@ -5,7 +5,6 @@ onnxruntime session)."""
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing
 from typing import Optional
 
 import numpy as np
@@ -59,10 +58,8 @@ class ProcessEvaluator(PooledEvaluator):
             return
         self.close_pool()
         check_policy_fits(agent.policy, self._env)
-        ctx = multiprocessing.get_context("spawn")
-        self._pool = cf.ProcessPoolExecutor(
-            max_workers=self.num_workers, mp_context=ctx, initializer=_worker_init,
-            initargs=(agent.config.SerializeToString(), agent.policy, self.env_id))
+        self._pool = self._new_pool(self.num_workers, _worker_init,
+                                    (agent.config.SerializeToString(), agent.policy, self.env_id))
         self._pool_key = key
 
     def evaluate(self, agent, infos, seeds) -> EvalResult:

@@ -18,8 +18,11 @@ clone ``i`` drawing once per generation would get, computed here from the
 generation alone, so that a resumed run draws exactly the keys an
 uninterrupted one draws.
 
-Checkpoints: after every ``checkpoint_every`` generations (and at the start and
-the end) ``RUN_DIR/checkpoint.pb`` is written atomically
+Checkpoints: at the start, at the end, on a solve, after the generation in
+progress when SIGINT or SIGTERM arrives, and in between every
+``checkpoint_every`` generations or, by default, by time (once
+``checkpoint_seconds`` and 20 times the last checkpoint's duration have
+passed: at most 5 % of the run), ``RUN_DIR/checkpoint.pb`` is written atomically
 (:mod:`evokit.training.checkpoint`): the centre model, the solver state, the
 metrics and the counters. It is built in memory, from the model and solver
 state that ``model.onnx`` and ``solver.pb`` are written from (nothing is read
@@ -42,6 +45,8 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Union
@@ -166,7 +171,8 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
           evaluator: Optional[Evaluator] = None, evaluator_kind: str = "auto",
           log: Optional[Callable[[str], None]] = None, progress: Optional[Progress] = None,
           metrics_path: Optional[str] = None, metrics_format: Optional[str] = None,
-          tensorboard: Union[bool, str, None] = None, checkpoint_every: int = 1,
+          tensorboard: Union[bool, str, None] = None, checkpoint_every: Optional[int] = None,
+          checkpoint_seconds: float = 10.0,
           resume: bool = False, backend: str = "local",
           address: Optional[str] = None, overwrite: bool = False) -> TrainResult:
     """Train a policy with ES; write ``model.onnx``, ``solver.pb``,
@@ -201,7 +207,7 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
     ``runs/ENV-seedS``, or ``runs/ENV-seedS-2`` (-3, ...) if that holds one.
 
     ``resume=True`` continues the run in ``out_dir`` from its checkpoint
-    (written every ``checkpoint_every`` generations); ``config`` may then be
+    (see the module doc for when they are written); ``config`` may then be
     None (the run's own), and may differ from the run's only in
     ``train.num_workers`` and ``train.max_generations``.
     """
@@ -210,8 +216,10 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
     if address is not None and backend != "ray":
         raise ValueError(f"address={address!r} is for backend='ray', got backend={backend!r}")
     t0 = time.perf_counter()
-    if checkpoint_every < 1:
+    if checkpoint_every is not None and checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
+    if not checkpoint_seconds >= 0:
+        raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds}")
     if metrics_path is not None:
         metrics_format_of(metrics_path, metrics_format)  # refused before anything is written
     if progress is None:
@@ -246,16 +254,29 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
             None if math.isnan(run.eval_mean) else run.eval_mean)
         if resume:
             progress.line(f"resumed {out_dir} at generation {run.generation}")
-        progress.line(f"eta: time to generation {t.max_generations} at the recent rate (the run "
-                      f"stops earlier once the centre reaches {t.target_return:g}); "
-                      f"* marks a centre evaluation")
+        progress.line(f"eta: an estimate of the time to generation {t.max_generations} at the "
+                      f"recent time per generation (the run stops earlier once the centre reaches "
+                      f"{t.target_return:g}); * marks a centre evaluation")
         start = run.generation + 1 if not run.solved else t.max_generations + 1
-        for generation in range(start, t.max_generations + 1):
-            _generation(run, generation, agent, evaluator, cfg, t0, progress, metrics, tb)
-            if run.solved or generation % checkpoint_every == 0 or generation == t.max_generations:
-                run.checkpoint(out_dir, agent, cfg)
-            if run.solved:
-                break
+        schedule = _CheckpointSchedule(checkpoint_every, checkpoint_seconds)
+        with _StopOnSignal() as stop:
+            for generation in range(start, t.max_generations + 1):
+                row, timings = _generation(run, generation, agent, evaluator, cfg, t0, metrics)
+                tick = time.perf_counter()
+                if (run.solved or generation == t.max_generations or stop.signum is not None
+                        or schedule.due(generation, tick)):
+                    run.checkpoint(out_dir, agent, cfg)
+                    timings["checkpoint"] = schedule.done(tick, time.perf_counter())
+                if stop.signum is None:  # else stdout may be gone with the terminal
+                    progress.generation(row, timings)
+                if tb is not None:
+                    tb.write(row, progress.steps_per_second())
+                if run.solved:
+                    break
+                if stop.signum is not None:  # (it may have come after the checkpoint above)
+                    if run.saved_generation != generation:
+                        run.checkpoint(out_dir, agent, cfg)
+                    raise TrainingInterrupted(stop.signum, out_dir)
     finally:
         progress.end_line()
         if own_evaluator:
@@ -387,10 +408,66 @@ def _make_agent(cfg: pb.EvoKitConfig, model, out_dir: str, run: _Run) -> ESAgent
     return agent
 
 
+class TrainingInterrupted(KeyboardInterrupt):
+    """A run stopped by SIGINT or SIGTERM, after the generation in progress
+    and a checkpoint of it (``signum``: the signal; ``out_dir``: the run)."""
+
+    def __init__(self, signum: int, out_dir: str):
+        super().__init__(f"stopped by signal {signum}; the run in {out_dir} can be resumed")
+        self.signum, self.out_dir = signum, out_dir
+
+
+class _StopOnSignal:
+    """While active (in the main thread), the first SIGINT or SIGTERM asks the
+    loop to stop after the generation in progress, with a checkpoint; a second
+    one stops at once (KeyboardInterrupt, as without this)."""
+
+    def __init__(self):
+        self.signum: Optional[int] = None
+        self._saved: Dict[int, Any] = {}
+
+    def _handle(self, signum, frame) -> None:
+        if self.signum is not None:
+            raise KeyboardInterrupt
+        self.signum = signum  # nothing printed here: the handler may interrupt a write
+
+    def __enter__(self) -> "_StopOnSignal":
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._saved[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for signum, handler in self._saved.items():
+            signal.signal(signum, handler)
+
+
+class _CheckpointSchedule:
+    """When the loop checkpoints besides the start, the end, a solve and a
+    stop: every ``every`` generations if given, else once
+    ``max(seconds, 20 x the last checkpoint's duration)`` have passed since
+    the last one ended (so checkpoints cost at most 5 % of a run)."""
+
+    def __init__(self, every: Optional[int], seconds: float):
+        self.every, self.seconds = every, seconds
+        self._last_end = time.perf_counter()
+        self._last_cost = 0.0
+
+    def due(self, generation: int, now: float) -> bool:
+        if self.every is not None:
+            return generation % self.every == 0
+        return now - self._last_end >= max(self.seconds, 20.0 * self._last_cost)
+
+    def done(self, start: float, end: float) -> float:
+        """Record a checkpoint that ran from ``start`` to ``end``; its duration."""
+        self._last_end, self._last_cost = end, end - start
+        return self._last_cost
+
+
 def _generation(run: _Run, generation: int, agent: ESAgent, evaluator: Evaluator,
-                cfg: pb.EvoKitConfig, t0: float, progress: Progress, metrics: MetricsFile,
-                tb: Optional[TensorBoardWriter]) -> None:
-    """Sample, evaluate and update once; evaluate the centre when due."""
+                cfg: pb.EvoKitConfig, t0: float, metrics: MetricsFile):
+    """Sample, evaluate and update once; evaluate the centre when due.
+    Returns the metrics row (written) and the seconds of each phase."""
     t = cfg.train
     antithetic = cfg.solver.antithetic
     tick = time.perf_counter()
@@ -431,10 +508,10 @@ def _generation(run: _Run, generation: int, agent: ESAgent, evaluator: Evaluator
     row["wall_time"] = run.elapsed
     row = {k: row[k] for k in METRICS_COLUMNS}
     run.add_row(row)
+    tick = time.perf_counter()
     metrics.write(row)
-    progress.generation(row, timings)
-    if tb is not None:
-        tb.write(row, progress.steps_per_second())
+    timings["metrics"] = time.perf_counter() - tick
+    return row, timings
 
 
 def _obs_style(t: pb.TrainConfig) -> str:

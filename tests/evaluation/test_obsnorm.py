@@ -321,7 +321,8 @@ def test_a_run_that_stops_early_leaves_the_complete_policy(tmp_path):
     cfg = short_config()
     cfg.train.max_generations = 10
     with pytest.raises(KeyboardInterrupt), _StopAt(3) as evaluator:
-        evokit.train(cfg, out_dir=str(tmp_path / "a"), evaluator=evaluator, log=quiet)
+        evokit.train(cfg, out_dir=str(tmp_path / "a"), evaluator=evaluator, log=quiet,
+                     checkpoint_every=1)
     model = onnx.load(str(tmp_path / "a" / "model.onnx"))  # generation 2's checkpoint
     assert [n.op_type for n in model.graph.node[4:7]] == ["Sub", "Div", "Clip"]
     stats = pb.ObservationStats.FromString(read(tmp_path / "a" / OBS_NORM_FILE))

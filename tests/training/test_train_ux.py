@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import pytest
@@ -173,15 +174,17 @@ def test_cli_progress_through_a_pseudo_terminal_and_a_pipe(tmp_path):
     assert "\r" not in piped.stdout and "\x1b" not in piped.stdout
     assert [line.split("  ")[0] for line in lines[2:5]] == ["gen 1/3", "gen 2/3", "gen 3/3"]
     assert lines[0].startswith("evokit train: CartPole-v1, ")
-    assert lines[1] == ("eta: time to generation 3 at the recent rate (the run stops earlier once the "
-                        "centre reaches 475); * marks a centre evaluation")
+    assert lines[1] == ("eta: an estimate of the time to generation 3 at the recent time per "
+                        "generation (the run stops earlier once the centre reaches 475); * marks a "
+                        "centre evaluation")
     assert lines[5].startswith("not solved: centre return ")
 
     verbose = evokit_cmd("train", cfg, "--out", tmp_path / "run3", "-v")
     gens = verbose.stdout.splitlines()[2:5]
-    assert [g.split("[")[1].split()[::2] for g in gens] == [["sample", "update"],
-                                                             ["sample", "update", "centre"],
-                                                             ["sample", "update", "centre"]]
+    # every phase timed; the checkpoint of the last generation (the end) too
+    assert [g.split("[")[1].split()[::2] for g in gens] == [
+        ["sample", "update", "metrics"], ["sample", "update", "centre", "metrics"],
+        ["sample", "update", "centre", "metrics", "checkpoint"]]
     silent = evokit_cmd("train", cfg, "--out", tmp_path / "run4", "-q")
     assert silent.returncode == 0 and silent.stdout == "" and silent.stderr == ""
 
@@ -322,7 +325,8 @@ def test_resume_after_sigkill_gives_the_uninterrupted_model(tmp_path):
     assert whole.returncode == 0, whole.stderr
 
     run = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "evokit.cli", "train", cfg, "--out", str(run)],
+    proc = subprocess.Popen([sys.executable, "-m", "evokit.cli", "train", cfg, "--out", str(run),
+                             "--checkpoint-every", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=OUTSIDE)
     for line in proc.stdout:
         if line.startswith("gen  5/40"):
@@ -359,7 +363,9 @@ def test_ctrl_c_names_the_resume_command(tmp_path):
     assert proc.wait(timeout=60) == 130
     assert proc.stderr.read() == f"evokit: interrupted; continue with `evokit train --resume {run}`\n"
     proc.stderr.close()
-    assert 2 <= read_checkpoint(str(run)).generation < 200  # 2 if stopped while checkpointing 3
+    # the generation in progress ends and is checkpointed (checkpoints are
+    # otherwise 10 s apart: only the one of generation 0 would be there)
+    assert 3 <= read_checkpoint(str(run)).generation < 200
 
 
 def test_resume_with_checkpoint_every_k_and_python_api(tmp_path):
@@ -599,3 +605,41 @@ def test_a_run_never_replaces_another_unless_told(tmp_path, monkeypatch):
     out = evokit_cmd("train", config, "--out", tmp_path / "r", "-q")
     assert out.returncode == 1 and "holds another run (checkpoint.pb)" in out.stderr
     assert evokit_cmd("train", config, "--out", tmp_path / "r", "-q", "--overwrite").returncode == 0
+
+
+def _children(pid):
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
+def _cmdline(pid):
+    with open(f"/proc/{pid}/cmdline") as f:
+        return f.read()
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_worker_processes_die_with_a_sigkilled_run(tmp_path):
+    cfg = write_config(tmp_path / "c.prototxt", small_config(generations=100000, target=1e9))
+    proc = subprocess.Popen([sys.executable, "-m", "evokit.cli", "train", cfg, "--out",
+                             str(tmp_path / "run"), "--workers", "2", "--evaluator", "process"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=OUTSIDE)
+    for line in proc.stdout:
+        if line.startswith("gen      3/"):
+            break
+    workers = [pid for pid in _children(proc.pid) if "spawn_main" in _cmdline(pid)]
+    assert len(workers) == 2
+    proc.kill()
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    deadline = time.time() + 20
+    while time.time() < deadline and any(_alive(pid) for pid in workers):
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in workers), "orphaned workers outlived the run"
