@@ -10,13 +10,20 @@ cases, with the time spent sampling, updating and evaluating the centre.
 Each line shows the generation, the environment steps so far, steps per
 second (over the last ``window`` generations), the population's mean / max /
 min reward, the last centre evaluation, the elapsed time and an ETA. The ETA
-is the time to ``max_generations`` at the recent rate: an upper bound, since
-the run stops earlier once the centre reaches the target return.
+is an estimate of the time to ``max_generations`` at the recent time per
+generation, not a bound (generations slow down as episodes grow longer; the
+run also stops earlier once the centre reaches the target return).
+
+On a terminal every line fits its width (read at each line, so a resized
+window is followed): the fields least needed go first (min / max reward,
+elapsed time, total steps, ETA), and what still does not fit is cut, so the
+status line never wraps into stray lines.
 """
 
 from __future__ import annotations
 
 import collections
+import shutil
 import sys
 import time
 from typing import Callable, Deque, Dict, Optional, TextIO, Tuple
@@ -47,7 +54,8 @@ class Progress:
 
     def __init__(self, verbosity: int = NORMAL, stream: Optional[TextIO] = None,
                  live: Optional[bool] = None, log: Optional[Callable[[str], None]] = None,
-                 window: int = 10, clock: Callable[[], float] = time.perf_counter):
+                 window: int = 10, clock: Callable[[], float] = time.perf_counter,
+                 width: Optional[int] = None):
         self.verbosity = verbosity
         self._log = log
         self._stream = stream
@@ -56,6 +64,8 @@ class Progress:
             isatty = getattr(out, "isatty", None)
             live = log is None and bool(isatty and isatty())
         self.live = bool(live) and log is None
+        # The columns a line may take: given, or the terminal's when live.
+        self._width = width
         self._clock = clock
         self._recent: Deque[Tuple[int, int, float]] = collections.deque(maxlen=window + 1)
         self._max_generations = 0
@@ -103,8 +113,10 @@ class Progress:
             self._eval_mean = row["eval_mean"]
         if self.verbosity <= QUIET:
             return
-        text = self.format(row)
+        columns = self.columns()
+        text = self.format(row, None if self.verbosity >= VERBOSE else columns)
         if self.verbosity >= VERBOSE and timings:
+            # permanent lines: a verbose one may wrap, a status line never does
             text += "  [" + " ".join(f"{k} {v:.3f}s" for k, v in timings.items()) + "]"
         if self.live and self.verbosity < VERBOSE and not evaluated:
             self._status(text)
@@ -123,16 +135,51 @@ class Progress:
             return float("nan")
         return (self._max_generations - g1) * (t1 - t0) / (g1 - g0)
 
-    def format(self, row: Dict) -> str:
+    def columns(self) -> Optional[int]:
+        """The width lines must fit: the one given, else the terminal's when
+        live, else None (no limit)."""
+        if self._width is not None:
+            return self._width
+        if self.live:
+            return shutil.get_terminal_size((80, 24)).columns
+        return None
+
+    def format(self, row: Dict, columns: Optional[int] = None) -> str:
+        """The line of ``row``, at most ``columns`` characters (if given)."""
         centre = "-" if self._eval_mean is None else f"{self._eval_mean:.2f}"
         mark = "*" if row.get("eval_mean") is not None else " "
         width = len(str(self._max_generations))
-        return (f"gen {row['generation']:{width}d}/{self._max_generations}  "
-                f"steps {row['env_steps']:,} ({self.steps_per_second():,.0f}/s)  "
-                f"reward mean {row['reward_mean']:.2f} max {row['reward_max']:.2f} "
-                f"min {row['reward_min']:.2f}  centre {centre}{mark}  "
-                f"elapsed {format_duration(row['wall_time'])}  "
-                f"eta {format_duration(self.eta())}")
+        # (field, rank: the higher, the longer it stays when space is short)
+        fields = [
+            (f"gen {row['generation']:{width}d}/{self._max_generations}", 9),
+            (f"steps {row['env_steps']:,}", 3), (f"({self.steps_per_second():,.0f}/s)", 6),
+            (f"reward mean {row['reward_mean']:.2f}", 7), (f"max {row['reward_max']:.2f}", 1),
+            (f"min {row['reward_min']:.2f}", 0), (f"centre {centre}{mark}", 8),
+            (f"elapsed {format_duration(row['wall_time'])}", 2),
+            (f"eta {format_duration(self.eta())}", 5),
+        ]
+        seps = ["  ", " ", "  ", " ", " ", "  ", "  ", "  "]  # before fields 1..8
+
+        def join(kept):
+            out = ""
+            for i, (text, _) in enumerate(fields):
+                sep = seps[i - 1] if i else ""
+                if i == 2 and 1 not in kept:  # the rate without the steps: say what it counts
+                    text, sep = f"{self.steps_per_second():,.0f} steps/s", "  "
+                if i in kept:
+                    out += (sep if out else "") + text
+            return out
+
+        kept = set(range(len(fields)))
+        line = join(kept)
+        if columns is None:
+            return line
+        for i, _ in sorted(enumerate(fields), key=lambda f: f[1][1]):
+            if len(line) <= columns - 1 or len(kept) == 1:
+                break
+            kept.discard(i)
+            line = join(kept)
+        return line[:max(1, columns - 1)]
 
     def end_line(self) -> None:
         """End a status line left on the terminal (before an error message)."""

@@ -117,7 +117,7 @@ def test_progress_plain_lines_when_not_a_terminal():
 def test_progress_live_line_on_a_terminal():
     out = io.StringIO()
     out.isatty = lambda: True
-    progress = Progress(NORMAL, stream=out)
+    progress = Progress(NORMAL, stream=out, width=120)
     assert progress.live
     feed(progress)
     clear = "\r\x1b[K"
@@ -125,6 +125,23 @@ def test_progress_live_line_on_a_terminal():
     # permanent line; generation 3 is a status line, cleared by the summary
     assert out.getvalue() == ("header\n" + clear + LINES[0] + clear + LINES[1] + "\n"
                               + clear + LINES[2] + clear + "summary\n")
+
+
+@pytest.mark.parametrize("columns,line", [
+    (80, "gen  2/10  steps 3,000 (1,500/s)  reward mean 60.25  centre 150.50*  eta 8.0s"),
+    (60, "gen  2/10  1,500 steps/s  reward mean 60.25  centre 150.50*"),
+    (40, "gen  2/10  centre 150.50*"),
+    (12, "gen  2/10"),
+    (6, "gen  "),
+])
+def test_progress_lines_fit_the_terminal(columns, line, monkeypatch):
+    out = io.StringIO()
+    out.isatty = lambda: True
+    monkeypatch.setenv("COLUMNS", str(columns))  # what shutil.get_terminal_size reads first
+    feed(Progress(NORMAL, stream=out))
+    lines = out.getvalue().replace("\r\x1b[K", "\n").split("\n")
+    assert line in lines
+    assert all(len(x) < columns for x in lines if x.startswith("gen"))
 
 
 def test_progress_verbose_and_quiet():
