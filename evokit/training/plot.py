@@ -1,8 +1,11 @@
 """``evokit plot RUN_DIR``: the learning curve of a training run as a PNG.
 
 Two panels, against environment steps and against wall time: the
-population's mean reward with its min-max band, and the centre policy's
-evaluations. Needs matplotlib (``pip install 'evokit[plot]'``); drawn with
+population's mean reward with its min-max band, the centre policy's
+evaluations and, when the run has one, its target return as a dashed line.
+The title names the environment, the sampling family and the seed (from
+the run's config.prototxt) and the run's length; the legend sits below the
+panels, never over the data. Needs matplotlib (``pip install 'evokit[plot]'``); drawn with
 the Agg backend, so no display is needed.
 """
 
@@ -56,6 +59,7 @@ def plot_run(run: str, output: Optional[str] = None) -> str:
     matplotlib.use("Agg", force=True)
     from matplotlib.figure import Figure
 
+    run_config = _run_config(run if os.path.isdir(run) else os.path.dirname(path))
     fig = Figure(figsize=FIGURE_SIZE, dpi=DPI)
     axes = fig.subplots(1, 2, sharey=True)
     evaluated = [r for r in rows if r["eval_mean"] is not None]
@@ -68,18 +72,42 @@ def plot_run(run: str, output: Optional[str] = None) -> str:
         if evaluated:
             ax.plot(_column(evaluated, key), _column(evaluated, "eval_mean"), "o-",
                     color="tab:orange", markersize=3, label="centre policy")
+        if run_config is not None:
+            ax.axhline(run_config.train.target_return, color="k", linestyle="--", linewidth=1,
+                       label=f"target {run_config.train.target_return:g}")
         ax.set_xlabel(label)
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel("return")
-    axes[0].legend(loc="lower right")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
     last = rows[-1]
-    fig.suptitle(f"{os.path.basename(os.path.abspath(run))}: {last['generation']} generations, "
-                 f"{last['env_steps']:,} env steps, {_seconds(last['wall_time'])}")
-    fig.tight_layout()
+    name = os.path.basename(os.path.abspath(run))
+    if run_config is not None:
+        from .. import evokit_pb2 as pb
+
+        t = run_config.train
+        family = pb.SamplingConfig.Type.Name(run_config.solver.sampling.type)
+        name = f"{t.env_id}, {family}, seed {t.seed} ({name})"
+    fig.suptitle(f"{name}: {last['generation']} generations, {last['env_steps']:,} env steps, "
+                 f"{_seconds(last['wall_time'])}")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))  # room for the legend below
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     atomic_write_bytes(output, buf.getvalue())
     return output
+
+
+def _run_config(directory: str):
+    """The run's config (its config.prototxt), or None without a readable one."""
+    from ..config import load_config
+
+    path = os.path.join(directory, "config.prototxt")
+    if not os.path.isfile(path):
+        return None
+    try:
+        return load_config(path)
+    except (ValueError, OSError):
+        return None
 
 
 def _column(rows: List[dict], key: str) -> List[float]:
