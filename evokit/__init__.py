@@ -25,6 +25,7 @@ from .blackbox.ga import GA
 from .blackbox.openes import OpenES
 from .config import load_config, parse_config
 from .errors import ConfigError, ModelError, SolverFileError
+from .evaluation.envs import init_model, policy_for_env
 from .evokit_pb2 import EvoKitConfig
 from .policy.native import NativePolicy
 from .policy.onnx_policy import OnnxPolicy
@@ -33,6 +34,7 @@ from .training.loop import TrainResult, train
 __all__ = [
     "CMAES", "SepCMAES",
     "ConfigError", "ESAgent", "EvoKitConfig", "GA", "OpenES", "ModelError", "NativePolicy", "OnnxPolicy", "SamplingInfo",
-    "SolverFileError", "__version__", "load_config", "parse_config", "proto", "train", "TrainResult",
+    "SolverFileError", "__version__", "init_model", "load_config", "parse_config", "policy_for_env",
+    "proto", "train", "TrainResult",
 ]
 

@@ -24,7 +24,7 @@ from typing import List, Optional
 
 from . import __version__
 from .config import config_with_defaults, load_config
-from .evaluation.envs import policy_for_env
+from .evaluation.envs import init_model
 from .evaluation.factory import EVALUATOR_KINDS
 from .online.pipeline import evaluate, sample, update
 from .online.warehouse import Warehouse
@@ -33,7 +33,6 @@ from .training.loop import EVALUATION_BACKENDS, TrainingInterrupted, train
 from .training.metrics import FORMATS as METRICS_FORMATS
 from .training.plot import plot_run
 from .training.progress import NORMAL, QUIET, VERBOSE, Progress
-from .util import atomic_write_bytes
 
 __all__ = ["main"]
 
@@ -74,9 +73,8 @@ def _cmd_plot(args) -> int:
 
 
 def _cmd_init_model(args) -> int:
-    model = policy_for_env(args.env, hidden_sizes=args.hidden, activation=args.activation,
-                           seed=args.seed, action_mapping=args.action_mapping)
-    atomic_write_bytes(args.output, model.SerializeToString())
+    init_model(args.env, args.output, hidden_sizes=args.hidden, activation=args.activation,
+               seed=args.seed, action_mapping=args.action_mapping)
     print(f"wrote {args.output}: MLP {args.hidden or 'linear'} ({args.activation}) for {args.env}")
     return 0
 

@@ -4,7 +4,8 @@ implementation in the core)."""
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+import os
+from typing import Optional, Sequence, Union
 
 import numpy as np
 import onnx
@@ -38,6 +39,17 @@ def policy_for_env(env_id: str, hidden_sizes: Sequence[int] = (16,), activation:
                                  action_mapping=action_mapping)
     finally:
         env.close()
+
+
+def init_model(env_id: str, path: Union[str, "os.PathLike[str]"], hidden_sizes: Sequence[int] = (16,),
+               activation: str = "tanh", seed: int = 0, action_mapping: str = "clip") -> str:
+    """Write :func:`policy_for_env`'s model to ``path`` (what ``evokit
+    init-model`` does); return the path."""
+    from ..util import atomic_write_bytes
+
+    model = policy_for_env(env_id, hidden_sizes, activation, seed, action_mapping)
+    atomic_write_bytes(os.fspath(path), model.SerializeToString())
+    return os.fspath(path)
 
 
 def check_policy_fits(policy, env) -> bool:
