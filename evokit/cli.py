@@ -227,7 +227,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--hidden", type=int, nargs="*", default=[16],
                    help="hidden layer sizes (default: 16; none for a linear policy)")
     m.add_argument("--activation", default="tanh", choices=ACTIVATIONS)
-    m.add_argument("--seed", type=int, default=0, help="seed of the initial weights (default: 0)")
+    m.add_argument("--seed", type=_seed, default=0, help="seed of the initial weights (default: 0)")
     m.add_argument("--action-mapping", default="clip", choices=ACTION_MAPPINGS,
                    help="continuous actions: how the output is mapped into the action bounds, as "
                         "nodes of the model (default: clip)")
@@ -251,7 +251,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--env", required=True, help="gymnasium environment id")
     s.add_argument("--num-samples", type=int, required=True, help="samples to draw (even if antithetic)")
     s.add_argument("--log", required=True, help="sampling log to append to (created if missing)")
-    s.add_argument("--seed", type=int, default=0,
+    s.add_argument("--seed", type=_seed, default=0,
                    help="this sampler's id: samplers running at once need distinct seeds (default: 0)")
     s.add_argument("--iteration", type=int, help="sample this kept iteration instead of the newest")
     s.add_argument("--workers", type=_workers, default=1,
@@ -277,7 +277,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("model", help="an .onnx policy, or a model warehouse directory")
     e.add_argument("--env", required=True, help="gymnasium environment id")
     e.add_argument("--episodes", type=int, default=20, help="episodes (default: 20)")
-    e.add_argument("--seed", type=int, default=0, help="seed of the first episode (default: 0)")
+    e.add_argument("--seed", type=_seed, default=0, help="seed of the first episode (default: 0)")
     e.add_argument("--workers", type=_workers, default=1, help="evaluation processes (default: 1)")
     e.add_argument("--min-return", type=float,
                    help="exit 1 unless the mean return reaches this value")

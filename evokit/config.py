@@ -261,6 +261,15 @@ class _Checker:
         if value < low:
             self.fail(field, f"must be >= {low}, got {value}")
 
+    def within(self, field: str, value: int, low: int, high: int) -> None:
+        if not low <= value <= high:
+            self.fail(field, f"must be in [{low:,}, {high:,}], got {value:,}")
+
+
+#: Upper bounds of train.eval_episodes / episodes_per_sample and of train.num_workers.
+MAX_EPISODES = 1_000_000
+MAX_WORKERS = 4096
+
 
 def validate_config(config: pb.EvoKitConfig, source: str = "<config>",
                     text: Optional[str] = None, num_params: Optional[int] = None,
@@ -294,9 +303,11 @@ def validate_config(config: pb.EvoKitConfig, source: str = "<config>",
     t = config.train
     c.at_least("train.max_generations", t.max_generations, 1)
     c.at_least("train.eval_every", t.eval_every, 1)
-    c.at_least("train.eval_episodes", t.eval_episodes, 1)
-    c.at_least("train.num_workers", t.num_workers, 1)
-    c.at_least("train.episodes_per_sample", t.episodes_per_sample, 1)
+    # Episode counts are lists in memory: bounded, so that a typo is refused here
+    # rather than ending in a MemoryError.
+    c.within("train.eval_episodes", t.eval_episodes, 1, MAX_EPISODES)
+    c.within("train.num_workers", t.num_workers, 1, MAX_WORKERS)
+    c.within("train.episodes_per_sample", t.episodes_per_sample, 1, MAX_EPISODES)
     for i, h in enumerate(t.hidden_sizes):
         if h < 1:
             c.fail("train.hidden_sizes", f"must all be >= 1, got {h} at position {i}")

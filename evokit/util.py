@@ -25,11 +25,15 @@ def atomic_write_bytes(path: Union[str, "os.PathLike[str]"], data: bytes) -> Non
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and not exc.filename:  # e.g. ENOSPC: name the file
+            named = OSError(f"{path}: cannot write it ({exc.strerror or exc})")
+            named.errno = exc.errno
+            raise named from None
         raise
     fsync_dir(directory)
 

@@ -169,7 +169,7 @@ def test_an_error_in_an_override_names_the_command_line_and_elsewhere_the_file(t
     with pytest.raises(ConfigError) as info:
         load_config(path, overrides={"train.num_workers": 0})
     assert str(info.value) == ("config (with command-line overrides): train.num_workers must be "
-                               ">= 1, got 0")
+                               "in [1, 4,096], got 0")
     assert info.value.field == "train.num_workers"
 
 
@@ -207,3 +207,10 @@ def test_check_config_show_prints_every_field_with_its_default(capsys):
     assert config_with_defaults(again).replace("  # default", "") == text.rstrip("\n").replace(
         "  # default", "")
     assert again.solver.optimizer.base_lr == cfg.solver.optimizer.base_lr
+
+
+@pytest.mark.parametrize("field", ["eval_episodes", "episodes_per_sample"])
+def test_episode_counts_that_cannot_fit_in_memory_are_refused_up_front(field):
+    with pytest.raises(ConfigError, match=rf"^<string>:1: train.{field} must be in \[1, 1,000,000\], "
+                                          rf"got 2,147,483,647$"):
+        parse_config(f"train {{ {field}: 2147483647 }}")

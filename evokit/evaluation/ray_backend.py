@@ -78,9 +78,9 @@ def init_ray(address: Optional[str] = None, num_cpus: Optional[int] = None) -> N
     here = os.getcwd()
     os.chdir(_PACKAGE_PARENT)
     try:
-        if address is None:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)
+        if address is None:  # "local": a new instance, whatever cluster runs on the machine
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
         else:
             try:
                 ray.init(address=address, log_to_driver=False, configure_logging=False)

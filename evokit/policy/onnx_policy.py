@@ -591,4 +591,6 @@ def write_model_bytes(path, data: bytes) -> None:
     try:
         atomic_write_bytes(dest, data)
     except OSError as e:
-        raise ModelError(f"{dest}: cannot write: {e}") from e
+        # atomic_write_bytes names the file in what it raises; an error with a
+        # file name of its own (e.g. the directory) is named here
+        raise ModelError(str(e) if dest in str(e) else f"{dest}: cannot write: {e}") from e

@@ -156,3 +156,27 @@ def test_workers_the_cluster_cannot_place_are_given_up_not_waited_for(tmp_path, 
     np.testing.assert_array_equal(got.rewards, want.rewards)
     assert any(f"of 3 Ray workers started within 3 s; evaluating with those" in r.getMessage()
                for r in caplog.records)
+
+
+@pytest.mark.slow
+def test_without_address_a_run_starts_its_own_instance_beside_a_running_cluster(tmp_path):
+    # `ray start` leaves a cluster file behind; a bare ray.init() would join
+    # that cluster and refuse num_cpus. EvoKit starts its own instance.
+    import subprocess
+    import sys
+
+    cfg_path = tmp_path / "short.prototxt"
+    cfg_path.write_text(config_to_text(short_config(generations=2)))
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
+    started = subprocess.run([ray_cli, "start", "--head", "--num-cpus", "1", "--port", "0"],
+                             capture_output=True, text=True, timeout=120, env=env)
+    if started.returncode != 0:
+        pytest.skip(f"ray start failed here: {started.stderr.strip()[-200:]}")
+    try:
+        out = subprocess.run([sys.executable, "-m", "evokit.cli", "train", str(cfg_path), "-q",
+                              "--backend", "ray", "--workers", "2", "--out", str(tmp_path / "run")],
+                             capture_output=True, text=True, timeout=300, cwd=str(tmp_path), env=env)
+        assert out.returncode == 0, out.stderr
+    finally:
+        subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120, env=env)

@@ -342,7 +342,7 @@ def test_save_overwrites_and_is_atomic(tmp_path, monkeypatch):
         raise OSError("simulated crash")
 
     monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(ModelError, match="p.onnx: cannot write: simulated crash"):
+    with pytest.raises(ModelError, match=r"p.onnx: cannot write it \(simulated crash\)$"):
         pol.save(path, first)
     monkeypatch.undo()
     assert path.read_bytes() == current
@@ -697,3 +697,22 @@ def test_saved_files_get_the_mode_open_would_give(tmp_path):
     assert oct(os.stat(tmp_path / "a.bin").st_mode & 0o777) == oct(0o640)
     assert oct(os.stat(tmp_path / "b.bin").st_mode & 0o777) == oct(0o664)
     assert (tmp_path / "b.bin").read_bytes() == b"y"
+
+
+def test_a_full_disk_is_reported_naming_the_file_and_keeps_the_old_one(tmp_path, monkeypatch):
+    import errno
+
+    from evokit.util import atomic_write_bytes
+
+    atomic_write_bytes(tmp_path / "m.onnx", b"old")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError) as err:
+        atomic_write_bytes(tmp_path / "m.onnx", b"new")
+    assert str(err.value) == f"{tmp_path / 'm.onnx'}: cannot write it (No space left on device)"
+    assert err.value.errno == errno.ENOSPC
+    assert (tmp_path / "m.onnx").read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["m.onnx"]  # no temporary file left
