@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from typing import List, Optional
 
 from . import __version__
@@ -304,9 +305,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as the CLI shows them: one line, no Python source line."""
+    print(f"evokit: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    shown = warnings.showwarning
+    if not args.debug:
+        warnings.showwarning = _one_line_warning
     try:
         return args.func(args)
     except KeyboardInterrupt:
@@ -315,8 +324,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (ValueError, OSError, RuntimeError, IndexError, TypeError, ImportError) as exc:
         if args.debug:
             raise
-        print(f"evokit: error: {exc}", file=sys.stderr)
+        print(f"evokit: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
+    finally:
+        warnings.showwarning = shown
 
 
 if __name__ == "__main__":

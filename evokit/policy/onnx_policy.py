@@ -233,7 +233,7 @@ class OnnxPolicy:
                 onnx.checker.check_model(model)
             except Exception as e:
                 raise ModelError(
-                    f"{source}: ONNX checker rejected the model: {e}".rstrip()
+                    f"{source}: ONNX checker rejected the model: {' '.join(str(e).split())}"
                 ) from e
 
         # Keep the original model (initializers included) for save/to_model.
@@ -336,6 +336,12 @@ class OnnxPolicy:
                 if backend == "native":
                     raise
                 self.fallback_reason = str(exc)
+                try:  # a model neither backend can run is refused now, not at its first use
+                    self._get_session()
+                except ModelError as ort_exc:
+                    reason = str(exc).replace(f"{self.source}: ", "", 1)
+                    raise ModelError(f"{self.source}: the model cannot run: {reason}; and "
+                                     f"{str(ort_exc).replace(f'{self.source}: ', '', 1)}") from None
                 warnings.warn(f"{exc}; running the model on onnxruntime instead (backend='auto')",
                               NativeFallbackWarning, stacklevel=4)
         self.backend = "native" if self.native is not None else "onnxruntime"
@@ -410,8 +416,9 @@ class OnnxPolicy:
                         data, sess_options=opts, providers=["CPUExecutionProvider"]
                     )
                 except Exception as e:
+                    detail = " ".join(str(e).split())  # one line
                     raise ModelError(
-                        f"{self.source}: onnxruntime cannot load the model: {e}"
+                        f"{self.source}: onnxruntime cannot load the model: {detail}"
                     ) from e
             return self._session
 

@@ -660,3 +660,38 @@ def test_worker_processes_die_with_a_sigkilled_run(tmp_path):
     while time.time() < deadline and any(_alive(pid) for pid in workers):
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in workers), "orphaned workers outlived the run"
+
+
+def test_a_model_no_backend_can_run_is_refused_at_init_solver_in_one_line(tmp_path):
+    from onnx import numpy_helper
+
+    from evokit.policy.mlp import init_mlp
+
+    model = init_mlp(4, 2, (8,), seed=0)
+    for init in model.graph.initializer:
+        if init.name == "head.weight":  # 5 rows where the hidden layer gives 8
+            init.CopyFrom(numpy_helper.from_array(np.zeros((5, 2), np.float32), "head.weight"))
+    (tmp_path / "bad.onnx").write_bytes(model.SerializeToString())
+    out = evokit_cmd("init-solver", "--config", CARTPOLE, "--model", tmp_path / "bad.onnx",
+                     "--warehouse", tmp_path / "wh")
+    assert out.returncode == 1
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith(
+        f"evokit: error: {tmp_path / 'bad.onnx'}: the model cannot run: native backend: node "
+        f"'head.gemm' (Gemm): inner dimensions differ")
+    assert "; and onnxruntime cannot load the model: " in out.stderr
+    assert not (tmp_path / "wh").exists()
+
+
+def test_the_native_fallback_warning_is_one_line_without_source(tmp_path):
+    from evokit.policy.mlp import init_mlp
+
+    model = init_mlp(4, 2, (8,), seed=0)
+    for node in model.graph.node:
+        if node.op_type == "Tanh":
+            node.op_type = "Softplus"  # onnxruntime runs it, the native backend does not
+    (tmp_path / "m.onnx").write_bytes(model.SerializeToString())
+    out = evokit_cmd("evaluate", tmp_path / "m.onnx", "--env", "CartPole-v1", "--episodes", "1")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("\n") == 1
+    assert out.stderr.startswith(f"evokit: warning: {tmp_path / 'm.onnx'}: native backend: node "
+                                 f"'layer0.tanh' (Softplus): op Softplus is not supported")
