@@ -48,8 +48,11 @@ class NotSupportedError(ModelError):
 
 
 class NativeFallbackWarning(UserWarning):
-    """``backend="auto"`` met a graph the native backend cannot run and uses
-    onnxruntime for it; the message names the node and op."""
+    """A native path cannot run and EvoKit takes the general one, once per
+    cause: ``backend="auto"`` met a graph the native backend cannot run and
+    uses onnxruntime for it (the message names the node and op), or an
+    evaluator met a MuJoCo task the core implements but cannot run here and
+    steps gymnasium's environments instead (the message gives the reason)."""
 
 
 class FingerprintError(ValueError):

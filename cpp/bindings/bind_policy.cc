@@ -299,23 +299,15 @@ void bind_policy(py::module_& m) {
       "cartpole_rollouts",
       [](const PolicyGraph& g, const Population& population, const Int64In& members,
          const Int64In& seeds, int max_steps, int num_threads) {
-        if (members.ndim() != 1) {
-          throw std::invalid_argument("members must be a 1-D array, got shape " + shape_of(members));
-        }
-        require_length(seeds, members.shape(0), "seeds");
-        const auto n = static_cast<std::size_t>(members.shape(0));
-        std::vector<std::size_t> m_idx(n);
+        const std::vector<std::size_t> m_idx = episode_members(members);
+        const std::size_t n = m_idx.size();
+        require_length(seeds, static_cast<py::ssize_t>(n), "seeds");
         std::vector<std::uint64_t> s_val(n);
         for (std::size_t e = 0; e < n; ++e) {
-          if (members.data()[e] < 0) {
-            throw std::out_of_range("episode " + std::to_string(e) + ": member " +
-                                    std::to_string(members.data()[e]) + " is negative");
-          }
           if (seeds.data()[e] < 0) {
             throw std::invalid_argument("episode " + std::to_string(e) + ": seed must be >= 0, got " +
                                         std::to_string(seeds.data()[e]));
           }
-          m_idx[e] = static_cast<std::size_t>(members.data()[e]);
           s_val[e] = static_cast<std::uint64_t>(seeds.data()[e]);
         }
         py::array_t<std::int64_t> lengths(static_cast<py::ssize_t>(n));

@@ -32,6 +32,23 @@ py::array_t<float> readonly_view(const float* data, std::size_t n, py::handle ow
   return view;
 }
 
+std::vector<std::size_t> episode_members(const Int64In& members) {
+  if (members.ndim() != 1) {
+    const std::string shape = py::str(members.attr("shape"));
+    throw std::invalid_argument("members must be a 1-D array, got shape " + shape);
+  }
+  std::vector<std::size_t> out(static_cast<std::size_t>(members.shape(0)));
+  for (std::size_t e = 0; e < out.size(); ++e) {
+    const std::int64_t m = members.data()[e];
+    if (m < 0) {
+      throw std::out_of_range("episode " + std::to_string(e) + ": member " + std::to_string(m) +
+                              " is negative");
+    }
+    out[e] = static_cast<std::size_t>(m);
+  }
+  return out;
+}
+
 void require_length(const py::array& a, py::ssize_t expected, const char* what) {
   if (a.ndim() != 1 || a.shape(0) != expected) {
     const std::string shape = py::str(a.attr("shape"));
@@ -65,4 +82,5 @@ PYBIND11_MODULE(_core, m) {
   evokit::bindings::bind_ga(m);
   evokit::bindings::bind_solver(m);
   evokit::bindings::bind_log(m);
+  evokit::bindings::bind_mujoco(m);
 }

@@ -43,6 +43,11 @@ std::vector<T> to_vector(const py::array_t<T, py::array::c_style | py::array::fo
   return std::vector<T>(a.data(), a.data() + a.shape(0));
 }
 
+// The member index of each episode of a rollout call: a 1-D array of
+// non-negative integers (ValueError for another shape, IndexError naming the
+// episode for a negative index; the core checks the upper bound).
+std::vector<std::size_t> episode_members(const Int64In& members);
+
 // A 1-D input of exactly `expected` elements, or ValueError naming `what`.
 void require_length(const py::array& a, py::ssize_t expected, const char* what);
 
@@ -76,5 +81,6 @@ void bind_solver(py::module_& m);
 // A Python dict (str -> bool, int, float or str) as solver options.
 OptionSet to_option_set(const py::dict& options);
 void bind_log(py::module_& m);
+void bind_mujoco(py::module_& m);
 
 }  // namespace evokit::bindings

@@ -1,12 +1,8 @@
 // CartPole natively (see cartpole.h).
 //
-// Determinism. An episode is computed on one thread from its own seed, with
-// its member's parameters materialised by the same float expression the
-// kernels use for a ParamView (base + scale * noise, never contracted into
-// FMA: the core is built with -ffp-contract=off). OpenMP only decides which
-// thread runs which episode, so lengths are the same for any num_threads.
+// Determinism. An episode is computed on one thread from its own seed, by
+// run_episodes (rollout.h), so lengths are the same for any num_threads.
 #include "evokit/cartpole.h"
-
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "evokit/rollout.h"
 #include "messages.h"
 #include "parallel.h"
 
@@ -170,83 +167,41 @@ void cartpole_rollouts(const PolicyGraph& graph, const Population& population,
                        const std::size_t* members, const std::uint64_t* seeds,
                        std::size_t num_episodes, int max_steps, std::int64_t* lengths,
                        int num_threads) {
-  detail::require_num_threads(num_threads);
   if (graph.obs_size() != 4) {
     throw std::invalid_argument("CartPole gives 4 observation values, the policy takes " +
                                 std::to_string(graph.obs_size()));
   }
-  const PolicyGraph::Plan plan = graph.compile(1);
+  const PolicyGraph::Plan plan =
+      prepare_rollouts(graph, population, members, num_episodes, max_steps, num_threads);
   if (plan.output_size() != 2) {
     throw std::invalid_argument("CartPole has 2 actions, the policy outputs " +
                                 std::to_string(plan.output_size()) + " values");
   }
-  if (population.num_params() != graph.num_params()) {
-    throw std::invalid_argument("the population's members have " +
-                                std::to_string(population.num_params()) +
-                                " parameters, the graph expects num_params = " +
-                                std::to_string(graph.num_params()));
-  }
-  if (max_steps < 1) {
-    throw std::invalid_argument("max_steps must be >= 1, got " + std::to_string(max_steps));
-  }
   if (num_episodes == 0) return;
-  detail::require_non_null(members, "members");
   detail::require_non_null(seeds, "seeds");
   detail::require_non_null(lengths, "lengths");
-  for (std::size_t e = 0; e < num_episodes; ++e) {
-    if (members[e] >= population.size()) {
-      throw std::out_of_range("episode " + std::to_string(e) + ": member " +
-                              std::to_string(members[e]) + " is out of range for a population of " +
-                              std::to_string(population.size()));
-    }
-  }
-
-  const std::size_t p = graph.num_params();
-  const std::size_t stride = plan.workspace_size();
   // Threads only where the work pays for waking them (counting one step per
   // episode: a 4-16-2 policy's whole generation is a fraction of a
   // millisecond on one thread). Which thread runs an episode never changes
   // its result.
+  const std::size_t p = graph.num_params();
   const int threads = detail::team_size(
       num_episodes, detail::useful_threads(num_episodes * std::max<std::size_t>(p, 1), num_threads));
-  const auto count = static_cast<std::ptrdiff_t>(num_episodes);
-  // Episodes differ in length by up to max_steps: hand them out one by one.
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    std::vector<float> params(p);
-    std::vector<float> workspace(stride);
-    std::size_t loaded = population.size();  // the member whose parameters `params` holds
-#pragma omp for schedule(dynamic, 1)
-    for (std::ptrdiff_t e = 0; e < count; ++e) {
-      const std::size_t i = members[e];
-      const ParamView& view = population.members()[i];
-      ParamView run = view;
-      if (view.noise != nullptr) {
-        if (loaded != i) {
-          const float* base = view.base;
-          const float* noise = view.noise;
-          const float scale = view.scale;
-          float* dst = params.data();
-#pragma omp simd
-          for (std::size_t j = 0; j < p; ++j) dst[j] = base[j] + scale * noise[j];
-          loaded = i;
-        }
-        run = ParamView{params.data(), nullptr, 0.0f};
-      }
-      CartPoleState state = cartpole_reset(seeds[e]);
-      std::int64_t steps = 0;
-      float out[2];
-      while (steps < max_steps) {
-        const std::array<float, 4> obs = cartpole_observation(state);
-        graph.execute(plan, obs.data(), run, workspace.data(), out);
-        ++steps;
-        // np.argmax: the first largest score, a NaN counting as the largest.
-        const bool right = out[1] > out[0] || (std::isnan(out[1]) && !std::isnan(out[0]));
-        if (step_unchecked(state, right ? 1 : 0)) break;
-      }
-      lengths[e] = steps;
-    }
-  }
+  run_episodes(graph, plan, population, members, num_episodes, threads,
+               [&](std::size_t e, EpisodePolicy& policy, int) {
+                 CartPoleState state = cartpole_reset(seeds[e]);
+                 std::int64_t steps = 0;
+                 float out[2];
+                 while (steps < max_steps) {
+                   const std::array<float, 4> obs = cartpole_observation(state);
+                   policy.act(obs.data(), out);
+                   ++steps;
+                   // np.argmax: the first largest score, a NaN counting as the largest.
+                   const bool right = out[1] > out[0] || (std::isnan(out[1]) && !std::isnan(out[0]));
+                   if (step_unchecked(state, right ? 1 : 0)) break;
+                 }
+                 lengths[e] = steps;
+               });
 }
 
 }  // namespace evokit

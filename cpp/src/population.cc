@@ -152,14 +152,22 @@ void run_population(const PolicyGraph& graph, const float* obs, std::size_t num_
   }
 }
 
-void run_population(const PolicyGraph& graph, const Population& population, const float* obs,
-                    float* out, const unsigned char* active, int num_threads) {
+namespace detail {
+
+void require_matching_params(const PolicyGraph& graph, const Population& population) {
   if (population.num_params() != graph.num_params()) {
     throw std::invalid_argument("the population's members have " +
                                 std::to_string(population.num_params()) +
                                 " parameters, the graph expects num_params = " +
                                 std::to_string(graph.num_params()));
   }
+}
+
+}  // namespace detail
+
+void run_population(const PolicyGraph& graph, const Population& population, const float* obs,
+                    float* out, const unsigned char* active, int num_threads) {
+  detail::require_matching_params(graph, population);
   run_population(graph, obs, population.size(), population.members().data(), out, active,
                  num_threads);
 }

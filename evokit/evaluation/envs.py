@@ -5,7 +5,8 @@ implementation in the core)."""
 from __future__ import annotations
 
 import os
-from typing import Optional, Sequence, Union
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
 import onnx
@@ -13,8 +14,8 @@ import onnx
 from ..errors import EnvError
 from ..policy.mlp import policy_for_spaces
 
-__all__ = ["check_policy_fits", "has_vector_entry_point", "make_env", "native_env_steps",
-           "policy_for_env"]
+__all__ = ["NativeEnv", "check_policy_fits", "has_vector_entry_point", "make_env", "native_env",
+           "native_env_steps", "policy_for_env"]
 
 
 def make_env(env_id: str):
@@ -94,20 +95,56 @@ def has_vector_entry_point(env_id: str) -> bool:
 _CARTPOLE_ENTRY_POINT = "gymnasium.envs.classic_control.cartpole:CartPoleEnv"
 
 
-def native_env_steps(env_id: str) -> Optional[int]:
-    """The episode length limit if EvoKit's core runs ``env_id`` natively,
-    else None. That is gymnasium's ``CartPoleEnv`` with its default reward
-    and a time limit (CartPole-v1: 500, CartPole-v0: 200), whose dynamics and
-    seeding ``evokit._core.cartpole_rollouts`` reproduces bit for bit."""
+@dataclass(frozen=True)
+class NativeEnv:
+    """An environment EvoKit's core implements: ``max_steps`` is its time
+    limit; ``mujoco_task`` names the MuJoCo task (None for CartPole);
+    ``unavailable`` says why it cannot run natively in this process (None
+    when it can)."""
+
+    max_steps: int
+    mujoco_task: Optional[str] = None
+    unavailable: Optional[str] = None
+
+
+def native_env(env_id: str) -> Tuple[Optional[NativeEnv], str]:
+    """``(NativeEnv, "")`` if EvoKit's core implements ``env_id``, else
+    ``(None, why not)``, the reason being ``""`` when the core has no such
+    environment at all. The core implements gymnasium's ``CartPoleEnv`` with
+    its default reward and a time limit (CartPole-v1: 500, CartPole-v0:
+    200), whose dynamics and seeding ``evokit._core.cartpole_rollouts``
+    reproduces bit for bit, and the MuJoCo tasks Hopper-v5, HalfCheetah-v5,
+    Walker2d-v5, Ant-v5 and Swimmer-v5 with their default arguments and a
+    time limit (:mod:`~evokit.evaluation.native_mujoco`), which run only where
+    the extension was built with MuJoCo and the installed MuJoCo is that
+    version (checked once per process: ``unavailable`` gives the reason)."""
     import gymnasium
 
     try:
         spec = gymnasium.spec(env_id)
     except gymnasium.error.Error:
-        return None
-    if spec.entry_point != _CARTPOLE_ENTRY_POINT or spec.max_episode_steps is None:
-        return None
-    kwargs = {k: v for k, v in (spec.kwargs or {}).items() if k != "render_mode"}
-    if set(kwargs) - {"sutton_barto_reward"} or kwargs.get("sutton_barto_reward", False):
-        return None
-    return int(spec.max_episode_steps)
+        return None, ""
+    if spec.entry_point == _CARTPOLE_ENTRY_POINT:
+        kwargs = {k: v for k, v in (spec.kwargs or {}).items() if k != "render_mode"}
+        if spec.max_episode_steps is None:
+            return None, f"{env_id} has no time limit (max_episode_steps)"
+        if set(kwargs) - {"sutton_barto_reward"} or kwargs.get("sutton_barto_reward", False):
+            return None, f"{env_id} is CartPole with other arguments ({kwargs})"
+        return NativeEnv(int(spec.max_episode_steps)), ""
+    from . import native_mujoco
+
+    task, max_steps, why = native_mujoco.mujoco_task(env_id)
+    if task is None:
+        return None, why
+    try:
+        native_mujoco.load(task)
+    except EnvError as exc:
+        return NativeEnv(max_steps, task, str(exc)), ""
+    return NativeEnv(max_steps, task), ""
+
+
+def native_env_steps(env_id: str) -> Optional[int]:
+    """The episode length limit if EvoKit's core runs ``env_id`` natively in
+    this process (see :func:`native_env`), else None."""
+    info, _ = native_env(env_id)
+    return info.max_steps if info is not None and info.unavailable is None else None

@@ -20,9 +20,11 @@ def make_evaluator(env_id: str, num_workers: int, kind: str = "auto", policy=Non
     - ``"serial"``: :class:`SerialEvaluator`;
     - ``"process"``: :class:`ProcessEvaluator` with ``num_workers`` processes;
     - ``"vector"``: :class:`VectorEvaluator`; natively in the core
-      (CartPole) or on the environment's own vectorised form, in this process
-      with ``num_workers`` OpenMP threads, else on ``"sync"`` vector
-      environments in ``num_workers`` worker processes (in this process for 1);
+      (CartPole, and the MuJoCo tasks where native MuJoCo runs: see
+      :func:`~evokit.evaluation.envs.native_env`) or on the environment's own
+      vectorised form, in this process with ``num_workers`` OpenMP threads,
+      else on ``"sync"`` vector environments in ``num_workers`` worker
+      processes (in this process for 1);
     - ``"auto"``: ``"vector"`` when ``policy`` (an OnnxPolicy) runs natively,
       else ``"process"`` for ``num_workers > 1`` and ``"serial"`` otherwise.
     """

@@ -1,12 +1,12 @@
 """Lockstep evaluation of a population with the native backend:
 :class:`VectorEvaluator` (every episode in C++ for the environments the core
-implements; else on a gymnasium vector environment, in this process or in
-worker processes each running a slice)."""
+implements: CartPole and gymnasium's MuJoCo locomotion tasks; else on a
+gymnasium vector environment, in this process or in worker processes each
+running a slice)."""
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing
 from typing import Optional
 
 import numpy as np
@@ -16,10 +16,15 @@ from .. import evokit_pb2 as pb
 from ..errors import EnvError
 from ..agent import ESAgent
 from .base import EvalResult, PooledEvaluator, take_sampling_state
-from .envs import has_vector_entry_point, make_env, native_env_steps
+from . import native_mujoco
+from .envs import has_vector_entry_point, make_env, native_env
 from .lockstep import Lockstep
+from .obsnorm import ObsStats
 
 __all__ = ["VectorEvaluator"]
+
+_NATIVE_ENVS = ("only gymnasium's CartPole, Hopper-v5, HalfCheetah-v5, Walker2d-v5, Ant-v5 and "
+                "Swimmer-v5 with their default arguments and a time limit are")
 
 
 def _native_policy(policy):
@@ -56,16 +61,31 @@ class VectorEvaluator(PooledEvaluator):
     vector environment, one batched native policy call per step; or, for an
     environment the core implements, every episode in C++.
 
-    ``vectorization_mode="native"`` (what ``"auto"`` picks for CartPole-v0
-    and v1, see :func:`~evokit.evaluation.envs.native_env_steps`): each
-    episode runs start to end in ``evokit._core.cartpole_rollouts``, with the
-    member's perturbed parameters materialised once per episode, the forward
-    pass, gymnasium's CartPoleEnv dynamics (float64, same operations), its
-    seeding (numpy's SeedSequence and PCG64, reimplemented) and its time
-    limit, episodes spread over ``max(num_threads, num_workers)`` OpenMP
-    threads (no worker processes: they would only add copying). No Python
-    runs per step. Rewards equal
-    :class:`~evokit.evaluation.serial.SerialEvaluator`'s bit for bit.
+    ``vectorization_mode="native"`` (what ``"auto"`` picks for the
+    environments the core implements, see
+    :func:`~evokit.evaluation.envs.native_env`): each episode runs start to
+    end in the core, with the member's perturbed parameters materialised once
+    per episode, episodes spread over ``max(num_threads, num_workers)``
+    OpenMP threads (no worker processes: they would only add copying). No
+    Python runs per step. For CartPole-v0 and v1,
+    ``evokit._core.cartpole_rollouts``: gymnasium's CartPoleEnv dynamics
+    (float64, same operations), its seeding (numpy's SeedSequence and PCG64,
+    reimplemented) and its time limit. For gymnasium's Hopper-v5,
+    HalfCheetah-v5, Walker2d-v5, Ant-v5 and Swimmer-v5 with their default
+    arguments, ``evokit._core.mujoco_rollouts``
+    (:mod:`~evokit.evaluation.native_mujoco`): the env's step, observation,
+    reward and termination ported to C++ on the libmujoco the ``mujoco``
+    package loaded (one ``mjData`` per thread), the episode's initial state
+    drawn in Python from its seed as ``reset(seed=s)`` draws it, the policy's
+    output as the action (as the other paths pass it), the time limit, and
+    with :attr:`obs_norm` the normalisation and the observation statistics
+    (per episode, added up per sample in episode order: counts equal the
+    other evaluators', sums agree to rounding). Rewards equal
+    :class:`~evokit.evaluation.serial.SerialEvaluator`'s bit for bit, and
+    results are the same for any number of threads. Where native MuJoCo
+    cannot run (EvoKit built without it, another MuJoCo version than its
+    headers', a trajectory check that failed), ``"auto"`` takes the path
+    below and says why once (:class:`~evokit.errors.NativeFallbackWarning`).
 
     ``gymnasium.make_vec(env_id, num_envs=N, vectorization_mode=...)`` with
     ``vectorization_mode="auto"``: ``"native"`` when the core runs the
@@ -119,23 +139,29 @@ class VectorEvaluator(PooledEvaluator):
         self.env_id = env_id
         self._env = make_env(env_id)  # fail here for a bad id
         vector = has_vector_entry_point(env_id)
-        self._max_steps = native_env_steps(env_id)
+        self._native, why = native_env(env_id)
+        if self._native is not None and self._native.unavailable is not None:
+            if vectorization_mode == "auto":
+                native_mujoco.note_fallback(env_id, self._native.unavailable)
+            why, self._native = self._native.unavailable, None
         if vectorization_mode == "auto":
-            if self._max_steps is not None:
+            if self._native is not None:
                 vectorization_mode = "native"
             else:
                 vectorization_mode = "vector_entry_point" if vector else "sync"
-        elif vectorization_mode == "native" and self._max_steps is None:
-            raise EnvError(f"{env_id} is not implemented natively (only gymnasium's CartPole with "
-                           f"a time limit is); use vectorization_mode='auto'")
+        elif vectorization_mode == "native" and self._native is None:
+            raise EnvError(
+                f"{env_id} is not implemented natively ({why or _NATIVE_ENVS}); use "
+                f"vectorization_mode='auto'")
         elif vectorization_mode == "vector_entry_point" and not vector:
             raise EnvError(f"{env_id} has no vectorised form (no vector_entry_point); use "
                            f"vectorization_mode='sync'")
         self.vectorization_mode = vectorization_mode
         self.num_workers = num_workers
         self.num_threads = num_threads
-        self._runner = Lockstep(env_id, "vector_entry_point" if vectorization_mode == "native"
-                                 else vectorization_mode)
+        # Native mode's lockstep runner (CartPole with obs_norm) and policy check.
+        self._runner = Lockstep(env_id, vectorization_mode if vectorization_mode != "native"
+                                else "vector_entry_point" if vector else "sync")
         self._fitted_policy = None
         self._pool: Optional[cf.ProcessPoolExecutor] = None
         self._pool_key = None
@@ -151,11 +177,9 @@ class VectorEvaluator(PooledEvaluator):
         if self._pool is not None and self._pool_key == key:
             return
         self.close_pool()
-        ctx = multiprocessing.get_context("spawn")
-        self._pool = cf.ProcessPoolExecutor(
-            max_workers=self.num_workers, mp_context=ctx, initializer=_vector_worker_init,
-            initargs=(agent.config.SerializeToString(), agent.policy, self.env_id,
-                      self.vectorization_mode))
+        self._pool = self._new_pool(self.num_workers, _vector_worker_init,
+                                    (agent.config.SerializeToString(), agent.policy, self.env_id,
+                                     self.vectorization_mode))
         self._pool_key = key
 
     def evaluate(self, agent, infos, seeds) -> EvalResult:
@@ -173,7 +197,8 @@ class VectorEvaluator(PooledEvaluator):
             # Gaussian members are read from the noise keys in place; CMA /
             # GA members are rebuilt as rows once (the solver decides).
             population = agent.population(infos, self.num_threads)
-        if self.vectorization_mode == "native" and self.obs_norm is None:
+        if self.vectorization_mode == "native" and (self.obs_norm is None
+                                                    or self._native.mujoco_task is not None):
             return self._native_rollouts(native, population, seeds)
         # The core's CartPole does not normalise observations: with obs_norm,
         # native mode runs the lockstep runner (CartPoleVectorEnv) here.
@@ -191,23 +216,42 @@ class VectorEvaluator(PooledEvaluator):
         return self._collect(futures)
 
     def _native_rollouts(self, native, population, seeds) -> EvalResult:
-        """Every episode in the core; member i's reward is the mean of its
-        episodes' returns (each a float64 sum of 1.0 per step)."""
+        """Every episode in the core; sample i's reward is the mean of its
+        episodes' float64 returns (each summed step by step, in order), its
+        observation statistics the sum of its episodes' in episode order."""
         counts = np.fromiter((len(s) for s in seeds), np.int64, len(seeds))
         members = np.repeat(np.arange(len(seeds), dtype=np.int64), counts)
-        flat = np.fromiter((x for s in seeds for x in s), np.int64, int(counts.sum()))
-        workers = max(self.num_threads, self.num_workers)
-        lengths = _core.cartpole_rollouts(native.graph, population, members, flat,
-                                          self._max_steps, workers)
-        rewards = np.zeros(len(seeds))
-        sample_steps = np.zeros(len(seeds), np.int64)
+        flat = [x for s in seeds for x in s]
+        threads = max(self.num_threads, self.num_workers)
+        max_steps = self._native.max_steps
+        sums = sumsqs = None
+        if self._native.mujoco_task is None:
+            lengths = _core.cartpole_rollouts(native.graph, population, members,
+                                              np.asarray(flat, np.int64), max_steps, threads)
+            returns = lengths.astype(np.float64)  # a reward of 1 per step
+        else:
+            task = native_mujoco.load(self._native.mujoco_task)
+            qpos, qvel = native_mujoco.initial_states(task, flat)
+            norm = self.obs_norm
+            returns, lengths, sums, sumsqs = _core.mujoco_rollouts(
+                task.env, native.graph, population, members, qpos, qvel, max_steps, threads,
+                *(() if norm is None else (norm.mean, norm.std, norm.clip)))
+        n = len(seeds)
+        rewards = np.zeros(n)
+        sample_steps = np.zeros(n, np.int64)
+        stats = None if sums is None else ObsStats(n, native.graph.obs_size)
         start = 0
         for i, c in enumerate(counts):
             if c:
-                rewards[i] = np.mean(lengths[start:start + c].astype(np.float64))
+                rewards[i] = np.mean(returns[start:start + c])
                 sample_steps[i] = lengths[start:start + c].sum()
+                if stats is not None:
+                    stats.count[i] = sample_steps[i]
+                    for e in range(start, start + c):
+                        stats.sum[i] += sums[e]
+                        stats.sumsq[i] += sumsqs[e]
             start += c
-        return EvalResult(rewards, int(lengths.sum()), None, sample_steps)
+        return EvalResult(rewards, int(lengths.sum()), stats, sample_steps)
 
     def close(self) -> None:
         self.close_pool()

@@ -138,7 +138,9 @@ def test_vector_evaluator_arguments():
                                          "sync, async, got 'gpu'"):
         VectorEvaluator("CartPole-v1", vectorization_mode="gpu")
     with pytest.raises(EnvError, match=r"Pendulum-v1 is not implemented natively \(only gymnasium's "
-                                       r"CartPole with a time limit is\); use vectorization_mode='auto'"):
+                                       r"CartPole, Hopper-v5, HalfCheetah-v5, Walker2d-v5, Ant-v5 and "
+                                       r"Swimmer-v5 with their default arguments and a time limit "
+                                       r"are\); use vectorization_mode='auto'"):
         VectorEvaluator("Pendulum-v1", vectorization_mode="native")
     with pytest.raises(EnvError, match=r"Pendulum-v1 has no vectorised form"):
         VectorEvaluator("Pendulum-v1", vectorization_mode="vector_entry_point")

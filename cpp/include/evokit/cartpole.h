@@ -42,14 +42,13 @@ std::array<float, 4> cartpole_observation(const CartPoleState& state) noexcept;
 // scores out, action = the first index of the largest score, as np.argmax)
 // with member members[e]'s parameters from reset(seeds[e]), for e <
 // num_episodes, at most max_steps steps each. Writes each episode's length
-// (= its return) to lengths[e]. Each episode runs on one thread with the
-// member's perturbed parameters materialised once in a thread's buffer (the
-// bits PolicyGraph reads through the ParamView), so results are identical
-// for any num_threads. Threads are woken only for enough work (episodes x
-// parameters >= 2^18 per thread), as in run_population. Throws std::invalid_argument for a graph that does
-// not take 4 values or give 2, a population of the wrong size, max_steps <
-// 1, null pointers, num_threads < 1; std::out_of_range naming the episode
-// for a member index outside the population.
+// (= its return) to lengths[e]. The episodes run through run_episodes
+// (rollout.h): each on one thread with the member's perturbed parameters
+// materialised once in a thread's buffer, so results are identical for any
+// num_threads. Threads are woken only for enough work (episodes x
+// parameters >= 2^18 per thread), as in run_population. Throws
+// std::invalid_argument for a graph that does not take 4 values or give 2,
+// and as prepare_rollouts (rollout.h) and for null seeds or lengths.
 void cartpole_rollouts(const PolicyGraph& graph, const Population& population,
                        const std::size_t* members, const std::uint64_t* seeds,
                        std::size_t num_episodes, int max_steps, std::int64_t* lengths,

@@ -88,4 +88,10 @@ void run_population(const PolicyGraph& graph, const float* obs, std::size_t num_
 void run_population(const PolicyGraph& graph, const Population& population, const float* obs,
                     float* out, const unsigned char* active = nullptr, int num_threads = 1);
 
+namespace detail {
+// Throws std::invalid_argument unless population.num_params() ==
+// graph.num_params() (the message gives both).
+void require_matching_params(const PolicyGraph& graph, const Population& population);
+}  // namespace detail
+
 }  // namespace evokit

@@ -1,0 +1,294 @@
+"""Native MuJoCo throughput: env steps/s on gymnasium's Hopper-v5, side by side.
+
+    python bench/mujoco_throughput.py                 # every row, 3 s each, 3 repeats
+    python bench/mujoco_throughput.py --seconds 1 --json out.json
+    python bench/mujoco_throughput.py --envpool-python /path/to/python   # EnvPool in another env
+
+Rows (one env step = Hopper-v5's frame_skip of 4 MuJoCo steps):
+
+- raw MuJoCo: ``mujoco.mj_step(model, data, nstep=4)`` in a Python loop on
+  gymnasium's own Hopper-v5 model, one process per core, all at once (the
+  yardstick: the physics alone, no observation, reward or policy). Each
+  process resets to the initial state every 1,000 env steps and drives the
+  hopper with uniform random controls drawn beforehand;
+- gymnasium: ``env.step`` of ``gymnasium.make("Hopper-v5")`` with random
+  float32 actions, reset at the end of each episode, one process;
+- EvoKit native: ``VectorEvaluator("Hopper-v5", num_threads=T)`` (natively in
+  the core, ``evokit._core.mujoco_rollouts``) evaluating a population of 40
+  perturbed linear policies (11 -> 3, the centre ``init_mlp``'s small
+  normc weights, sigma 0.5), one episode each,
+  for T = 1 and 2 threads; the initial states drawn in Python count too.
+  One more row takes 400 members on 2 threads: with 40, one member's long
+  episode can hold half a generation's steps, which one thread runs alone;
+- EnvPool (if importable, here or with ``--envpool-python``): its Hopper-v5
+  (gymnasium API) with 40 environments stepped synchronously on 2 threads
+  with random actions.
+
+Each row reports env steps/s over ``--seconds`` of wall time (after a short
+warm-up), the cores it uses, and its ratio to the raw-MuJoCo row. On Linux
+a row also says how busy other processes kept the machine meanwhile (CPU
+time from /proc/stat beyond this script's own and its children's), when that
+is more than 5% of the cores. The rows run ``--repeats`` times, interleaved;
+each row's figure is from its repeat during which other processes used the
+least CPU (the fastest among equals): on a shared machine, the closest to
+an idle one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional
+
+TASK = "Hopper-v5"
+FRAME_SKIP = 4
+POPULATION = 40
+
+
+def _raw_worker(seconds: float, seed: int, start, queue) -> None:
+    """One core of raw MuJoCo: env steps in `seconds` after `start` fires."""
+    import gymnasium
+    import mujoco
+    import numpy as np
+
+    env = gymnasium.make(TASK).unwrapped
+    model = env.model
+    data = mujoco.MjData(model)
+    controls = np.random.default_rng(seed).uniform(-1.0, 1.0, (4096, model.nu))
+    init_qpos, init_qvel = env.init_qpos.copy(), env.init_qvel.copy()
+    start.wait()
+    steps = 0
+    t0 = time.perf_counter()
+    deadline = t0 + seconds
+    while True:
+        mujoco.mj_resetData(model, data)
+        data.qpos[:] = init_qpos
+        data.qvel[:] = init_qvel
+        mujoco.mj_forward(model, data)
+        for i in range(1000):
+            data.ctrl[:] = controls[(steps + i) & 4095]
+            mujoco.mj_step(model, data, nstep=FRAME_SKIP)
+        steps += 1000
+        if time.perf_counter() >= deadline:
+            break
+    queue.put((steps, time.perf_counter() - t0))
+
+
+def raw_mujoco(seconds: float, processes: int) -> Dict:
+    ctx = multiprocessing.get_context("spawn")
+    start, queue = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_raw_worker, args=(seconds, i, start, queue)) for i in range(processes)]
+    for p in procs:
+        p.start()
+    time.sleep(2.0)  # imports and model loading before the common start
+    start.set()
+    results = [queue.get() for _ in procs]
+    for p in procs:
+        p.join()
+    steps = sum(r[0] for r in results)
+    wall = max(r[1] for r in results)
+    return dict(steps=steps, seconds=wall, cores=processes)
+
+
+def gymnasium_loop(seconds: float) -> Dict:
+    import gymnasium
+    import numpy as np
+
+    env = gymnasium.make(TASK)
+    actions = np.random.default_rng(0).uniform(-1, 1, (4096, 3)).astype(np.float32)
+    env.reset(seed=0)
+    steps, episodes = 0, 0
+    for i in range(200):  # warm-up
+        env.step(actions[i])
+    env.reset(seed=1)
+    t0 = time.perf_counter()
+    deadline = t0 + seconds
+    while time.perf_counter() < deadline:
+        for _ in range(100):
+            _, _, terminated, truncated, _ = env.step(actions[steps & 4095])
+            steps += 1
+            if terminated or truncated:
+                episodes += 1
+                env.reset(seed=steps)
+    wall = time.perf_counter() - t0
+    env.close()
+    return dict(steps=steps, seconds=wall, cores=1, episodes=episodes)
+
+
+def evokit_native(seconds: float, threads: int, population: int = POPULATION) -> Dict:
+    import evokit
+    from evokit.evaluation.vector import VectorEvaluator
+    from evokit.policy.mlp import init_mlp
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "linear.onnx")
+        with open(model, "wb") as f:
+            f.write(init_mlp(11, 3, (), discrete=False, seed=0).SerializeToString())
+        config = os.path.join(tmp, "config.prototxt")
+        with open(config, "w") as f:
+            f.write("solver { type: BASIC_ES optimizer { type: ADAM base_lr: 0.01 } "
+                    "sampling { type: GAUSSIAN_SAMPLING gaussian_sampling { std: 0.5 "
+                    "cached: true seed: 7 cache_size: 100000 } } }\n")
+        agent = evokit.ESAgent(config, model)
+        infos = [agent.clone().add_noise() for _ in range(population)]
+        with VectorEvaluator(TASK, num_threads=threads) as ev:
+            if ev.vectorization_mode != "native":
+                return dict(skipped=f"{TASK} does not run natively here")
+            ev.evaluate(agent, infos, [[i] for i in range(population)])  # warm-up
+            steps, episodes, generation, longest = 0, 0, 0, 0
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < seconds:
+                generation += 1
+                seeds = [[generation * 100000 + i] for i in range(population)]
+                result = ev.evaluate(agent, infos, seeds)
+                steps += result.steps
+                longest += int(result.sample_steps.max())
+                episodes += population
+            wall = time.perf_counter() - t0
+    # longest: the share of a generation's steps in its longest episode, which
+    # one thread runs alone (it bounds what a second thread can gain).
+    return dict(steps=steps, seconds=wall, cores=threads, episodes=episodes,
+                longest=longest / steps)
+
+
+_ENVPOOL_SNIPPET = r"""
+import json, sys, time
+import numpy as np
+import envpool
+seconds = float(sys.argv[1])
+env = envpool.make("Hopper-v5", env_type="gymnasium", num_envs=40, batch_size=40, num_threads=2, seed=0)
+actions = np.random.default_rng(0).uniform(-1, 1, (64, 40, 3)).astype(np.float32)
+env.reset()
+for i in range(50):
+    env.step(actions[i % 64])
+steps, i = 0, 0
+t0 = time.perf_counter()
+while time.perf_counter() - t0 < seconds:
+    env.step(actions[i % 64]); i += 1; steps += 40
+print(json.dumps(dict(steps=steps, seconds=time.perf_counter() - t0, cores=2,
+                      version=envpool.__version__)))
+"""
+
+
+def envpool_rows(seconds: float, python: str) -> Dict:
+    try:
+        out = subprocess.run([python, "-c", _ENVPOOL_SNIPPET, str(seconds)], capture_output=True,
+                             text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return dict(skipped=f"EnvPool did not run: {exc}")
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        return dict(skipped=f"EnvPool did not run: {last}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _cpu_seconds() -> Optional[tuple]:
+    """(busy CPU seconds of the machine, of this process and its waited-for
+    children), or None without /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    busy = (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+    own = sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+    return busy, own
+
+
+def measured(run, *args) -> Dict:
+    """run(*args), with `others`: the share of the machine's cores other
+    processes kept busy meanwhile (None where unknown)."""
+    before, t0 = _cpu_seconds(), time.perf_counter()
+    row = run(*args)
+    after, wall = _cpu_seconds(), time.perf_counter() - t0
+    if before is not None and after is not None:
+        foreign = (after[0] - before[0]) - (after[1] - before[1])
+        row["others"] = max(foreign, 0.0) / (wall * (os.cpu_count() or 1))
+    return row
+
+
+def _quietest(row: Dict) -> tuple:
+    """Sort key: least foreign CPU (in 2% steps), then the fastest."""
+    if "steps" not in row:
+        return (1, 0.0)
+    return (round(row.get("others", 0.0) * 50), -row["steps"] / row["seconds"])
+
+
+def table(rows: List[tuple]) -> str:
+    """Markdown table: runner, cores, env steps/s, ratio to raw MuJoCo."""
+    base = next((r["steps"] / r["seconds"] for _, r in rows if "steps" in r), None)
+    lines = ["| runner | cores | env steps/s | vs raw MuJoCo | notes |", "|---|---:|---:|---:|---|"]
+    for name, r in rows:
+        if "skipped" in r:
+            lines.append(f"| {name} | - | - | - | {r['skipped']} |")
+            continue
+        rate = r["steps"] / r["seconds"]
+        notes = []
+        if r.get("episodes"):
+            notes.append(f"{r['steps'] / r['episodes']:.0f} steps per episode")
+        if r.get("longest"):
+            notes.append(f"longest episode {100 * r['longest']:.0f}% of a generation's steps")
+        if r.get("version"):
+            notes.append(f"envpool {r['version']}")
+        if r.get("others", 0) > 0.05:
+            notes.append(f"other processes used {100 * r['others']:.0f}% of the cores")
+        lines.append(f"| {name} | {r['cores']} | {rate:,.0f} | {rate / base:.2f}x | "
+                     f"{'; '.join(notes)} |")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="wall time per row")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of every row, interleaved")
+    parser.add_argument("--cores", type=int, default=os.cpu_count() or 1,
+                        help="raw MuJoCo processes (default: one per core)")
+    parser.add_argument("--envpool-python", default=sys.executable,
+                        help="the interpreter that has envpool (default: this one)")
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args(argv)
+
+    import gymnasium
+    import mujoco
+    import numpy
+
+    import evokit
+
+    print(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, numpy {numpy.__version__}, mujoco "
+          f"{mujoco.__version__}, gymnasium {gymnasium.__version__}, evokit {evokit.__version__}; "
+          f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    runs = [(f"raw mj_step(nstep={FRAME_SKIP}), {args.cores} processes",
+             raw_mujoco, (args.seconds, args.cores)),
+            ("gymnasium env.step, 1 process", gymnasium_loop, (args.seconds,))]
+    for threads in (1, 2):
+        runs.append((f"EvoKit native, population {POPULATION}, {threads} thread"
+                     f"{'s' if threads > 1 else ''}", evokit_native, (args.seconds, threads)))
+    runs.append((f"EvoKit native, population {10 * POPULATION}, 2 threads", evokit_native,
+                 (args.seconds, 2, 10 * POPULATION)))
+    runs.append(("EnvPool Hopper-v5, 40 envs, 2 threads", envpool_rows,
+                 (args.seconds, args.envpool_python)))
+    results: Dict[str, List[Dict]] = {name: [] for name, _, _ in runs}
+    for repeat in range(args.repeats):
+        for name, run, run_args in runs:
+            results[name].append(measured(run, *run_args))
+        print(f"repeat {repeat + 1} of {args.repeats} done", flush=True)
+    rows = [(name, min(results[name], key=_quietest)) for name, _, _ in runs]
+    print(table(rows))
+    print(f"Load average at the end {os.getloadavg()[0]:.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": {name: r for name, r in rows}, "repeats": results}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""Gymnasium's MuJoCo locomotion tasks run natively: whole episodes in
+EvoKit's core (``evokit._core.mujoco_rollouts``), the policy on the native
+backend, episodes spread over OpenMP threads, no Python per step.
+
+The tasks are gymnasium's Hopper-v5, HalfCheetah-v5, Walker2d-v5, Ant-v5 and
+Swimmer-v5 (:data:`TASK_OF_ENTRY_POINT`) with their constructor defaults (an
+environment registered with other arguments, rendering aside, runs on the
+general path) and a time limit. The core ports each env's ``step`` (ctrl <-
+action, ``mj_step`` frame_skip times, ``mj_rnePostConstraint``), its
+observation, reward terms and termination in numpy's dtypes and order of
+operations, so observations, rewards, terminations and truncations are
+gymnasium's bits. An episode starts where ``env.reset(seed=s)`` starts it:
+the initial qpos and qvel are drawn here, once per episode, by the
+expressions of the env's ``reset_model`` on ``gymnasium.utils.seeding.
+np_random(s)`` (:func:`initial_states`); the core then does ``mj_resetData``,
+sets them and calls ``mj_forward``, as ``set_state`` does.
+
+MuJoCo itself is the library the ``mujoco`` package loaded: the core opens it
+at run time (it is never linked) and refuses one of another version than the
+headers EvoKit was built with, and the model is a copy of gymnasium's own
+(``env.unwrapped.model``). Before a task is first used in a process, a short
+trajectory of the native task is compared with gymnasium's step by step
+(:func:`load`); any refusal is a reason, and the evaluators then take the
+general path with one :class:`~evokit.errors.NativeFallbackWarning`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Dict, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .. import _core
+from ..errors import EnvError, NativeFallbackWarning
+
+__all__ = ["NativeMujocoEnv", "NativeTask", "TASK_OF_ENTRY_POINT", "initial_states", "load",
+           "mujoco_library", "mujoco_task", "note_fallback"]
+
+#: gymnasium's entry points of the tasks the core implements -> task name.
+TASK_OF_ENTRY_POINT = {
+    "gymnasium.envs.mujoco.hopper_v5:HopperEnv": "Hopper-v5",
+    "gymnasium.envs.mujoco.half_cheetah_v5:HalfCheetahEnv": "HalfCheetah-v5",
+    "gymnasium.envs.mujoco.walker2d_v5:Walker2dEnv": "Walker2d-v5",
+    "gymnasium.envs.mujoco.ant_v5:AntEnv": "Ant-v5",
+    "gymnasium.envs.mujoco.swimmer_v5:SwimmerEnv": "Swimmer-v5",
+}
+_ENTRY_POINT_OF_TASK = {task: entry for entry, task in TASK_OF_ENTRY_POINT.items()}
+
+# The constructor arguments the core implements: gymnasium 1.4's defaults.
+_INF = float("inf")
+_DEFAULTS: Dict[str, dict] = {
+    "Hopper-v5": dict(
+        xml_file="hopper.xml", frame_skip=4, forward_reward_weight=1.0, ctrl_cost_weight=1e-3,
+        healthy_reward=1.0, terminate_when_unhealthy=True, healthy_state_range=(-100.0, 100.0),
+        healthy_z_range=(0.7, _INF), healthy_angle_range=(-0.2, 0.2), reset_noise_scale=5e-3,
+        exclude_current_positions_from_observation=True),
+    "HalfCheetah-v5": dict(
+        xml_file="half_cheetah.xml", frame_skip=5, forward_reward_weight=1.0,
+        ctrl_cost_weight=0.1, reset_noise_scale=0.1,
+        exclude_current_positions_from_observation=True),
+    "Walker2d-v5": dict(
+        xml_file="walker2d_v5.xml", frame_skip=4, forward_reward_weight=1.0,
+        ctrl_cost_weight=1e-3, healthy_reward=1.0, terminate_when_unhealthy=True,
+        healthy_z_range=(0.8, 2.0), healthy_angle_range=(-1.0, 1.0), reset_noise_scale=5e-3,
+        exclude_current_positions_from_observation=True),
+    "Ant-v5": dict(
+        xml_file="ant.xml", frame_skip=5, forward_reward_weight=1, ctrl_cost_weight=0.5,
+        contact_cost_weight=5e-4, healthy_reward=1.0, main_body=1, terminate_when_unhealthy=True,
+        healthy_z_range=(0.2, 1.0), contact_force_range=(-1.0, 1.0), reset_noise_scale=0.1,
+        exclude_current_positions_from_observation=True, include_cfrc_ext_in_observation=True),
+    "Swimmer-v5": dict(
+        xml_file="swimmer.xml", frame_skip=4, forward_reward_weight=1.0, ctrl_cost_weight=1e-4,
+        reset_noise_scale=0.1, exclude_current_positions_from_observation=True),
+}
+# Tasks whose reset_model draws qvel from standard_normal (else uniform).
+_NORMAL_QVEL = ("HalfCheetah-v5", "Ant-v5")
+# Arguments that only change rendering: any value runs natively.
+_RENDER_ARGS = frozenset({"render_mode", "width", "height", "camera_id", "camera_name",
+                          "default_camera_config", "max_geom", "visual_options"})
+
+
+def mujoco_task(env_id: str) -> Tuple[Optional[str], Optional[int], str]:
+    """``(task, max_episode_steps, "")`` when ``env_id`` is one of the tasks
+    the core implements, registered with its default arguments and a time
+    limit; else ``(None, None, why not)``, the reason being ``""`` for an
+    environment that is no such task at all. Needs no MuJoCo."""
+    import gymnasium
+
+    try:
+        spec = gymnasium.spec(env_id)
+    except gymnasium.error.Error:
+        return None, None, ""
+    task = TASK_OF_ENTRY_POINT.get(spec.entry_point) if isinstance(spec.entry_point, str) else None
+    if task is None:
+        return None, None, ""
+    defaults = _DEFAULTS[task]
+    for name, value in sorted((spec.kwargs or {}).items()):
+        if name in _RENDER_ARGS:
+            continue
+        if name not in defaults:
+            return None, None, (f"{env_id}: argument {name}={value!r} is not one native {task} "
+                                f"implements (only its defaults)")
+        if not _same(value, defaults[name]):
+            return None, None, (f"{env_id}: {name}={value!r} is not {task}'s default "
+                                f"{defaults[name]!r}; native MuJoCo runs the defaults only")
+    if spec.max_episode_steps is None:
+        return None, None, f"{env_id} has no time limit (max_episode_steps)"
+    if spec.additional_wrappers:
+        names = ", ".join(w.name for w in spec.additional_wrappers)
+        return None, None, f"{env_id} adds wrappers ({names}); native MuJoCo runs the bare task"
+    return task, int(spec.max_episode_steps), ""
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
+
+
+def mujoco_library() -> str:
+    """The path of the libmujoco the ``mujoco`` package loaded (the mapped
+    file, on Linux; else the one in the package directory). Raises
+    RuntimeError when there is none."""
+    import mujoco
+
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split(maxsplit=5)[-1].strip()
+                if os.path.basename(path).startswith("libmujoco"):
+                    return path
+    except OSError:
+        pass
+    folder = os.path.dirname(mujoco.__file__)
+    names = sorted({os.path.realpath(os.path.join(folder, n)) for n in os.listdir(folder)
+                    if n.startswith("libmujoco") and (".so" in n or n.endswith(".dylib"))})
+    if not names:
+        raise RuntimeError(f"no libmujoco in {folder}")
+    return names[-1]
+
+
+@dataclass
+class NativeTask:
+    """A task the core runs here: the core's env, and what drawing its
+    episodes' initial states needs (gymnasium's ``init_qpos``, ``init_qvel``
+    and ``reset_noise_scale``)."""
+
+    task: str
+    env: object  # evokit._core.MujocoEnv
+    init_qpos: np.ndarray
+    init_qvel: np.ndarray
+    noise_scale: float
+    normal_qvel: bool
+
+
+_loaded: Dict[str, Union[NativeTask, str]] = {}
+
+
+def load(task: str) -> NativeTask:
+    """The core's ``task`` for this process (made once, then cached): the
+    libmujoco the ``mujoco`` package loaded, a copy of the model gymnasium's
+    env class makes with its defaults, and a check that 2 episodes of 25
+    steps (random actions, some beyond the action bounds) give gymnasium's
+    bits. Raises :class:`~evokit.errors.EnvError` with the reason when
+    native MuJoCo cannot run the task here (that reason is cached too)."""
+    if task not in _loaded:
+        try:
+            _loaded[task] = _load(task)
+        except Exception as exc:  # any failure is a reason to take the general path
+            _loaded[task] = f"native MuJoCo cannot run {task}: {exc}"
+    found = _loaded[task]
+    if isinstance(found, str):
+        raise EnvError(found)
+    return found
+
+
+def _load(task: str) -> NativeTask:
+    if _core.mujoco_header_version() == 0:
+        _core.MujocoEnv(task, "", 1)  # raises the component's own reason
+    module, name = _ENTRY_POINT_OF_TASK[task].split(":")
+    cls = getattr(importlib.import_module(module), name)
+    defaults = {k: p.default for k, p in inspect.signature(cls.__init__).parameters.items()
+                if k in _DEFAULTS[task]}
+    for key, value in _DEFAULTS[task].items():
+        if key not in defaults or not _same(defaults[key], value):
+            raise RuntimeError(f"this gymnasium's {name} has {key}={defaults.get(key)!r} by "
+                               f"default, the core implements {value!r}")
+    gym_env = cls()
+    try:
+        native = NativeTask(task, _core.MujocoEnv(task, mujoco_library(), gym_env.model._address),
+                            gym_env.init_qpos.copy(), gym_env.init_qvel.copy(),
+                            _DEFAULTS[task]["reset_noise_scale"], task in _NORMAL_QVEL)
+        _verify(native, gym_env)
+    finally:
+        gym_env.close()
+    return native
+
+
+def _verify(native: NativeTask, gym_env) -> None:
+    """Raises RuntimeError unless 2 short episodes equal gymnasium's."""
+    rng = np.random.default_rng(2024)
+    episode = native.env.episode()
+    for seed in (0, 12345):
+        want, _ = gym_env.reset(seed=seed)
+        qpos, qvel = initial_states(native, [seed])
+        got = episode.reset(qpos[0], qvel[0])
+        if not np.array_equal(got, want):
+            raise RuntimeError(f"its reset(seed={seed}) differs from gymnasium's")
+        for t in range(25):
+            action = rng.uniform(-1.5, 1.5, native.env.action_size).astype(np.float32)
+            want, reward, terminated, _, _ = gym_env.step(action)
+            got, got_reward, got_terminated = episode.step(action)
+            if not (np.array_equal(got, want) and got_reward == reward
+                    and got_terminated == terminated):
+                raise RuntimeError(f"step {t} after reset(seed={seed}) differs from gymnasium's")
+            if terminated:
+                break
+
+
+def initial_states(native: NativeTask, seeds: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:
+    """Each episode's initial qpos and qvel, float64 rows (episodes x nq,
+    episodes x nv): what the env's ``reset(seed=s)`` draws, by the
+    expressions of its ``reset_model`` on ``seeding.np_random(s)``."""
+    from gymnasium.utils import seeding
+
+    qpos = np.empty((len(seeds), native.env.nq))
+    qvel = np.empty((len(seeds), native.env.nv))
+    scale = native.noise_scale
+    noise_low, noise_high = -scale, scale
+    for e, seed in enumerate(seeds):
+        rng = seeding.np_random(int(seed))[0]
+        qpos[e] = native.init_qpos + rng.uniform(low=noise_low, high=noise_high,
+                                                 size=native.env.nq)
+        if native.normal_qvel:
+            qvel[e] = native.init_qvel + scale * rng.standard_normal(native.env.nv)
+        else:
+            qvel[e] = native.init_qvel + rng.uniform(low=noise_low, high=noise_high,
+                                                     size=native.env.nv)
+    return qpos, qvel
+
+
+_noted = set()
+
+
+def note_fallback(env_id: str, reason: str) -> None:
+    """Say once per process and reason that ``env_id`` takes the general
+    path (a :class:`~evokit.errors.NativeFallbackWarning`)."""
+    if reason not in _noted:
+        _noted.add(reason)
+        warnings.warn(f"{reason}; {env_id} runs on gymnasium's environments instead",
+                      NativeFallbackWarning, stacklevel=3)
+
+
+class NativeMujocoEnv:
+    """One native episode at a time of a MuJoCo task, stepped by hand like
+    gymnasium's env: ``reset(seed)`` gives the observation, ``step(action)``
+    ``(observation, reward, terminated, truncated)``, truncated after the
+    registered time limit. For tests and checks; the evaluators run whole
+    episodes with ``evokit._core.mujoco_rollouts``. Raises
+    :class:`~evokit.errors.EnvError` with the reason for an environment the
+    core does not run (another env, other arguments) or cannot run here."""
+
+    def __init__(self, env_id: str):
+        task, max_steps, why = mujoco_task(env_id)
+        if task is None:
+            raise EnvError(why or f"{env_id} is not a MuJoCo task EvoKit runs natively (those are "
+                                  f"{', '.join(_core.mujoco_tasks())} with default arguments)")
+        self.env_id = env_id
+        self.native = load(task)
+        self.max_episode_steps = max_steps
+        self._episode = self.native.env.episode()
+        self._elapsed: Optional[int] = None
+
+    def reset(self, seed: int) -> np.ndarray:
+        qpos, qvel = initial_states(self.native, [seed])
+        self._elapsed = None
+        obs = self._episode.reset(qpos[0], qvel[0])
+        self._elapsed = 0
+        return obs
+
+    def step(self, action) -> Tuple[np.ndarray, float, bool, bool]:
+        if self._elapsed is None:
+            raise RuntimeError("step() before reset()")
+        obs, reward, terminated = self._episode.step(np.asarray(action, np.float32).reshape(-1))
+        self._elapsed += 1
+        return obs, reward, terminated, self._elapsed >= self.max_episode_steps
