@@ -10,7 +10,11 @@ void bind_optimizer(py::module_& m) {
   py::class_<Optimizer>(m, "Optimizer")
       .def_property_readonly("name", &Optimizer::name)
       .def_property_readonly("num_params", &Optimizer::num_params)
-      .def_property_readonly("learning_rate", &Optimizer::learning_rate)
+      .def_property("learning_rate", &Optimizer::learning_rate, &Optimizer::set_learning_rate,
+                    "The learning rate of the next steps (> 0, finite; settable, e.g. to decay it).")
+      .def_property_readonly("max_gradient", &Optimizer::max_gradient,
+                             "The largest |grad[i]| step() takes: beyond it the step would make "
+                             "the state or the parameters non-finite, and is refused.")
       .def_property("steps", &Optimizer::steps, &Optimizer::set_steps,
                     "Number of steps taken (Adam's bias correction counts these).")
       .def_property_readonly("state_names", &Optimizer::state_names)

@@ -29,26 +29,31 @@ void parallel_ranges(std::size_t n, int num_threads, const Body& body) {
   });
 }
 
-// Whether x[0, len) holds a NaN or an infinity (branch-free, vectorised).
+// The largest |x[i]| of x[0, len) (NaN if there is one; vectorised).
 EVOKIT_KERNEL_TARGETS
-bool has_non_finite(const float* x, std::size_t len) {
-  constexpr float kMax = std::numeric_limits<float>::max();
-  int bad = 0;
-#pragma omp simd reduction(| : bad)
-  for (std::size_t i = 0; i < len; ++i) bad |= !(std::fabs(x[i]) <= kMax);
-  return bad != 0;
+float max_abs(const float* x, std::size_t len) {
+  float top = 0.0f;
+  int nan = 0;
+#pragma omp simd reduction(max : top) reduction(| : nan)
+  for (std::size_t i = 0; i < len; ++i) {
+    const float a = std::fabs(x[i]);
+    nan |= a != a;
+    top = a > top ? a : top;
+  }
+  return nan ? std::numeric_limits<float>::quiet_NaN() : top;
 }
 
-// Index of the first non-finite value of x[0, n), or n if there is none.
-std::size_t first_non_finite(const float* x, std::size_t n, int num_threads) {
+// Index of the first value of x[0, n) that is non-finite or whose magnitude
+// exceeds `limit`, or n if there is none.
+std::size_t first_beyond(const float* x, std::size_t n, float limit, int num_threads) {
   const std::size_t blocks = ceil_div(n, kElementBlock);
   std::vector<std::size_t> first(blocks, n);
   parallel_items(blocks, team_size(blocks, num_threads), [&](std::size_t b) {
     const std::size_t begin = b * kElementBlock;
     const std::size_t end = std::min(n, begin + kElementBlock);
-    if (!has_non_finite(x + begin, end - begin)) return;
+    if (max_abs(x + begin, end - begin) <= limit) return;
     for (std::size_t i = begin; i < end; ++i) {
-      if (!std::isfinite(x[i])) {
+      if (!(std::fabs(x[i]) <= limit)) {
         first[b] = i;
         return;
       }
@@ -112,10 +117,21 @@ void Optimizer::step(float* params, const float* grad, std::size_t n, int num_th
                                   " values, expected num_params " + std::to_string(num_params_));
     }
   }
-  const std::size_t bad = detail::first_non_finite(grad, n, num_threads);
+  // One pass: a non-finite value, or one so large that the step would make
+  // the optimizer's state or the parameters non-finite (max_gradient()).
+  const float limit = max_gradient();
+  const std::size_t bad = detail::first_beyond(grad, n, limit, num_threads);
   if (bad < n) {
-    throw std::invalid_argument("grad[" + std::to_string(bad) + "] is " +
-                                detail::format_number(grad[bad]));
+    if (!std::isfinite(grad[bad])) {
+      throw std::invalid_argument("grad[" + std::to_string(bad) + "] is " +
+                                  detail::format_number(grad[bad]));
+    }
+    throw std::invalid_argument(
+        "grad[" + std::to_string(bad) + "] is " + detail::format_number(grad[bad]) + ": beyond " +
+        detail::format_number(limit) + ", " + name() +
+        "'s step would overflow float32 and leave its state or the parameters non-finite; "
+        "nothing was changed (shape the rewards, e.g. fitness_shaping CENTERED_RANK, or scale "
+        "them down)");
   }
   ++steps_;
   do_step(params, grad, num_threads);
@@ -132,12 +148,23 @@ std::vector<float>& Optimizer::state(const std::string& name) {
                                              : "; valid names: " + valid));
 }
 
+void Optimizer::set_learning_rate(float lr) {
+  detail::require_positive_finite(lr, "learning rate");
+  lr_ = lr;
+}
+
 void Optimizer::set_steps(std::int64_t steps) {
   if (steps < 0) throw std::invalid_argument("steps must be >= 0, got " + std::to_string(steps));
   steps_ = steps;
 }
 
 SGD::SGD(float lr, std::size_t num_params) : Optimizer(lr, num_params) {}
+
+// |lr * g| <= FLT_MAX / 2: the step cannot overflow a finite parameter of
+// magnitude up to FLT_MAX / 2.
+float SGD::max_gradient() const noexcept {
+  return std::numeric_limits<float>::max() / 2 / std::max(1.0f, lr_);
+}
 
 void SGD::do_step(float* params, const float* grad, int num_threads) {
   const float lr = lr_;
@@ -151,6 +178,12 @@ Momentum::Momentum(float lr, float momentum, std::size_t num_params)
   detail::require_unit_interval(momentum, "momentum (optimizer.momentum.momentum)");
   names_ = state_names();
   states_.assign(names_.size(), std::vector<float>(num_params_, 0.0f));
+}
+
+// The velocity stays within |g|max / (1 - momentum): keep it and lr times it
+// below FLT_MAX / 2.
+float Momentum::max_gradient() const noexcept {
+  return std::numeric_limits<float>::max() / 2 * (1.0f - momentum_) / std::max(1.0f, lr_);
 }
 
 void Momentum::do_step(float* params, const float* grad, int num_threads) {
@@ -172,6 +205,12 @@ Adam::Adam(float lr, float beta1, float beta2, float epsilon, std::size_t num_pa
   detail::require_positive_finite(epsilon, "epsilon (optimizer.adam.epsilon)");
   names_ = state_names();
   states_.assign(names_.size(), std::vector<float>(num_params_, 0.0f));
+}
+
+// v = b2 v + (1 - b2) g^2 holds g^2: |g| <= sqrt(FLT_MAX) / 2 keeps it
+// finite (the step itself is bounded by lr / sqrt(1 - b2) per element).
+float Adam::max_gradient() const noexcept {
+  return std::sqrt(std::numeric_limits<float>::max()) / 2;
 }
 
 void Adam::do_step(float* params, const float* grad, int num_threads) {

@@ -38,6 +38,17 @@ class OpenES(TrackedStrategy):
     population_size defaults to 4 + floor(3 ln n), rounded up to even when
     antithetic. f-values must be finite (NaNs under nan_policy="worst" take
     the largest f-value of the batch).
+
+    Convergence. With its published defaults (a fixed sigma, Adam at a fixed
+    learning rate) OpenAI-ES does not converge to a point: it follows the
+    gradient of the Gaussian-smoothed f, and Adam's steps stay about
+    ``learning_rate`` long per coordinate whatever the gradient's size, so on
+    the 10-D sphere from x0 = 1 the centre keeps circling the optimum at
+    f of about n * learning_rate**2 / 5 (0.2 for the defaults). That is what
+    policy search wants (it keeps exploring) and what EvoKit's defaults keep.
+    To converge, decay both: ``sigma_decay`` and ``learning_rate_decay``
+    multiply sigma and the learning rate after every tell (default 1: no
+    decay); CMAES adapts its step size and needs no schedule.
     """
 
     _accepts_infinite = False
@@ -48,8 +59,12 @@ class OpenES(TrackedStrategy):
                  seed: int = 0, nan_policy: str = "error", num_threads: int = 1,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
                  ftarget: Optional[float] = None, tolfun: float = 1e-11,
-                 stagnation_iterations: Optional[int] = None):
+                 stagnation_iterations: Optional[int] = None, sigma_decay: float = 1.0,
+                 learning_rate_decay: float = 1.0):
         n = check_x0(x0).size
+        for name, decay in (("sigma_decay", sigma_decay), ("learning_rate_decay", learning_rate_decay)):
+            if isinstance(decay, bool) or not (0 < decay <= 1):
+                raise ValueError(f"{name} must be in (0, 1], got {decay!r}")
         if population_size is None:
             population_size = 4 + int(3 * math.log(n))
             if antithetic:
@@ -72,12 +87,14 @@ class OpenES(TrackedStrategy):
         if isinstance(weight_decay, bool) or not math.isfinite(weight_decay) or weight_decay < 0:
             raise ValueError(f"weight_decay must be >= 0 and finite, got {weight_decay!r}")
         self._population_size = population_size
+        self._sigma_decay = float(sigma_decay)
+        self._learning_rate_decay = float(learning_rate_decay)
+        self._seed = check_int("seed", seed, 0)
         self._antithetic = bool(antithetic)
         self._fitness_shaping = fitness_shaping
         self._weight_decay = float(weight_decay)
         self._theta = self._x0.astype(np.float32)
-        self._sampler = _core.GaussianSampler(seed=check_int("seed", seed, 0), sigma=self._sigma,
-                                              cached=False, cache_size=0, num_params=n)
+        self._sampler = self._make_sampler()
         if optimizer == "adam":
             self._optimizer = _core.Adam(learning_rate, 0.9, 0.999, 1e-8, n)
         elif optimizer == "sgd":
@@ -86,6 +103,10 @@ class OpenES(TrackedStrategy):
             self._optimizer = _core.Momentum(learning_rate, 0.9, n)
         self._keys = np.zeros(0, dtype=np.int64)
         self._signs = np.zeros(0, dtype=np.float32)
+
+    def _make_sampler(self):
+        return _core.GaussianSampler(seed=self._seed, sigma=self._sigma, cached=False,
+                                     cache_size=0, num_params=self.num_params)
 
     @property
     def theta(self) -> np.ndarray:
@@ -124,6 +145,11 @@ class OpenES(TrackedStrategy):
         direction = self._sampler.descent_direction(self._keys, self._signs, weights, self._theta,
                                                     self._weight_decay, self._num_threads)
         self._optimizer.step(self._theta, direction, self._num_threads)
+        if self._sigma_decay != 1.0:  # the noise of a key is eps(key): only its scale changes
+            self._sigma *= self._sigma_decay
+            self._sampler = self._make_sampler()
+        if self._learning_rate_decay != 1.0:
+            self._optimizer.learning_rate = self._optimizer.learning_rate * self._learning_rate_decay
         return True
 
     def _favorite(self) -> np.ndarray:

@@ -401,3 +401,57 @@ def test_genetic_algorithm_stub_matches_the_module():
     node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "GeneticAlgorithm")
     members = {n.name for n in node.body if isinstance(n, ast.FunctionDef) and n.name != "__init__"}
     assert members == {n for n in vars(_core.GeneticAlgorithm) if not n.startswith("_")}
+
+
+def _sphere_run(**options):
+    es = evokit.OpenES(np.ones(10), 0.5, seed=3, max_evaluations=6000, **options)
+    while not es.stop():
+        X = es.ask()
+        es.tell(X, [float(x @ x) for x in X])
+    return es
+
+
+def test_openes_converges_with_decays_and_circles_the_optimum_without():
+    # Fixed sigma and learning rate (the published method, the defaults):
+    # Adam's steps keep their length, so the centre circles the optimum.
+    assert _sphere_run().result.fbest > 1e-3
+    decayed = _sphere_run(sigma_decay=0.97, learning_rate_decay=0.97)
+    assert decayed.result.fbest < 1e-8
+    assert decayed.sigma == pytest.approx(0.5 * 0.97 ** decayed.result.iterations, rel=1e-9)
+    assert decayed.optimizer.learning_rate == pytest.approx(0.1 * 0.97 ** decayed.result.iterations,
+                                                            rel=1e-4)
+    for name in ("sigma_decay", "learning_rate_decay"):
+        for bad in (0, 1.5, True):
+            with pytest.raises(ValueError, match=rf"{name} must be in \(0, 1\], got {bad!r}"):
+                evokit.OpenES(np.ones(3), 0.5, **{name: bad})
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd", "momentum"])
+def test_a_step_that_would_overflow_the_optimizer_is_refused(optimizer):
+    make = {"adam": lambda: _core.Adam(0.1, 0.9, 0.999, 1e-8, 3),
+            "sgd": lambda: _core.SGD(0.1, 3), "momentum": lambda: _core.Momentum(0.1, 0.9, 3)}
+    opt = make[optimizer]()
+    p = np.ones(3, np.float32)
+    opt.step(p, np.array([1, -1, 2], np.float32))
+    before = (p.copy(), [opt.get_state(n).copy() for n in opt.state_names], opt.steps)
+    huge = np.float32(min(3e38, opt.max_gradient * 4))
+    with pytest.raises(ValueError, match=rf"^grad\[2\] is .*: beyond .*{optimizer.upper()}'s step "
+                                         rf"would overflow float32 .*nothing was changed"):
+        opt.step(p, np.array([0.5, 0.5, huge], np.float32))
+    np.testing.assert_array_equal(p, before[0])
+    for name, state in zip(opt.state_names, before[1]):
+        np.testing.assert_array_equal(opt.get_state(name), state)
+    assert opt.steps == before[2]
+
+
+def test_raw_rewards_around_1e22_are_refused_not_silently_frozen(tmp_path):
+    from helpers import CARTPOLE, mlp_agent
+
+    cfg = evokit.load_config(CARTPOLE)
+    cfg.solver.fitness_shaping = evokit.proto.RAW
+    cfg.solver.population_size = 10
+    agent = mlp_agent(tmp_path, cfg)
+    infos = agent.draw_members(10)
+    with pytest.raises(ValueError, match="ADAM's step would overflow float32"):
+        agent.update(infos, [1e22 * (i % 3) for i in range(10)])
+    assert agent.model_iter_id == 0

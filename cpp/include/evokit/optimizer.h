@@ -25,11 +25,17 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   // Throws std::invalid_argument if n != num_params() or grad holds a
-  // non-finite value (naming its index); params are left unchanged then.
+  // non-finite value, or one beyond max_gradient() (whose step would make the
+  // state or the parameters non-finite), naming its index; params and state
+  // are left unchanged then.
   void step(float* params, const float* grad, std::size_t n, int num_threads = 1);
+  // The largest |grad[i]| a step takes.
+  virtual float max_gradient() const noexcept = 0;
 
   std::size_t num_params() const noexcept { return num_params_; }
   float learning_rate() const noexcept { return lr_; }
+  // A new learning rate for the next steps (> 0 and finite), e.g. a decay.
+  void set_learning_rate(float lr);
   std::int64_t steps() const noexcept { return steps_; }
   virtual std::string name() const = 0;
 
@@ -54,6 +60,7 @@ class SGD final : public Optimizer {
   SGD(float lr, std::size_t num_params);
   std::string name() const override { return "SGD"; }
   std::vector<std::string> state_names() const override { return {}; }
+  float max_gradient() const noexcept override;
 
  private:
   void do_step(float* params, const float* grad, int num_threads) override;
@@ -63,6 +70,7 @@ class Momentum final : public Optimizer {
  public:
   Momentum(float lr, float momentum, std::size_t num_params);  // momentum in [0, 1)
   std::string name() const override { return "MOMENTUM"; }
+  float max_gradient() const noexcept override;
   std::vector<std::string> state_names() const override { return {"velocity"}; }
   float momentum() const noexcept { return momentum_; }
 
@@ -76,6 +84,7 @@ class Adam final : public Optimizer {
   // beta1, beta2 in [0, 1); epsilon > 0.
   Adam(float lr, float beta1, float beta2, float epsilon, std::size_t num_params);
   std::string name() const override { return "ADAM"; }
+  float max_gradient() const noexcept override;
   std::vector<std::string> state_names() const override { return {"m", "v"}; }
   float beta1() const noexcept { return beta1_; }
   float beta2() const noexcept { return beta2_; }
