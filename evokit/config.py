@@ -317,6 +317,7 @@ def validate_config(config: pb.EvoKitConfig, source: str = "<config>",
         c.fail("train.observation_clip", f"must be finite and > 0, got {t.observation_clip:g}")
     if not math.isfinite(t.target_return):
         c.fail("train.target_return", f"must be finite, got {t.target_return}")
+    c.at_least("train.max_env_steps", t.max_env_steps, 0)
     if not (t.alive_bonus_offset >= 0 and math.isfinite(t.alive_bonus_offset)):
         c.fail("train.alive_bonus_offset", f"must be finite and >= 0, got {t.alive_bonus_offset:g}")
 

@@ -113,6 +113,7 @@ class _Run:
         self.elapsed_before = self.elapsed  # training time of the earlier parts of the run
         self.eval_mean = ckpt.eval_mean if ckpt and ckpt.HasField("eval_mean") else float("nan")
         self.solved = ckpt.solved if ckpt else False
+        self.budget_spent = False  # train.max_env_steps reached
         self.history: List[dict] = [row_from_proto(m) for m in ckpt.metrics] if ckpt else []
         self.obs_stat: Optional[RunningStat] = (
             RunningStat.from_proto(ckpt.obs_stats, "checkpoint obs_stats", _obs_style(cfg.train))
@@ -257,21 +258,22 @@ def train(config: Union[str, os.PathLike, pb.EvoKitConfig, None], *, env_id: Opt
         progress.line(f"eta: an estimate of the time to generation {t.max_generations} at the "
                       f"recent time per generation (the run stops earlier once the centre reaches "
                       f"{t.target_return:g}); * marks a centre evaluation")
-        start = run.generation + 1 if not run.solved else t.max_generations + 1
+        done = run.solved or (t.max_env_steps and run.env_steps >= t.max_env_steps)
+        start = t.max_generations + 1 if done else run.generation + 1
         schedule = _CheckpointSchedule(checkpoint_every, checkpoint_seconds)
         with _StopOnSignal() as stop:
             for generation in range(start, t.max_generations + 1):
                 row, timings = _generation(run, generation, agent, evaluator, cfg, t0, metrics)
                 tick = time.perf_counter()
-                if (run.solved or generation == t.max_generations or stop.signum is not None
-                        or schedule.due(generation, tick)):
+                if (run.solved or run.budget_spent or generation == t.max_generations
+                        or stop.signum is not None or schedule.due(generation, tick)):
                     run.checkpoint(out_dir, agent, cfg)
                     timings["checkpoint"] = schedule.done(tick, time.perf_counter())
                 if stop.signum is None:  # else stdout may be gone with the terminal
                     progress.generation(row, timings)
                 if tb is not None:
                     tb.write(row, progress.steps_per_second())
-                if run.solved:
+                if run.solved or run.budget_spent:
                     break
                 if stop.signum is not None:  # (it may have come after the checkpoint above)
                     if run.saved_generation != generation:
@@ -492,7 +494,8 @@ def _generation(run: _Run, generation: int, agent: ESAgent, evaluator: Evaluator
     row = {"generation": generation, "model_iter_id": agent.model_iter_id,
            "reward_mean": float(np.mean(result.rewards)), "reward_max": float(np.max(result.rewards)),
            "reward_min": float(np.min(result.rewards)), "eval_mean": None}
-    if generation % t.eval_every == 0 or generation == t.max_generations:
+    run.budget_spent = bool(t.max_env_steps) and run.env_steps >= t.max_env_steps
+    if generation % t.eval_every == 0 or generation == t.max_generations or run.budget_spent:
         tick = time.perf_counter()
         evaluator.obs_norm = _normalizer(run.obs_stat, t)
         centre = evaluator.evaluate(

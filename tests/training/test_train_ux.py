@@ -695,3 +695,18 @@ def test_the_native_fallback_warning_is_one_line_without_source(tmp_path):
     assert out.stderr.count("\n") == 1
     assert out.stderr.startswith(f"evokit: warning: {tmp_path / 'm.onnx'}: native backend: node "
                                  f"'layer0.tanh' (Softplus): op Softplus is not supported")
+
+
+def test_a_step_budget_ends_the_run_with_a_centre_evaluation(tmp_path):
+    cfg = small_config(generations=1000, target=1e9)
+    cfg.train.max_env_steps = 3000
+    cfg.train.eval_every = 50
+    res = evokit.train(cfg, out_dir=str(tmp_path / "r"), log=quiet)
+    before_last = res.history[-2]["env_steps"] if len(res.history) > 1 else 0
+    assert before_last < 3000 <= res.history[-1]["env_steps"] == res.env_steps
+    assert res.history[-1]["eval_mean"] is not None and res.generations == len(res.history) < 1000
+    assert read_checkpoint(str(tmp_path / "r")).generation == res.generations
+    again = evokit.train(None, out_dir=str(tmp_path / "r"), log=quiet, resume=True)
+    assert again.generations == res.generations  # the budget is spent: nothing more to do
+    with pytest.raises(evokit.ConfigError, match="train.max_env_steps must be >= 0, got -1"):
+        evokit.parse_config("train { max_env_steps: -1 }")
