@@ -20,6 +20,12 @@ Rows (one env step = Hopper-v5's frame_skip of 4 MuJoCo steps):
   for T = 1 and 2 threads; the initial states drawn in Python count too.
   One more row takes 400 members on 2 threads: with 40, one member's long
   episode can hold half a generation's steps, which one thread runs alone;
+- ``evokit train configs/hopper.prototxt`` (``--train-config``): a whole
+  training run in a fresh process, its env steps per second of wall time as
+  its own metrics report them (the last row of metrics.csv: every step of
+  the sampled episodes and of the centre evaluations, over the whole run's
+  wall time: sampling, updates, centre evaluations, checkpoints); it runs
+  once (``--train-repeats``), being long;
 - EnvPool (if importable, here or with ``--envpool-python``): its Hopper-v5
   (gymnasium API) with 40 environments stepped synchronously on 2 threads
   with random actions.
@@ -159,6 +165,22 @@ def evokit_native(seconds: float, threads: int, population: int = POPULATION) ->
                 longest=longest / steps)
 
 
+def evokit_train(config: str) -> Dict:
+    """A whole `evokit train CONFIG` run: its metrics' env steps and wall time."""
+    import csv
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run([sys.executable, "-m", "evokit.cli", "train", os.path.abspath(config),
+                              "--out", os.path.join(tmp, "run"), "-q"], capture_output=True,
+                             text=True, cwd=tmp)
+        if out.returncode != 0:
+            return dict(skipped=f"evokit train failed: {out.stderr.strip()[-200:]}")
+        with open(os.path.join(tmp, "run", "metrics.csv"), newline="") as f:
+            last = list(csv.DictReader(f))[-1]
+    return dict(steps=int(last["env_steps"]), seconds=float(last["wall_time"]), cores=2,
+                generations=int(last["generation"]))
+
+
 _ENVPOOL_SNIPPET = r"""
 import json, sys, time
 import numpy as np
@@ -237,6 +259,9 @@ def table(rows: List[tuple]) -> str:
             notes.append(f"{r['steps'] / r['episodes']:.0f} steps per episode")
         if r.get("longest"):
             notes.append(f"longest episode {100 * r['longest']:.0f}% of a generation's steps")
+        if r.get("generations"):
+            notes.append(f"the whole run: {r['generations']} generations, {r['steps']:,} env steps "
+                         f"in {r['seconds']:.1f} s")
         if r.get("version"):
             notes.append(f"envpool {r['version']}")
         if r.get("others", 0) > 0.05:
@@ -255,6 +280,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--envpool-python", default=sys.executable,
                         help="the interpreter that has envpool (default: this one)")
     parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--train-config", default=os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", "hopper.prototxt"),
+        help="the config of the `evokit train` row ('' to leave it out)")
+    parser.add_argument("--train-repeats", type=int, default=1,
+                        help="runs of the `evokit train` row (default 1: it is long)")
     args = parser.parse_args(argv)
 
     import gymnasium
@@ -277,9 +307,14 @@ def main(argv: Optional[List[str]] = None) -> None:
                  (args.seconds, 2, 10 * POPULATION)))
     runs.append(("EnvPool Hopper-v5, 40 envs, 2 threads", envpool_rows,
                  (args.seconds, args.envpool_python)))
+    train_row = f"evokit train {os.path.basename(args.train_config)}, 2 workers"
+    if args.train_config:
+        runs.insert(4, (train_row, evokit_train, (args.train_config,)))
     results: Dict[str, List[Dict]] = {name: [] for name, _, _ in runs}
     for repeat in range(args.repeats):
         for name, run, run_args in runs:
+            if name == train_row and repeat >= args.train_repeats:
+                continue
             results[name].append(measured(run, *run_args))
         print(f"repeat {repeat + 1} of {args.repeats} done", flush=True)
     rows = [(name, min(results[name], key=_quietest)) for name, _, _ in runs]
