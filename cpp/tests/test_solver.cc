@@ -42,6 +42,10 @@ using ::evokit::testing::ThrowsWithMessage;
 constexpr char kGaussian[] = "GAUSSIAN_SAMPLING";
 constexpr char kCMA[] = "CMA_SAMPLING";
 constexpr char kGA[] = "GA_SAMPLING";
+constexpr char kARS[] = "ARS_SAMPLING";
+
+// Whether the family samples mirrored pairs (solver.antithetic must be true).
+bool Mirrored(const std::string& family) { return family == kGaussian || family == kARS; }
 
 // The parameters of TinyMlp(): obs 3 -> Gemm 4 -> Tanh -> Gemm 2.
 constexpr std::size_t kParams = 26;
@@ -95,6 +99,12 @@ OptionSet DefaultOptions(const std::string& type) {
   o.set("sampling.ga_sampling.elite_candidates", Int(10));
   o.set("sampling.ga_sampling.elite_evaluations", Int(0));
   o.set("sampling.ga_sampling.seed", Int(1024));
+  o.set("sampling.ars_sampling.step_size", Real(0.02f));
+  o.set("sampling.ars_sampling.std", Real(0.03f));
+  o.set("sampling.ars_sampling.top_directions", Int(0));
+  o.set("sampling.ars_sampling.cached", false);
+  o.set("sampling.ars_sampling.seed", Int(1024));
+  o.set("sampling.ars_sampling.cache_size", Int(100000));
   o.set("population_size", Int(50));
   o.set("antithetic", true);
   o.set("fitness_shaping", Text("CENTERED_RANK"));
@@ -121,7 +131,11 @@ OptionSet FamilyOptions(const std::string& family) {
   o.set("sampling.ga_sampling.mutation_power", Real(0.05));
   o.set("sampling.ga_sampling.init_sigma", Real(0.1));
   o.set("sampling.ga_sampling.elite_candidates", Int(2));
-  if (family != kGaussian) o.set("antithetic", false);
+  o.set("sampling.ars_sampling.std", Real(0.1));
+  o.set("sampling.ars_sampling.cached", true);
+  o.set("sampling.ars_sampling.cache_size", Int(5000));
+  o.set("sampling.ars_sampling.top_directions", Int(2));
+  if (!Mirrored(family)) o.set("antithetic", false);
   return o;
 }
 
@@ -362,12 +376,12 @@ void ExpectContinuation(const OptionSet& options, int updates, std::size_t drawn
   Draw(ca, 0, drawn, before);
   const SolverState state = a.solver().save();
   if (saved != nullptr) *saved = state;
-  if (family != kGaussian) {
+  if (!Mirrored(family)) {
     EXPECT_EQ(state.ints.at("draws"), std::vector<std::int64_t>{static_cast<std::int64_t>(drawn)});
   }
 
   const std::vector<float> x0 =
-      family == kGaussian ? a.center() : std::vector<float>(num_params, 0.25f);
+      Mirrored(family) ? a.center() : std::vector<float>(num_params, 0.25f);
   ESAgent b(make_solver(options, x0, 1));
   b.solver().load(state);
   EXPECT_EQ(StateDiff(b.solver().save(), state), "");
@@ -718,7 +732,7 @@ TEST(SolverLoad, GARefusesABadState) {
 // The registry
 
 TEST(SolverRegistry, TheFamiliesInSamplingConfigTypeOrder) {
-  EXPECT_EQ(solver_families(), (std::vector<std::string>{kGaussian, kCMA, kGA}));
+  EXPECT_EQ(solver_families(), (std::vector<std::string>{kGaussian, kCMA, kGA, kARS}));
 }
 
 TEST(SolverRegistry, MakeSolverGivesTheFamilysSolverWithItsOptions) {
@@ -786,7 +800,7 @@ TEST(SolverRegistry, MakeSolverGivesTheFamilysSolverWithItsOptions) {
 TEST(SolverRegistry, TheDefaultsOfEveryFamilyAreValid) {
   for (const std::string& family : solver_families()) {
     OptionSet o = DefaultOptions(family);
-    if (family != kGaussian) o.set("antithetic", false);
+    if (!Mirrored(family)) o.set("antithetic", false);
     EXPECT_NO_THROW(validate_solver_options(o)) << family;
     EXPECT_NO_THROW(validate_solver_options(o, kParams)) << family;
   }
@@ -840,7 +854,7 @@ TEST(SolverRegistry, SharedOptionMessagesStartWithTheOptionsName) {
   OptionSet o = FamilyOptions(kGaussian);
   o.set("sampling.type", Text("X"));
   ExpectInvalid(o, "solver.sampling.type must be one of GAUSSIAN_SAMPLING, CMA_SAMPLING, "
-                   "GA_SAMPLING, got X");
+                   "GA_SAMPLING, ARS_SAMPLING, got X");
 }
 
 TEST(SolverRegistry, GaussianOptionMessages) {
@@ -1029,7 +1043,7 @@ TEST_P(SolverFamily, PopulationRowsAreTheRebuiltMembers) {
   for (std::size_t i = 0; i < members.size(); ++i) {
     const ParamView& view = pop.member(i);
     const std::vector<float> base(view.base, view.base + kParams);
-    if (GetParam() != kGaussian || members[i] == nullptr) {
+    if (!Mirrored(GetParam()) || members[i] == nullptr) {
       EXPECT_EQ(view.noise, nullptr) << "member " << i;
       EXPECT_TRUE(SameBits(base, rows[i])) << "member " << i;
       continue;
@@ -1055,7 +1069,7 @@ TEST_P(SolverFamily, PopulationNamesABadMember) {
   Generation(agent, clones);
   const std::vector<SamplingInfo> infos = agent.draw_members(1);
   SamplingInfo bad = infos[0];
-  if (GetParam() == kGaussian) {
+  if (Mirrored(GetParam())) {
     bad.key = {-1};
     EXPECT_TRUE(ThrowsWithMessage<std::out_of_range>(
         [&] { agent.solver().population({&infos[0], &bad}, 1); }, "member 1: key -1"));
@@ -1110,7 +1124,7 @@ TEST_P(SolverFamily, ShortfallIsTheSolvers) {
             agent.solver().shortfall(batch.infos, batch.rewards));
   EXPECT_EQ(clones[0]->shortfall(batch.infos, batch.rewards),
             agent.shortfall(batch.infos, batch.rewards));
-  if (GetParam() == kGaussian) {
+  if (Mirrored(GetParam())) {
     EXPECT_EQ(agent.shortfall(batch.infos, batch.rewards), "");
     EXPECT_EQ(agent.shortfall({}, {}), "an update needs at least one sample");
   } else {
@@ -1130,7 +1144,7 @@ TEST_P(SolverFamily, ShortfallIsTheSolvers) {
 TEST_P(SolverFamily, OnlyASolverThatCorrectsOlderSamplesTakesThem) {
   ESAgent agent(Make(69));
   const bool corrects = agent.solver().corrects_older_samples();
-  EXPECT_EQ(corrects, GetParam() == kGaussian);
+  EXPECT_EQ(corrects, Mirrored(GetParam()));
   auto clones = Clones(agent, 6);
   const std::vector<float> theta0 = agent.center();
   const Batch old = Generation(agent, clones);
