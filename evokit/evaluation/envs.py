@@ -64,6 +64,13 @@ def check_policy_fits(policy, env) -> bool:
         raise EnvError(f"{env.spec.id if env.spec else env}: observation space {obs_space} is not a Box")
     obs_dim = int(np.prod(obs_space.shape))
     want = tuple(policy.obs_shape)
+    if len(want) == 0:  # [n]: one observation, no batch dimension
+        batch = getattr(policy, "_batch_dim", None)
+        raise EnvError(f"the policy's input {policy.input_name!r} has shape "
+                       f"[{'?' if batch is None else batch}], one observation without a batch "
+                       f"dimension; EvoKit feeds [batch, {obs_dim}] (export the model with a "
+                       f"batch axis, e.g. torch.onnx.export(..., dynamic_axes={{"
+                       f"{policy.input_name!r}: {{0: 'batch'}}}}))")
     if len(want) != 1 or (want[0] is not None and want[0] != obs_dim):
         raise EnvError(f"the policy takes observations of shape {want}, "
                        f"the environment gives {obs_space.shape} ({obs_dim} values)")

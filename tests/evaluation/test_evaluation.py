@@ -225,3 +225,27 @@ def test_vectorised_env_without_per_member_seeds(tmp_path, seed_config, monkeypa
         with pytest.warns(RuntimeWarning, match="no longer reproduces the single environment"):
             c.evaluate(agent, infos, seeds)
         assert not c.per_member_seeds
+
+
+def test_a_model_without_a_batch_dimension_is_refused_saying_what_it_has_and_needs():
+    import warnings
+
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from evokit.evaluation.envs import check_policy_fits
+
+    w = numpy_helper.from_array(np.zeros((4, 2), np.float32), "W")
+    graph = helper.make_graph([helper.make_node("MatMul", ["obs", "W"], ["action"])], "g",
+                              [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("action", TensorProto.FLOAT, [2])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the native backend falls back first
+        policy = evokit.OnnxPolicy.from_model(model)
+    env = gymnasium.make("CartPole-v1")
+    with pytest.raises(EnvError, match=r"^the policy's input 'obs' has shape \[4\], one observation "
+                                       r"without a batch dimension; EvoKit feeds \[batch, 4\]"):
+        check_policy_fits(policy, env)
+    env.close()
