@@ -237,7 +237,8 @@ class ESAgent:
 
     @property
     def sampling_type(self) -> str:
-        """The sampling family: ``"GAUSSIAN_SAMPLING"``, ``"CMA_SAMPLING"``, ``"GA_SAMPLING"``."""
+        """The sampling family: ``"GAUSSIAN_SAMPLING"``, ``"CMA_SAMPLING"``, ``"GA_SAMPLING"``,
+        ``"ARS_SAMPLING"`` (``_core.solver_families()``)."""
         return pb.SamplingConfig.Type.Name(self.config.solver.sampling.type)
 
     @property

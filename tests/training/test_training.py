@@ -143,24 +143,17 @@ def test_demo_quick_mode():
     assert out.stdout.count("epoch") == 3 and "model and solver saved" in out.stdout
 
 
-def _judged_return(model_path, episodes=100, first_seed=2**31):
-    """The saved model in plain onnxruntime on fresh CartPole-v1 episodes
-    (training's episode seeds are below 2**31)."""
-    import gymnasium as gym
+def _judged_return(model_path, episodes=100):
+    """The saved model in plain onnxruntime on fresh CartPole-v1 episodes:
+    bench/judge.py's judge (its episode seeds start at 2**31, above every
+    training seed)."""
+    import importlib.util
 
-    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
-    name = sess.get_inputs()[0].name
-    env = gym.make("CartPole-v1")
-    returns = []
-    for j in range(episodes):
-        obs, _ = env.reset(seed=first_seed + j)
-        total, done = 0.0, False
-        while not done:
-            out = sess.run(None, {name: obs.reshape(1, -1).astype(np.float32)})[0]
-            obs, reward, terminated, truncated, _ = env.step(int(np.argmax(out)))
-            total, done = total + reward, terminated or truncated
-        returns.append(total)
-    return float(np.mean(returns))
+    spec = importlib.util.spec_from_file_location("evokit_bench_judge",
+                                                  os.path.join(ROOT, "bench", "judge.py"))
+    judge = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(judge)
+    return float(np.mean(judge.judge(model_path, "CartPole-v1", episodes)))
 
 
 @pytest.mark.slow
