@@ -25,11 +25,17 @@ CONFIGS = {
     "GA_SAMPLING": "cartpole_ga.prototxt",
     "ARS_SAMPLING": "hopper.prototxt",
 }
+# The distribution families (SNES_SAMPLING, ...) start from the CMA config
+# with their type (their options at the proto's defaults).
+DISTRIBUTION_FAMILIES = [sampling_type for _, sampling_type, _ in _core.distribution_families()]
+CONFIGS.update({family: "cartpole_cma.prototxt" for family in DISTRIBUTION_FAMILIES})
 
 
 def _config(family, **changes):
     cfg = evokit.load_config(os.path.join(ROOT, "configs", CONFIGS[family]))
     cfg.solver.population_size = changes.get("population_size", 8)
+    if family in DISTRIBUTION_FAMILIES:
+        cfg.solver.sampling.type = pb.SamplingConfig.Type.Value(family)
     if family == "GA_SAMPLING":
         g = cfg.solver.sampling.ga_sampling
         g.truncation_size, g.num_elites = 3, 1

@@ -81,6 +81,7 @@ PYBIND11_MODULE(_core, m) {
   evokit::bindings::bind_cma(m);
   evokit::bindings::bind_ga(m);
   evokit::bindings::bind_solver(m);
+  evokit::bindings::bind_distribution(m);
   evokit::bindings::bind_log(m);
   evokit::bindings::bind_mujoco(m);
 }

@@ -78,6 +78,7 @@ void bind_policy(py::module_& m);
 void bind_cma(py::module_& m);
 void bind_ga(py::module_& m);
 void bind_solver(py::module_& m);
+void bind_distribution(py::module_& m);
 // A Python dict (str -> bool, int, float or str) as solver options.
 OptionSet to_option_set(const py::dict& options);
 void bind_log(py::module_& m);

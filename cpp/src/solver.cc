@@ -7,6 +7,7 @@
 #include <vector>
 #include <utility>
 
+#include "evokit/distribution.h"
 #include "evokit/gaussian_solver.h"
 #include "evokit/noise.h"
 #include "evokit/population.h"
@@ -231,14 +232,15 @@ std::unique_ptr<Solver> make_ars_solver(const OptionSet& o, std::vector<float> x
 }
 
 struct Family {
-  const char* name;
+  std::string name;
   void (*validate)(const OptionSet&, std::optional<std::size_t>);
   std::unique_ptr<Solver> (*make)(const OptionSet&, std::vector<float>, int);
   std::vector<std::string> key_options;
 };
 
-// One entry per family, in SamplingConfig.Type order.
-const Family kFamilies[] = {
+// One entry per family, in SamplingConfig.Type order; the distribution
+// families (distribution.h) follow.
+const Family kOwnFamilies[] = {
     {"GAUSSIAN_SAMPLING", &validate_gaussian_options, &make_gaussian_solver,
      {"sampling.type", "sampling.gaussian_sampling.seed", "sampling.gaussian_sampling.cached",
       "sampling.gaussian_sampling.cache_size", "sampling.gaussian_sampling.std", "param_pattern"}},
@@ -254,12 +256,24 @@ const Family kFamilies[] = {
       "sampling.ars_sampling.cache_size", "sampling.ars_sampling.std", "param_pattern"}},
 };
 
+const std::vector<Family>& families() {
+  static const std::vector<Family> all = [] {
+    std::vector<Family> out(std::begin(kOwnFamilies), std::end(kOwnFamilies));
+    for (const DistributionFamily& d : distribution_families()) {
+      out.push_back({d.sampling_type, &validate_distribution_solver_options,
+                     &make_distribution_solver, d.key_options});
+    }
+    return out;
+  }();
+  return all;
+}
+
 const Family& family_of(const OptionSet& o) {
   const std::string& name = o.text("sampling.type");
   std::string known;
-  for (const Family& f : kFamilies) {
+  for (const Family& f : families()) {
     if (name == f.name) return f;
-    known += (known.empty() ? "" : ", ") + std::string(f.name);
+    known += (known.empty() ? "" : ", ") + f.name;
   }
   detail::fail("sampling.type", "must be one of " + known + ", got " + name);
 }
@@ -268,7 +282,7 @@ const Family& family_of(const OptionSet& o) {
 
 std::vector<std::string> solver_families() {
   std::vector<std::string> names;
-  for (const Family& f : kFamilies) names.emplace_back(f.name);
+  for (const Family& f : families()) names.emplace_back(f.name);
   return names;
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "evokit/distribution.h"
 #include "evokit/es_agent.h"
 #include "evokit/gaussian_solver.h"
 #include "evokit/noise.h"
@@ -105,6 +106,10 @@ OptionSet DefaultOptions(const std::string& type) {
   o.set("sampling.ars_sampling.cached", false);
   o.set("sampling.ars_sampling.seed", Int(1024));
   o.set("sampling.ars_sampling.cache_size", Int(100000));
+  o.set("sampling.snes_sampling.sigma0", Real(0.1));
+  o.set("sampling.snes_sampling.learning_rate_mean", Real(1.0));
+  o.set("sampling.snes_sampling.learning_rate_sigma", Real(0.0));
+  o.set("sampling.snes_sampling.seed", Int(1024));
   o.set("population_size", Int(50));
   o.set("antithetic", true);
   o.set("fitness_shaping", Text("CENTERED_RANK"));
@@ -732,7 +737,10 @@ TEST(SolverLoad, GARefusesABadState) {
 // The registry
 
 TEST(SolverRegistry, TheFamiliesInSamplingConfigTypeOrder) {
-  EXPECT_EQ(solver_families(), (std::vector<std::string>{kGaussian, kCMA, kGA, kARS}));
+  std::vector<std::string> expected{kGaussian, kCMA, kGA, kARS};
+  for (const DistributionFamily& d : distribution_families()) expected.push_back(d.sampling_type);
+  EXPECT_EQ(solver_families(), expected);
+  EXPECT_EQ(expected[4], "SNES_SAMPLING");
 }
 
 TEST(SolverRegistry, MakeSolverGivesTheFamilysSolverWithItsOptions) {
@@ -853,8 +861,11 @@ TEST(SolverRegistry, SharedOptionMessagesStartWithTheOptionsName) {
   }
   OptionSet o = FamilyOptions(kGaussian);
   o.set("sampling.type", Text("X"));
-  ExpectInvalid(o, "solver.sampling.type must be one of GAUSSIAN_SAMPLING, CMA_SAMPLING, "
-                   "GA_SAMPLING, ARS_SAMPLING, got X");
+  std::string known;
+  for (const std::string& f : solver_families()) known += (known.empty() ? "" : ", ") + f;
+  EXPECT_EQ(known.rfind("GAUSSIAN_SAMPLING, CMA_SAMPLING, GA_SAMPLING, ARS_SAMPLING, SNES_SAMPLING", 0),
+            0u);
+  ExpectInvalid(o, "solver.sampling.type must be one of " + known + ", got X");
 }
 
 TEST(SolverRegistry, GaussianOptionMessages) {
@@ -1128,8 +1139,10 @@ TEST_P(SolverFamily, ShortfallIsTheSolvers) {
     EXPECT_EQ(agent.shortfall(batch.infos, batch.rewards), "");
     EXPECT_EQ(agent.shortfall({}, {}), "an update needs at least one sample");
   } else {
-    const std::string kind = GetParam() == kCMA ? "CMA" : "GA";
-    const std::string what = GetParam() == kCMA ? "members" : "individuals";
+    const std::string kind = GetParam() == kCMA  ? std::string("CMA")
+                             : GetParam() == kGA ? std::string("GA")
+                                                 : distribution_family(GetParam()).name;
+    const std::string what = GetParam() == kGA ? "individuals" : "members";
     EXPECT_EQ(agent.shortfall(batch.infos, batch.rewards),
               kind + " update needs 1 reward(s) for each of the 6 " + what +
                   " of iteration 0; 3 have fewer (first: member 3 with 0)");

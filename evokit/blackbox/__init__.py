@@ -9,5 +9,8 @@
   core does not keep them;
 - :mod:`~evokit.blackbox.ga`: :class:`GA`, the genetic algorithm of Such et
   al. 2017;
-- :mod:`~evokit.blackbox.openes`: :class:`OpenES`, OpenAI-ES.
+- :mod:`~evokit.blackbox.openes`: :class:`OpenES`, OpenAI-ES;
+- :mod:`~evokit.blackbox.distribution`: :class:`DistributionES`, the one
+  class over the core's distribution families, and a subclass per family
+  (:class:`SNES`, ...).
 """

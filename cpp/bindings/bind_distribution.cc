@@ -1,0 +1,117 @@
+// The distribution strategies (distribution.h): one class for every family,
+// made by name from an option dict; evokit/blackbox/distribution.py gives
+// each family its Python class with the family's arguments.
+#include <evokit/distribution.h>
+
+#include <cstring>
+
+#include "pybind11.h"
+
+namespace evokit::bindings {
+
+
+namespace {
+
+py::array_t<double> rows(const std::vector<double>& v, std::size_t count, std::size_t n) {
+  py::array_t<double> out({static_cast<py::ssize_t>(count), static_cast<py::ssize_t>(n)});
+  if (!v.empty()) std::memcpy(out.mutable_data(), v.data(), v.size() * sizeof(double));
+  return out;
+}
+
+py::array_t<double> vector(const std::vector<double>& v) {
+  return py::array_t<double>(static_cast<py::ssize_t>(v.size()), v.data());
+}
+
+}  // namespace
+
+void bind_distribution(py::module_& m) {
+  m.def(
+      "distribution_families",
+      [] {
+        py::list out;
+        for (const DistributionFamily& f : distribution_families()) {
+          out.append(py::make_tuple(f.name, f.sampling_type, f.config_field));
+        }
+        return out;
+      },
+      "The distribution families: (name, SamplingConfig type, config field), in "
+      "SamplingConfig.Type order.");
+
+  py::class_<DistributionStrategy>(
+      m, "DistributionStrategy",
+      "A distribution strategy of evokit/distribution.h (SNES, ...), minimising. Make one with "
+      "make_distribution(name, x0, options).")
+      .def_property_readonly("family", &DistributionStrategy::family)
+      .def_property_readonly("num_params", &DistributionStrategy::num_params)
+      .def_property_readonly("population_size", &DistributionStrategy::population_size)
+      .def_property_readonly("generation", &DistributionStrategy::generation)
+      .def_property_readonly("mirrored", &DistributionStrategy::mirrored)
+      .def_property_readonly("seed", &DistributionStrategy::seed)
+      .def(
+          "ask",
+          [](DistributionStrategy& s) {
+            const std::vector<double>* x = nullptr;
+            {
+              py::gil_scoped_release release;
+              x = &s.ask();
+            }
+            return rows(*x, s.population_size(), s.num_params());
+          },
+          "The current generation's solutions [population_size, num_params] (a copy).")
+      .def(
+          "member_key", [](const DistributionStrategy& s, std::size_t k) { return s.member_key(k); },
+          py::arg("k"), "The noise key of member k of the current generation.")
+      .def_property_readonly(
+          "keys",
+          [](const DistributionStrategy& s) {
+            std::vector<std::int64_t> keys(s.population_size());
+            for (std::size_t k = 0; k < keys.size(); ++k) keys[k] = s.member_key(k);
+            return py::array_t<std::int64_t>(static_cast<py::ssize_t>(keys.size()), keys.data());
+          },
+          "The keys of the current generation's members (mirrored pairs share one).")
+      .def(
+          "regenerate",
+          [](const DistributionStrategy& s, std::size_t k) {
+            std::vector<double> x(s.num_params());
+            {
+              py::gil_scoped_release release;
+              s.regenerate(k, x.data());
+            }
+            return vector(x);
+          },
+          py::arg("k"), "Member k's solution under the current state (== row k of ask()).")
+      .def(
+          "tell",
+          [](DistributionStrategy& s, const DoubleIn& values) {
+            const std::vector<double> v = to_vector<double>(values, "values");
+            py::gil_scoped_release release;
+            s.tell(v.data(), v.size());
+          },
+          py::arg("values"), "Updates from the f-values (minimised) of the members, in order.")
+      .def_property_readonly("center", [](const DistributionStrategy& s) { return vector(s.center()); })
+      .def_property_readonly("stds", [](const DistributionStrategy& s) { return vector(s.stds()); })
+      .def_property_readonly("parameters", &DistributionStrategy::parameters,
+                             "The hyper-parameters in use, defaults resolved.")
+      .def("save", &DistributionStrategy::save, "The full state (a SolverState).")
+      .def(
+          "load",
+          [](DistributionStrategy& s, const SolverState& state) {
+            py::gil_scoped_release release;
+            s.load(state);
+          },
+          py::arg("state"), "Continues from a state of save(); checks it all first.");
+
+  m.def(
+      "make_distribution",
+      [](const std::string& name, const DoubleIn& x0, const py::dict& options) {
+        std::vector<double> start = to_vector<double>(x0, "x0");
+        const OptionSet o = to_option_set(options);
+        py::gil_scoped_release release;
+        return make_distribution(name, std::move(start), o);
+      },
+      py::arg("name"), py::arg("x0"), py::arg("options"),
+      "The distribution strategy `name` from x0 and its options (sigma0, population_size, seed, "
+      "num_threads and the family's own; ValueError naming a bad one).");
+}
+
+}  // namespace evokit::bindings

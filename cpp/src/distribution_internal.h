@@ -1,0 +1,41 @@
+// What the distribution families share (internal): option checks and the
+// families' registry entries. See evokit/distribution.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "evokit/distribution.h"
+
+namespace evokit {
+
+// One per family, defined in the family's source file, listed in
+// distribution_registry.cc.
+DistributionFamily snes_family();
+
+namespace detail {
+
+struct CommonDistributionOptions {
+  double sigma0 = 1.0;
+  std::size_t population_size = 0;  // resolved: the family's default for 0
+  std::uint64_t seed = 0;
+  int num_threads = 1;
+};
+
+// Checks and resolves sigma0, population_size (0: default_population,
+// rounded up to even when mirrored), seed and num_threads; messages start
+// with prefix + the option's name.
+CommonDistributionOptions common_distribution_options(const OptionSet& o, const std::string& prefix,
+                                                      std::size_t num_params,
+                                                      std::size_t default_population, bool mirrored);
+
+// The real option `name`, checked to lie in the interval (low_open /
+// high_open: excluded ends); zero_default: 0 is accepted too (the paper's
+// default) and returned as 0. std::invalid_argument "<prefix><name> must be
+// in (0, 1], got 2" otherwise.
+double option_in(const OptionSet& o, const std::string& prefix, const std::string& name,
+                 double low, double high, bool low_open, bool high_open, bool zero_default);
+
+}  // namespace detail
+}  // namespace evokit
