@@ -2,7 +2,7 @@
 
 pycma's contract, evosax's layout: :class:`AskTellStrategy` does the public
 bookkeeping once (ask caching, the tell checks and the NaN policy, stop,
-result, ``optimize`` with vectorised or thread-pool evaluation) and a strategy
+result, ``optimize`` with vectorised, process, thread or Ray evaluation) and a strategy
 supplies small hooks:
 
 - ``_ask()``: the solutions to evaluate, float64 [k, num_params];
@@ -23,10 +23,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
+
+from .parallel import Evaluation
 
 __all__ = ["AskTellStrategy", "OptimizeResult", "Result", "NAN_POLICIES", "Wording"]
 
@@ -209,52 +210,38 @@ class AskTellStrategy:
         return r
 
     def optimize(self, f: Callable[[np.ndarray], Any], *, vectorized: bool = False, num_workers: int = 1,
-                 max_iterations: Optional[int] = None,
+                 backend: Optional[str] = None, max_iterations: Optional[int] = None,
                  callback: Optional[Callable[["AskTellStrategy"], Any]] = None) -> OptimizeResult:
         """Minimises f until stop() is non-empty and returns the result.
 
         vectorized: f takes the solutions [k, num_params] and returns k values.
-        num_workers > 1: f(x) is called for the rows on a pool of that many
-            threads, so f must be thread-safe (NumPy and most native code
-            release the GIL). Values are told in order: results do not depend
-            on num_workers.
+        num_workers > 1: the rows of a generation are split into num_workers
+            chunks evaluated in parallel by ``backend``: "process" (the
+            default: spawned worker processes, f sent once by cloudpickle,
+            so an f that holds the GIL gains), "thread" (a thread pool, for
+            an f that releases the GIL) or "ray" (Ray actors; a local Ray
+            is started unless Ray is initialised). Values are told in
+            order: the result is the serial run's for any backend and
+            num_workers (evokit.blackbox.parallel).
         max_iterations: stop after that many more generations (stop() names
             it: 'maxiter' for CMA, 'max_iterations' for GA/OpenES).
         callback(strategy) after each tell(); returning True stops
             (stop()['callback']).
         """
-        if int(num_workers) != num_workers or num_workers < 1:
-            raise ValueError(f"num_workers must be an integer >= 1, got {num_workers!r}")
-        if vectorized and num_workers != 1:
-            raise ValueError(f"vectorized=True evaluates each batch with one call of f; "
-                             f"num_workers must be 1, got {num_workers}")
         if max_iterations is not None and (isinstance(max_iterations, bool)
                                            or int(max_iterations) != max_iterations or max_iterations < 1):
             raise ValueError(f"max_iterations must be an integer >= 1 or None, got {max_iterations!r}")
+        evaluate = Evaluation(f, vectorized=vectorized, num_workers=num_workers, backend=backend)
         self._extra_stop = {}
         start = self.iterations
-        pool = ThreadPoolExecutor(max_workers=int(num_workers)) if num_workers > 1 else None
         try:
             while not self.stop():
                 x = self.ask()
-                self.tell(x, self._evaluate(f, x, vectorized, pool))
+                self.tell(x, evaluate(x))
                 if callback is not None and callback(self) is True:
                     self._extra_stop["callback"] = True
                 if max_iterations is not None and self.iterations - start >= max_iterations:
                     self._extra_stop[self._wording.maxiter] = int(max_iterations)
         finally:
-            if pool is not None:
-                pool.shutdown()
+            evaluate.close()
         return self.result
-
-    @staticmethod
-    def _evaluate(f, x: np.ndarray, vectorized: bool, pool: Optional[ThreadPoolExecutor]) -> np.ndarray:
-        if vectorized:
-            v = np.asarray(f(x), dtype=np.float64)
-            if v.ndim != 1:  # a wrong length is tell()'s '#f-values = ...' error
-                raise ValueError(f"a vectorized f must return {len(x)} values (one per row of its "
-                                 f"[{len(x)}, {x.shape[1]}] argument), got shape {v.shape}")
-            return v
-        if pool is not None:
-            return np.fromiter(pool.map(lambda row: float(f(row)), x), dtype=np.float64, count=len(x))
-        return np.fromiter((float(f(row)) for row in x), dtype=np.float64, count=len(x))

@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import abc
 import concurrent.futures as cf
-import ctypes
-import multiprocessing
-import os
-import signal
-import sys
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
 
 from .. import evokit_pb2 as pb
+from ..workers import new_process_pool
 from .obsnorm import ObsNorm, ObsStats, merged_stats
 
 __all__ = ["EvalResult", "Evaluator", "PooledEvaluator"]
@@ -69,25 +65,6 @@ class Evaluator(abc.ABC):
         self.close()
 
 
-def _guarded_init(parent_pid: int, initializer, *initargs) -> None:
-    """A worker's start: it ignores SIGINT (the parent decides when a run
-    stops: Ctrl-C at the terminal reaches the whole process group), and on
-    Linux it is killed when its parent dies (PR_SET_PDEATHSIG), so a SIGKILLed
-    run leaves no orphans; then ``initializer(*initargs)``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent_pid:  # the parent died before the guard was set
-        os._exit(1)
-    initializer(*initargs)
-
-
-_PR_SET_PDEATHSIG = 1
-
-
 class PooledEvaluator(Evaluator):
     """The worker-pool bookkeeping shared by the evaluators that use processes."""
 
@@ -95,11 +72,9 @@ class PooledEvaluator(Evaluator):
 
     @staticmethod
     def _new_pool(num_workers: int, initializer, initargs) -> cf.ProcessPoolExecutor:
-        """A pool of ``num_workers`` spawned workers, each started by
-        ``initializer(*initargs)`` behind :func:`_guarded_init`."""
-        return cf.ProcessPoolExecutor(
-            max_workers=num_workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_guarded_init, initargs=(os.getpid(), initializer, *initargs))
+        """evokit.workers.new_process_pool: spawned workers that ignore
+        SIGINT and die with their parent."""
+        return new_process_pool(num_workers, initializer, initargs)
 
     def _collect(self, futures) -> EvalResult:
         """The futures' EvalResults joined in submission order, which is

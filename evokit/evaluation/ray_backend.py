@@ -46,48 +46,14 @@ import numpy as np
 
 from .. import evokit_pb2 as pb
 from ..agent import ESAgent
+from ..workers import import_ray, init_ray
 from .base import EvalResult, Evaluator
 from .envs import check_policy_fits, make_env
 from .factory import make_evaluator
 
 _log = logging.getLogger("evokit.ray")
-# The directory holding the evokit package (this file is evokit/evaluation/ray_backend.py).
-_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 __all__ = ["RayEvaluator", "import_ray", "init_ray"]
-
-
-def import_ray():
-    """The ``ray`` module, or an ImportError saying how to get it."""
-    try:
-        import ray
-    except ImportError:
-        raise ImportError("the ray backend needs the ray package: pip install 'evokit[ray]'") from None
-    return ray
-
-
-def init_ray(address: Optional[str] = None, num_cpus: Optional[int] = None) -> None:
-    """``ray.init`` for EvoKit: a local instance with ``num_cpus`` CPUs, or the
-    cluster at ``address``; quiet (no dashboard, worker logs not forwarded).
-
-    Ray puts the driver's working directory on every worker's ``sys.path``;
-    run from a source checkout, that directory's ``evokit/`` (without the
-    compiled parts) would shadow the installed package in the workers. The
-    driver therefore connects from the directory evokit is installed in."""
-    ray = import_ray()
-    here = os.getcwd()
-    os.chdir(_PACKAGE_PARENT)
-    try:
-        if address is None:  # "local": a new instance, whatever cluster runs on the machine
-            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
-                     log_to_driver=False, configure_logging=False)
-        else:
-            try:
-                ray.init(address=address, log_to_driver=False, configure_logging=False)
-            except ConnectionError as exc:
-                raise ConnectionError(f"cannot join the Ray cluster at {address!r}: {exc}") from None
-    finally:
-        os.chdir(here)
 
 
 class _Worker:

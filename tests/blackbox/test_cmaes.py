@@ -132,7 +132,7 @@ def test_parallel_and_vectorized_evaluation_give_the_same_run():
         return float(ellipsoid(x))
 
     results = [evokit.CMAES(np.ones(5), 0.5, seed=2, ftarget=1e-8).optimize(*args, **kw) for args, kw in [
-        ((f,), {}), ((f,), {"num_workers": 3}), ((ellipsoid,), {"vectorized": True})]]
+        ((f,), {}), ((f,), {"num_workers": 3, "backend": "thread"}), ((ellipsoid,), {"vectorized": True})]]
     assert len(calls) > 1  # the pool really ran f in other threads
     for r in results[1:]:
         np.testing.assert_array_equal(r.xbest, results[0].xbest)

@@ -381,7 +381,7 @@ def test_optimize_call_limits(name):
 ], ids=["GA", "GA-reevaluated", "OpenES"])
 def test_vectorized_and_threaded_optimize_equal_serial(make):
     serial = make().optimize(sphere)
-    for result in (make().optimize(sphere_rows, vectorized=True), make().optimize(sphere, num_workers=2)):
+    for result in (make().optimize(sphere_rows, vectorized=True), make().optimize(sphere, num_workers=2, backend="thread")):
         np.testing.assert_array_equal(result.xbest, serial.xbest)
         np.testing.assert_array_equal(result.xfavorite, serial.xfavorite)
         assert (result.fbest, result.evaluations, result.iterations, result.stop) == \

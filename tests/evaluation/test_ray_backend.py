@@ -175,3 +175,25 @@ def test_without_address_a_run_starts_its_own_instance_whatever_cluster_is_aroun
                           "--backend", "ray", "--workers", "2", "--out", str(tmp_path / "run")],
                          capture_output=True, text=True, timeout=300, cwd=str(tmp_path), env=env)
     assert out.returncode == 0, out.stderr
+
+
+def _rastrigin(x):
+    return float(10 * len(x) + np.sum(x * x - 10 * np.cos(2 * np.pi * x)))
+
+
+def test_optimize_on_ray_is_the_serial_run():
+    """optimize(backend="ray") evaluates chunks on Ray actors (Ray is already
+    up here, so the instance is used as it is) and tells the values in
+    order: the serial run, bit for bit."""
+    def run(**kw):
+        return evokit.CMAES(np.full(6, 2.0), 1.0, seed=4).optimize(_rastrigin, max_iterations=15, **kw)
+
+    serial, on_ray = run(), run(num_workers=2, backend="ray")
+    np.testing.assert_array_equal(on_ray.xbest, serial.xbest)
+    assert on_ray.evaluations == serial.evaluations and on_ray.fbest == serial.fbest
+
+    def boom(x):
+        raise KeyError("raised on a Ray actor")
+
+    with pytest.raises(KeyError, match="raised on a Ray actor"):
+        evokit.CMAES(np.zeros(3), 1.0).optimize(boom, num_workers=2, backend="ray")
