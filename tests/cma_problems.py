@@ -1,4 +1,4 @@
-"""The benchmark functions of the CMA-ES convergence tests and of bench/cmaes.py.
+"""The benchmark functions of the CMA-ES convergence tests and of bench/cma_vs_pycma.py.
 
 Each takes one solution [n] or a population [lambda, n] and returns a float or
 [lambda] floats; minimum 0. PROBLEMS gives the start point and step size used

@@ -10,8 +10,8 @@
 Setup (not a project dependency): pip install cma jax jaxlib evosax
 (evosax runs with jax_enable_x64, so all three work in double precision).
 
-    python bench/cmaes.py            # everything; prints a Markdown table
-    python bench/cmaes.py --quick    # EvoKit and pycma, dimension 10 only (seconds)
+    python bench/cma_vs_pycma.py            # everything; prints a Markdown table
+    python bench/cma_vs_pycma.py --quick    # EvoKit and pycma, dimension 10 only (seconds)
 """
 
 import argparse

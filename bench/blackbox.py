@@ -1,0 +1,380 @@
+"""Every black-box strategy of EvoKit side by side with the peers a user would
+pick instead, in one run: pycma, CyberAgent's cmaes, evosax (JAX on the CPU)
+and ModularCMAES's C++ core (modcma.c_maes).
+
+1. Evaluations to f < 1e-8 (the median over seeds, and how many seeds got
+   there) on sphere, ellipsoid (condition 1e6), Rosenbrock, Rastrigin and two
+   functions no test uses, discus (1e6 x_1^2 + sum x_i^2) and different
+   powers (sum |x_i|^(2 + 4 (i - 1) / (n - 1))), at n = 2, 10, 100 (and
+   1,000 for the sphere). Same start (x0, sigma0) and the same population
+   size for every implementation of a strategy (EvoKit's default, which is
+   the paper's); each library's other defaults. Ratio: EvoKit's median over
+   the best peer's (< 1 is fewer evaluations).
+2. Overhead per generation: the mean time of one ask + tell with a
+   vectorised sphere, at n = 2, 10, 100, 1,000 (and 100,000 for the
+   large-scale methods). Ratio: the fastest peer's time over EvoKit's (> 1:
+   EvoKit is faster). evosax runs jit-compiled ask and tell (compile time
+   outside the clock) called from Python, as an ask/tell user would;
+   ModularCMAES's step() calls f once per member (a Python call each).
+
+Peers are not project dependencies: install them in a virtual environment
+that sees the installed evokit, e.g.
+
+    python -m venv --system-site-packages /work/venvs/peers
+    /work/venvs/peers/bin/pip install cma cmaes evosax "jax[cpu]" modcma
+    /work/venvs/peers/bin/python bench/blackbox.py            # all (about an hour on 2 cores)
+    /work/venvs/peers/bin/python bench/blackbox.py --quick    # n = 10, one seed, sphere and ellipsoid
+
+A peer that is not installed shows as "-".
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import time
+from importlib import metadata
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+
+import evokit
+
+TARGET = 1e-8
+
+
+# ---- functions (vectorised: [k, n] -> [k]) --------------------------------------------
+
+def sphere(X):
+    return np.sum(X * X, axis=-1)
+
+
+def ellipsoid(X):
+    n = X.shape[-1]
+    return np.sum(1e6 ** (np.arange(n) / max(n - 1, 1)) * X * X, axis=-1)
+
+
+def rosenbrock(X):
+    a, b = X[..., :-1], X[..., 1:]
+    return np.sum(100.0 * (b - a * a) ** 2 + (1.0 - a) ** 2, axis=-1)
+
+
+def rastrigin(X):
+    return 10.0 * X.shape[-1] + np.sum(X * X - 10.0 * np.cos(2 * np.pi * X), axis=-1)
+
+
+def discus(X):
+    return 1e6 * X[..., 0] ** 2 + np.sum(X[..., 1:] ** 2, axis=-1)
+
+
+def different_powers(X):
+    n = X.shape[-1]
+    return np.sum(np.abs(X) ** (2 + 4 * np.arange(n) / max(n - 1, 1)), axis=-1)
+
+
+# name -> (f, x0 value, sigma0)
+FUNCTIONS = {
+    "sphere": (sphere, 1.0, 0.5),
+    "ellipsoid": (ellipsoid, 1.0, 0.5),
+    "rosenbrock": (rosenbrock, 0.0, 0.5),
+    "rastrigin": (rastrigin, 3.0, 2.0),
+    "discus": (discus, 1.0, 0.5),
+    "different_powers": (different_powers, 1.0, 0.5),
+}
+
+
+# ---- implementations: a uniform ask/tell --------------------------------------------
+
+class Impl:
+    """One implementation of a strategy: ask() -> X [k, n]; tell(X, F)."""
+
+    def ask(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def tell(self, X: np.ndarray, F: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def stopped(self) -> bool:
+        return False
+
+
+class EvoKitImpl(Impl):
+    def __init__(self, cls_name, n, x0, sigma0, seed, lam):
+        kw = {} if lam is None else {"population_size": lam}
+        self.es = getattr(evokit, cls_name)(np.full(n, x0), sigma0, seed=seed, **kw)
+
+    def ask(self):
+        return self.es.ask()
+
+    def tell(self, X, F):
+        self.es.tell(X, F)
+
+    def stopped(self):
+        return bool(self.es.stop())
+
+
+class PycmaImpl(Impl):
+    def __init__(self, separable, n, x0, sigma0, seed, lam):
+        import cma
+        opts = {"seed": seed + 1, "verbose": -9, "CMA_diagonal": separable, "popsize": lam}
+        self.es = cma.CMAEvolutionStrategy(np.full(n, x0), sigma0, opts)
+
+    def ask(self):
+        return np.asarray(self.es.ask())
+
+    def tell(self, X, F):
+        self.es.tell(list(X), list(F))
+
+    def stopped(self):
+        return bool(self.es.stop())
+
+
+class CyberAgentImpl(Impl):
+    def __init__(self, separable, n, x0, sigma0, seed, lam):
+        import cmaes
+        cls = cmaes.SepCMA if separable else cmaes.CMA
+        self.es = cls(mean=np.full(n, float(x0)), sigma=sigma0, seed=seed, population_size=lam)
+
+    def ask(self):
+        return np.stack([self.es.ask() for _ in range(self.es.population_size)])
+
+    def tell(self, X, F):
+        self.es.tell(list(zip(X, F)))
+
+    def stopped(self):
+        return self.es.should_stop()
+
+
+class EvosaxImpl(Impl):
+    def __init__(self, name, n, x0, sigma0, seed, lam):
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        from evosax import algorithms
+        self.jax = jax
+        es = getattr(algorithms, name)(population_size=lam, solution=jnp.zeros(n))
+        params = es.default_params.replace(std_init=sigma0)
+        self.key = jax.random.key(seed)
+        self.state = es.init(self._split(), jnp.full(n, float(x0)), params)
+        self._ask = jax.jit(lambda k, s: es.ask(k, s, params))
+        self._tell = jax.jit(lambda k, x, f, s: es.tell(k, x, f, s, params)[0])
+        x, _ = self._ask(self.key, self.state)  # compile both outside the clock
+        jax.block_until_ready(self._tell(self.key, x, jnp.zeros(lam), self.state))
+        self.x = None
+
+    def _split(self):
+        self.key, sub = self.jax.random.split(self.key)
+        return sub
+
+    def ask(self):
+        self.x, self.state = self._ask(self._split(), self.state)
+        return np.asarray(self.x)
+
+    def tell(self, X, F):
+        self.state = self._tell(self._split(), self.x, F, self.state)
+
+
+class ModcmaImpl(Impl):
+    """ModularCMAES (C++): step(f) runs a whole generation, calling f per member."""
+
+    def __init__(self, n, x0, sigma0, seed, lam, budget):
+        from modcma import c_maes
+        c_maes.utils.set_seed(seed)
+        settings = c_maes.parameters.Settings(n, None, budget=budget, sigma0=sigma0, lambda0=lam,
+                                              x0=np.full(n, float(x0)))
+        self.es = c_maes.ModularCMAES(settings)
+
+
+def make_impl(strategy: str, library: str, n, x0, sigma0, seed, lam, budget) -> Optional[Impl]:
+    spec = STRATEGIES[strategy].get(library)
+    if spec is None:
+        return None
+    try:
+        if library == "evokit":
+            return EvoKitImpl(spec, n, x0, sigma0, seed, lam)
+        if library == "pycma":
+            return PycmaImpl(spec, n, x0, sigma0, seed, lam)
+        if library == "cmaes":
+            return CyberAgentImpl(spec, n, x0, sigma0, seed, lam)
+        if library == "evosax":
+            return EvosaxImpl(spec, n, x0, sigma0, seed, lam)
+        if library == "modcma":
+            return ModcmaImpl(n, x0, sigma0, seed, lam, budget)
+    except (ImportError, AttributeError):
+        return None
+    raise ValueError(library)
+
+
+# strategy -> library -> its name there
+STRATEGIES: Dict[str, Dict[str, object]] = {
+    "CMA-ES": {"evokit": "CMAES", "pycma": False, "cmaes": False, "evosax": "CMA_ES", "modcma": True},
+    "sep-CMA-ES": {"evokit": "SepCMAES", "pycma": True, "cmaes": True, "evosax": "Sep_CMA_ES"},
+    "SNES": {"evokit": "SNES", "evosax": "SNES"},
+    "xNES": {"evokit": "XNES", "evosax": "xNES"},
+    "CR-FM-NES": {"evokit": "CRFMNES", "evosax": "CR_FM_NES"},
+    "LM-MA-ES": {"evokit": "LMMAES", "evosax": "LM_MA_ES"},
+    "PGPE": {"evokit": "PGPE", "evosax": "PGPE"},
+    "ARS": {"evokit": "ARS", "evosax": "ARS"},
+    "CEM": {"evokit": "CEM"},
+}
+LIBRARIES = ("evokit", "pycma", "cmaes", "evosax", "modcma")
+LARGE_SCALE = ("sep-CMA-ES", "SNES", "CR-FM-NES", "LM-MA-ES")
+
+
+def population(strategy: str, n: int) -> Optional[int]:
+    """EvoKit's default population size of the strategy (None: not installed)."""
+    name = STRATEGIES[strategy]["evokit"]
+    if not hasattr(evokit, name):
+        return None
+    return getattr(evokit, name)(np.zeros(n), 1.0).population_size
+
+
+# ---- 1. evaluations to the target ----------------------------------------------------
+
+def evaluations(strategy, library, f, n, x0, sigma0, seed, budget):
+    """(evaluations, reached) of one run, or None if the library lacks it."""
+    lam = population(strategy, n)
+    impl = make_impl(strategy, library, n, x0, sigma0, seed, lam, budget)
+    if impl is None:
+        return None
+    if isinstance(impl, ModcmaImpl):
+        best = math.inf
+
+        def row(x):
+            nonlocal best
+            v = float(f(np.asarray(x)[None, :])[0])
+            best = min(best, v)
+            return v
+
+        while impl.es.p.stats.evaluations < budget and best >= TARGET:
+            if not impl.es.step(row):
+                break
+        return impl.es.p.stats.evaluations, best < TARGET
+    count = 0
+    while count < budget and not impl.stopped():
+        X = impl.ask()
+        F = f(X)
+        impl.tell(X, F)
+        count += len(X)
+        if F.min() < TARGET:
+            return count, True
+    return count, False
+
+
+def budget_for(n: int) -> int:
+    return {2: 20_000, 10: 100_000, 100: 1_000_000}.get(n, 3_000_000)
+
+
+def convergence_table(strategies, functions, dims, seeds, libraries):
+    print("\n### Evaluations to f < 1e-8 (median over the seeds that reached it; reached/seeds)\n")
+    print("| strategy | function | n | " + " | ".join(libraries) + " | EvoKit / best peer |")
+    print("|---|---|---:|" + "---:|" * (len(libraries) + 1))
+    for strategy in strategies:
+        for fname in functions:
+            f, x0, sigma0 = FUNCTIONS[fname]
+            for n in dims:
+                if n > 100 and fname != "sphere":
+                    continue
+                cells, medians = [], {}
+                for lib in libraries:
+                    runs = [evaluations(strategy, lib, f, n, x0, sigma0, s, budget_for(n)) for s in seeds]
+                    if runs[0] is None:
+                        cells.append("-")
+                        continue
+                    hit = [e for e, ok in runs if ok]
+                    if hit:
+                        medians[lib] = float(np.median(hit))
+                        cells.append(f"{medians[lib]:,.0f} ({len(hit)}/{len(runs)})")
+                    else:
+                        cells.append(f"missed (0/{len(runs)})")
+                peers = [v for k, v in medians.items() if k != "evokit"]
+                ratio = (f"{medians['evokit'] / min(peers):.2f}" if "evokit" in medians and peers else "-")
+                print(f"| {strategy} | {fname} | {n} | " + " | ".join(cells) + f" | {ratio} |", flush=True)
+
+
+# ---- 2. overhead per generation --------------------------------------------------------
+
+def per_generation(strategy, library, n, generations):
+    lam = population(strategy, n)
+    impl = make_impl(strategy, library, n, 1.0, 0.5, 1, lam, 10 ** 9)
+    if impl is None:
+        return None
+    if isinstance(impl, ModcmaImpl):
+        def row(x):
+            x = np.asarray(x)
+            return float(x @ x)
+        impl.es.step(row)
+        t0 = time.perf_counter()
+        for _ in range(generations):
+            impl.es.step(row)
+        return (time.perf_counter() - t0) / generations
+    X = impl.ask()
+    impl.tell(X, sphere(X))
+    t0 = time.perf_counter()
+    for _ in range(generations):
+        X = impl.ask()
+        impl.tell(X, sphere(X))
+    return (time.perf_counter() - t0) / generations
+
+
+def fmt_seconds(t):
+    if t is None:
+        return "-"
+    return f"{t * 1e6:.1f} us" if t < 1e-3 else f"{t * 1e3:.2f} ms"
+
+
+def overhead_table(strategies, dims, libraries, large):
+    print("\n### Overhead per generation (ask + tell, vectorised sphere; mean over the generations)\n")
+    print("| strategy | n | lambda | " + " | ".join(libraries) + " | best peer / EvoKit |")
+    print("|---|---:|---:|" + "---:|" * (len(libraries) + 1))
+    for strategy in strategies:
+        for n in list(dims) + ([large] if large and strategy in LARGE_SCALE else []):
+            if n >= 1000 and strategy == "xNES":
+                continue  # O(n^3) per generation: not a method for this size
+            generations = 2000 if n <= 10 else 300 if n <= 100 else 30 if n <= 1000 else 5
+            times = {lib: per_generation(strategy, lib, n, generations) for lib in libraries}
+            peers = [t for lib, t in times.items() if lib != "evokit" and t is not None]
+            ratio = (f"{min(peers) / times['evokit']:.1f}x"
+                     if peers and times.get("evokit") is not None else "-")
+            print(f"| {strategy} | {n:,} | {population(strategy, n)} | "
+                  + " | ".join(fmt_seconds(times[lib]) for lib in libraries) + f" | {ratio} |", flush=True)
+
+
+def versions() -> str:
+    out = []
+    for package in ("cma", "cmaes", "evosax", "jax", "modcma"):
+        try:
+            out.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            out.append(f"{package} (absent)")
+    return ", ".join(out)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="n = 10, one seed, sphere and ellipsoid")
+    parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=list(STRATEGIES))
+    parser.add_argument("--functions", nargs="+", default=list(FUNCTIONS), choices=list(FUNCTIONS))
+    parser.add_argument("--dims", type=int, nargs="+", default=None)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--large", type=int, default=100_000,
+                        help="the extra dimension of the large-scale methods' overhead (0: none)")
+    parser.add_argument("--no-convergence", action="store_true")
+    parser.add_argument("--no-overhead", action="store_true")
+    args = parser.parse_args(argv)
+    dims = args.dims or ([10] if args.quick else [2, 10, 100, 1000])
+    functions = ["sphere", "ellipsoid"] if args.quick else args.functions
+    seeds = list(range(1 if args.quick else args.seeds))
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at "
+          f"start; Python {platform.python_version()}, NumPy {np.__version__}; EvoKit {evokit.__version__} "
+          f"(num_threads=1); {versions()}.")
+    if not args.no_convergence:
+        convergence_table(args.strategies, functions, dims, seeds, LIBRARIES)
+    if not args.no_overhead:
+        overhead_table(args.strategies, dims, LIBRARIES, 0 if args.quick else args.large)
+
+
+if __name__ == "__main__":
+    main()
