@@ -10,6 +10,9 @@
 - :mod:`~evokit.blackbox.ga`: :class:`GA`, the genetic algorithm of Such et
   al. 2017;
 - :mod:`~evokit.blackbox.openes`: :class:`OpenES`, OpenAI-ES;
+- :mod:`~evokit.blackbox.constraints`: constraints g(x) <= 0 for all of
+  them (``tell(X, f, constraints=G)``), the adaptive augmented Lagrangian of
+  Atamna, Auger and Hansen;
 - :mod:`~evokit.blackbox.distribution`: :class:`DistributionES`, the one
   class over the core's distribution families, and a subclass per family
   (:class:`SNES`, ...).

@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
+from .constraints import ConstraintHandler
 from .parallel import Evaluation
 
 __all__ = ["AskTellStrategy", "OptimizeResult", "Result", "NAN_POLICIES", "Wording"]
@@ -45,6 +46,14 @@ class OptimizeResult:
     only): the mean of the search distribution mapped into the bounds, and
     sigma * sqrt(diag C). stop: name -> threshold of the criteria that ended
     the run ({} while it runs). restarts: CMA restarts done.
+
+    With constraints (tell(..., constraints=G), see
+    :mod:`evokit.blackbox.constraints`): xbest / fbest are the best FEASIBLE
+    solution told and its true f-value (not the augmented Lagrangian the
+    strategy ranks by); feasible says whether one was found (False: xbest
+    None, fbest inf); gbest: xbest's constraint values; xbest_infeasible /
+    gbest_infeasible: the solution with the smallest total violation.
+    Without constraints feasible and these fields are None.
     """
 
     xbest: Optional[np.ndarray]
@@ -56,6 +65,10 @@ class OptimizeResult:
     xmean: Optional[np.ndarray] = None
     stds: Optional[np.ndarray] = None
     restarts: int = 0
+    feasible: Optional[bool] = None
+    gbest: Optional[np.ndarray] = None
+    xbest_infeasible: Optional[np.ndarray] = None
+    gbest_infeasible: Optional[np.ndarray] = None
 
 
 #: The GA / OpenES name of the result type (the same class).
@@ -113,6 +126,8 @@ class AskTellStrategy:
         self._asked: Optional[np.ndarray] = None  # the population of the pending ask
         self._told = False                         # tell() already answered the last ask()
         self._extra_stop: Dict[str, Any] = {}      # stops decided by optimize (max_iterations, callback)
+        self._constraints: Optional[ConstraintHandler] = None  # set by the first tell(constraints=G)
+        self._tells = 0
 
     # ---- hooks ----------------------------------------------------------------
     def _ask(self) -> np.ndarray:
@@ -155,13 +170,20 @@ class AskTellStrategy:
         return self._asked.copy() if self._ask_returns_copy else self._asked
 
     def tell(self, solutions: Union[np.ndarray, Sequence[Sequence[float]]],
-             values: Union[np.ndarray, Sequence[float]]) -> None:
+             values: Union[np.ndarray, Sequence[float]], *,
+             constraints: Optional[Union[np.ndarray, Sequence[Sequence[float]]]] = None) -> None:
         """Updates the strategy with the f-values (minimised) of the solutions of the last ask().
 
         `solutions` must be those ask() returned, in the same order; `values`
         holds one f-value per solution. NaN values follow nan_policy: 'error'
         raises ValueError naming them, 'worst' gives them the worst value of
-        the batch with a RuntimeWarning naming them."""
+        the batch with a RuntimeWarning naming them.
+
+        constraints: None, or G [#solutions, m], row k the values g_i of
+        solution k, feasible when every g_i <= 0 (finite; the same m at every
+        tell, from the first on). The strategy then ranks by the adaptive
+        augmented Lagrangian of :mod:`evokit.blackbox.constraints` and result
+        reports the best feasible solution."""
         w, name = self._wording, type(self).__name__
         if self._asked is None:
             raise RuntimeError((w.twice if self._told else w.no_ask).format(name=name))
@@ -193,7 +215,13 @@ class AskTellStrategy:
             v[nan] = worst
             warnings.warn(f"f-values of {w.noun} {nan.tolist()} are NaN: replaced by the worst "
                           f"value {worst} (nan_policy='worst')", RuntimeWarning, stacklevel=2)
+        handler = None
+        if constraints is not None or self._constraints is not None:  # rank by the AL instead
+            v, handler = ConstraintHandler.told(self._constraints, constraints, x, v, nan,
+                                                self._num_params, self._tells)
         self._tell(v)  # raises before changing anything
+        self._constraints = handler
+        self._tells += 1
         self._asked = None
         self._told = True
 
@@ -207,11 +235,20 @@ class AskTellStrategy:
     def result(self) -> OptimizeResult:
         r = self._result()
         r.stop = self.stop()
+        if self._constraints is not None:
+            self._constraints.report(r)
         return r
+
+    @property
+    def constraint_handler(self) -> Optional[ConstraintHandler]:
+        """The constraint state (None until tell(constraints=G)): its
+        ``lagrangian`` holds the multipliers and penalty factors."""
+        return self._constraints
 
     def optimize(self, f: Callable[[np.ndarray], Any], *, vectorized: bool = False, num_workers: int = 1,
                  backend: Optional[str] = None, max_iterations: Optional[int] = None,
-                 callback: Optional[Callable[["AskTellStrategy"], Any]] = None) -> OptimizeResult:
+                 callback: Optional[Callable[["AskTellStrategy"], Any]] = None,
+                 constraints: Optional[Callable[[np.ndarray], Any]] = None) -> OptimizeResult:
         """Minimises f until stop() is non-empty and returns the result.
 
         vectorized: f takes the solutions [k, num_params] and returns k values.
@@ -227,17 +264,25 @@ class AskTellStrategy:
             it: 'maxiter' for CMA, 'max_iterations' for GA/OpenES).
         callback(strategy) after each tell(); returning True stops
             (stop()['callback']).
+        constraints: g(x) -> the m constraint values of x (g_i <= 0 feasible;
+            vectorized: g(X) -> [k, m]), evaluated with f (in the same
+            worker) and told with tell(constraints=...).
         """
         if max_iterations is not None and (isinstance(max_iterations, bool)
                                            or int(max_iterations) != max_iterations or max_iterations < 1):
             raise ValueError(f"max_iterations must be an integer >= 1 or None, got {max_iterations!r}")
-        evaluate = Evaluation(f, vectorized=vectorized, num_workers=num_workers, backend=backend)
+        evaluate = Evaluation(f, vectorized=vectorized, num_workers=num_workers, backend=backend,
+                              constraints=constraints)
         self._extra_stop = {}
         start = self.iterations
         try:
             while not self.stop():
                 x = self.ask()
-                self.tell(x, evaluate(x))
+                v, g = evaluate(x)
+                if constraints is None:
+                    self.tell(x, v)
+                else:
+                    self.tell(x, v, constraints=g)
                 if callback is not None and callback(self) is True:
                     self._extra_stop["callback"] = True
                 if max_iterations is not None and self.iterations - start >= max_iterations:

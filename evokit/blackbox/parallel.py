@@ -31,47 +31,53 @@ import importlib.machinery
 import pickle
 import sys
 import time
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 import cloudpickle
 import numpy as np
 
 from ..workers import import_ray, init_ray, new_process_pool
+from .constraints import constraint_matrix
 
 __all__ = ["BACKENDS", "Evaluation"]
 
 BACKENDS = ("process", "thread", "ray")
 
-# The f of a process-pool worker, set once by _worker_init.
-_worker_f: Optional[Callable] = None
+# The (f, g or None) of a process-pool worker, set once by _worker_init.
+_worker_task: Optional[tuple] = None
 
 
 def _worker_init(payload: bytes) -> None:
-    global _worker_f
-    _worker_f = pickle.loads(payload)
+    global _worker_task
+    _worker_task = pickle.loads(payload)
 
 
-def _rows(f: Callable, rows: np.ndarray) -> List[float]:
-    return [float(f(row)) for row in rows]
+def _rows(task, rows: np.ndarray) -> Tuple[List[float], Optional[list]]:
+    """(f of each row, g of each row or None) for task = (f, g or None)."""
+    f, g = task
+    return [float(f(row)) for row in rows], None if g is None else [g(row) for row in rows]
 
 
-def _worker_rows(rows: np.ndarray) -> List[float]:
-    return _rows(_worker_f, rows)
+def _worker_rows(rows: np.ndarray):
+    return _rows(_worker_task, rows)
 
 
-def _payload(f: Callable) -> bytes:
-    """f pickled for a worker: by reference when a worker can import its
-    module from sys.path, else by value."""
-    module = sys.modules.get(getattr(f, "__module__", None) or "")
-    top = module.__name__.partition(".")[0] if module is not None else ""
-    by_value = module is not None and top != "__main__" and \
-        importlib.machinery.PathFinder.find_spec(top, sys.path) is None
-    if by_value:
+def _payload(task) -> bytes:
+    """The functions of task pickled for a worker: each by reference when a
+    worker can import its module from sys.path, else by value."""
+    modules = []
+    for fn in task:
+        module = sys.modules.get(getattr(fn, "__module__", None) or "")
+        top = module.__name__.partition(".")[0] if module is not None else ""
+        if module is not None and top != "__main__" and module not in modules and \
+                importlib.machinery.PathFinder.find_spec(top, sys.path) is None:
+            modules.append(module)
+    for module in modules:
         cloudpickle.register_pickle_by_value(module)
     try:
-        return cloudpickle.dumps(f)
+        return cloudpickle.dumps(task)
     finally:
-        if by_value:
+        for module in modules:
             cloudpickle.unregister_pickle_by_value(module)
 
 
@@ -112,21 +118,23 @@ class _RayHolder:
     """A Ray actor's body: f, and the rows it is asked for."""
 
     def __init__(self, payload: bytes):
-        self._f = pickle.loads(payload)
+        self._task = pickle.loads(payload)
 
-    def rows(self, rows: np.ndarray) -> List[float]:
-        return _rows(self._f, rows)
+    def rows(self, rows: np.ndarray):
+        return _rows(self._task, rows)
 
 
 class Evaluation:
-    """The f-values of a generation's rows; ``close()`` ends the workers.
+    """The f-values of a generation's rows, and their constraint values when
+    a constraint function g is given (evaluated with f, in the same worker);
+    ``close()`` ends the workers.
 
-    vectorized: f(X) returns the values of all rows at once (num_workers
-    must then be 1). backend: one of BACKENDS, or None ("process" when
-    num_workers > 1).
+    vectorized: f(X) (and g(X)) take all rows at once (num_workers must then
+    be 1). backend: one of BACKENDS, or None ("process" when num_workers > 1).
     """
 
-    def __init__(self, f: Callable, *, vectorized: bool, num_workers: int, backend: Optional[str]):
+    def __init__(self, f: Callable, *, vectorized: bool, num_workers: int, backend: Optional[str],
+                 constraints: Optional[Callable] = None):
         if isinstance(num_workers, bool) or int(num_workers) != num_workers or num_workers < 1:
             raise ValueError(f"num_workers must be an integer >= 1, got {num_workers!r}")
         if backend is not None and backend not in BACKENDS:
@@ -136,6 +144,7 @@ class Evaluation:
             raise ValueError(f"vectorized=True evaluates each batch with one call of f; "
                              f"num_workers must be 1, got {num_workers}")
         self._f, self._vectorized = f, vectorized
+        self._task = (f, constraints)
         self._workers = int(num_workers)
         self._backend = None if self._workers == 1 else (backend or "process")
         self._pool: Optional[cf.Executor] = None
@@ -144,7 +153,7 @@ class Evaluation:
             self._pool = cf.ThreadPoolExecutor(max_workers=self._workers)
         elif self._backend in ("process", "ray"):
             try:
-                payload = _payload(f)
+                payload = _payload(self._task)
             except Exception as exc:  # cloudpickle raises whatever the object's reducer raises
                 raise ValueError(f"f cannot be sent to worker processes ({type(exc).__name__}: "
                                  f"{exc}); use backend='thread' or num_workers=1") from None
@@ -157,32 +166,40 @@ class Evaluation:
                 holder = ray.remote(num_cpus=1)(_RayHolder)
                 self._actors = [holder.remote(payload) for _ in range(self._workers)]
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
+    def __call__(self, x: np.ndarray) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        """(the f-values [k], the constraint values [k, m] or None)."""
+        f, g = self._task
         if self._vectorized:
-            v = np.asarray(self._f(x), dtype=np.float64)
+            v = np.asarray(f(x), dtype=np.float64)
             if v.ndim != 1:  # a wrong length is tell()'s '#f-values = ...' error
                 raise ValueError(f"a vectorized f must return {len(x)} values (one per row of its "
                                  f"[{len(x)}, {x.shape[1]}] argument), got shape {v.shape}")
-            return v
+            return v, None if g is None else constraint_matrix(g(x), x, True)
         if self._backend is None:
-            return np.array(_rows(self._f, x), dtype=np.float64)
-        chunks = [c for c in np.array_split(x, self._workers) if len(c)]
+            parts = [_rows(self._task, x)]
+        else:
+            chunks = [c for c in np.array_split(x, self._workers) if len(c)]
+            parts = self._parallel(chunks)
+        v = np.array([value for values, _ in parts for value in values], dtype=np.float64)
+        if g is None:
+            return v, None
+        return v, constraint_matrix([row for _, rows in parts for row in rows], x, False)
+
+    def _parallel(self, chunks: List[np.ndarray]) -> list:
         if self._backend == "thread":
-            parts = list(self._pool.map(lambda c: _rows(self._f, c), chunks))
-        elif self._backend == "process":
+            return list(self._pool.map(lambda c: _rows(self._task, c), chunks))
+        if self._backend == "process":
             futures = [self._pool.submit(_worker_rows, c) for c in chunks]
             try:
-                parts = [fut.result() for fut in futures]
+                return [fut.result() for fut in futures]
             except cf.process.BrokenProcessPool as exc:
                 raise RuntimeError(f"an optimize worker process died: {exc}") from None
-        else:
-            ray = import_ray()
-            refs = [actor.rows.remote(c) for actor, c in zip(self._actors, chunks)]
-            try:
-                parts = ray.get(refs)
-            except ray.exceptions.RayTaskError as exc:
-                raise exc.as_instanceof_cause() from None
-        return np.array([v for part in parts for v in part], dtype=np.float64)
+        ray = import_ray()
+        refs = [actor.rows.remote(c) for actor, c in zip(self._actors, chunks)]
+        try:
+            return ray.get(refs)
+        except ray.exceptions.RayTaskError as exc:
+            raise exc.as_instanceof_cause() from None
 
     def close(self) -> None:
         if self._pool is not None:
