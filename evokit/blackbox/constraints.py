@@ -108,7 +108,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 

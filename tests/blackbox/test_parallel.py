@@ -66,3 +66,18 @@ def test_bad_backend_arguments():
     with pytest.raises(ValueError, match=r"f cannot be sent to worker processes \(TypeError: .*lock.*\); "
                                          r"use backend='thread' or num_workers=1"):
         es.optimize(lambda x, lock=lock: _gil_holding(x), num_workers=2)
+
+
+def _constraint(x):
+    return [1.0 - x[0], x[1] - 2.0]
+
+
+def test_constraints_are_evaluated_with_f_in_the_workers():
+    def run(**kw):
+        return evokit.CMAES(np.full(4, 3.0), 1.0, seed=2).optimize(
+            _gil_holding, constraints=_constraint, max_iterations=25, **kw)
+
+    serial, processes = run(), run(num_workers=2)
+    np.testing.assert_array_equal(processes.xbest, serial.xbest)
+    assert processes.feasible and serial.feasible and processes.fbest == serial.fbest
+    assert processes.xbest[0] >= 1.0 and processes.xbest[1] <= 2.0
