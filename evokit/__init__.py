@@ -23,6 +23,7 @@ from .agent import ESAgent, SamplingInfo
 from .blackbox.cmaes import CMAES, SepCMAES
 from .blackbox.distribution import SNES
 from .blackbox.ga import GA
+from .blackbox.nsga2 import NSGA2
 from .blackbox.openes import OpenES
 from .config import load_config, parse_config
 from .errors import ConfigError, ModelError, SolverFileError
@@ -33,7 +34,7 @@ from .policy.onnx_policy import OnnxPolicy
 from .training.loop import TrainResult, train
 
 __all__ = [
-    "CMAES", "SepCMAES", "SNES",
+    "CMAES", "SepCMAES", "SNES", "NSGA2",
     "ConfigError", "ESAgent", "EvoKitConfig", "GA", "OpenES", "ModelError", "NativePolicy", "OnnxPolicy", "SamplingInfo",
     "SolverFileError", "__version__", "init_model", "load_config", "parse_config", "policy_for_env",
     "proto", "train", "TrainResult",

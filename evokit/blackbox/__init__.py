@@ -15,5 +15,8 @@
   Atamna, Auger and Hansen;
 - :mod:`~evokit.blackbox.distribution`: :class:`DistributionES`, the one
   class over the core's distribution families, and a subclass per family
-  (:class:`SNES`, ...).
+  (:class:`SNES`, ...);
+- :mod:`~evokit.blackbox.nsga2`: :class:`NSGA2`, multi-objective (Deb et
+  al. 2002), over :mod:`~evokit.blackbox.pareto` (non-dominated sort,
+  crowding distance, hypervolume).
 """

@@ -109,6 +109,11 @@ GA_WORDING = Wording(
     noun="solutions", maxiter="max_iterations")
 
 
+def _rows(mask: np.ndarray) -> np.ndarray:
+    """The indices of the rows of a per-value mask (1-D or [rows, ...]) with any True."""
+    return np.flatnonzero(mask.reshape(len(mask), -1).any(axis=1))
+
+
 class AskTellStrategy:
     """The ask/tell contract shared by the black-box strategies (minimisation)."""
 
@@ -150,6 +155,33 @@ class AskTellStrategy:
         """The worst value, given the batch's non-NaN values: their largest (+inf if none)."""
         return float(values.max()) if values.size else math.inf
 
+    def _values_array(self, values) -> np.ndarray:
+        """tell()'s values as a float64 array (a copy), its shape checked:
+        one f-value per solution here; multi-objective strategies take rows."""
+        v = np.array(values, dtype=np.float64)
+        if v.ndim != 1:
+            raise ValueError(f"f-values must be a 1-D sequence of numbers, got shape {v.shape}")
+        return v
+
+    def _values_of(self, raw, x: np.ndarray, vectorized: bool) -> np.ndarray:
+        """optimize's values from what f returned (f(X) when vectorized, else
+        the list of f(row)): one float per solution here; multi-objective
+        strategies take rows."""
+        if vectorized:
+            v = np.asarray(raw, dtype=np.float64)
+            if v.ndim != 1:  # a wrong length is tell()'s '#f-values = ...' error
+                raise ValueError(f"a vectorized f must return {len(x)} values (one per row of its "
+                                 f"[{len(x)}, {x.shape[1]}] argument), got shape {v.shape}")
+            return v
+        return np.array([float(r) for r in raw], dtype=np.float64)
+
+    def _replace_nan(self, values: np.ndarray, rows: np.ndarray) -> str:
+        """nan_policy='worst': fixes the NaN f-values of these rows in place
+        and says how (for the warning)."""
+        worst = self._nan_replacement(values[~np.isnan(values)])
+        values[rows] = worst
+        return f"replaced by the worst value {worst}"
+
     # ---- the public contract ----------------------------------------------------
     @property
     def num_params(self) -> int:
@@ -189,9 +221,7 @@ class AskTellStrategy:
             raise RuntimeError((w.twice if self._told else w.no_ask).format(name=name))
         asked = self._asked
         x = np.asarray(solutions, dtype=np.float64)
-        v = np.array(values, dtype=np.float64)
-        if v.ndim != 1:
-            raise ValueError(f"f-values must be a 1-D sequence of numbers, got shape {v.shape}")
+        v = self._values_array(values)
         if x.ndim != 2:
             raise ValueError(f"solutions must be a 2-D array [#solutions, num_params], got shape {x.shape}")
         if len(v) != len(x):
@@ -202,19 +232,18 @@ class AskTellStrategy:
         if differ.size:
             raise ValueError(w.differ.format(rows=differ.tolist(), first=int(differ[0]), name=name))
         if not self._accepts_infinite:
-            inf = np.flatnonzero(np.isinf(v))
+            inf = _rows(np.isinf(v))
             if inf.size:
                 raise ValueError(f"f-values of {w.noun} {inf.tolist()} are infinite; {name} "
                                  f"needs finite f-values")
-        nan = np.flatnonzero(np.isnan(v))
+        nan = _rows(np.isnan(v))
         if nan.size:
             if self._nan_policy == "error":
                 raise ValueError(f"f-values of {w.noun} {nan.tolist()} are NaN (nan_policy='error'; "
                                  f"nan_policy='worst' ranks them last instead)")
-            worst = self._nan_replacement(v[~np.isnan(v)])
-            v[nan] = worst
-            warnings.warn(f"f-values of {w.noun} {nan.tolist()} are NaN: replaced by the worst "
-                          f"value {worst} (nan_policy='worst')", RuntimeWarning, stacklevel=2)
+            done = self._replace_nan(v, nan)
+            warnings.warn(f"f-values of {w.noun} {nan.tolist()} are NaN: {done} "
+                          f"(nan_policy='worst')", RuntimeWarning, stacklevel=2)
         handler = None
         if constraints is not None or self._constraints is not None:  # rank by the AL instead
             v, handler = ConstraintHandler.told(self._constraints, constraints, x, v, nan,
@@ -278,7 +307,8 @@ class AskTellStrategy:
         try:
             while not self.stop():
                 x = self.ask()
-                v, g = evaluate(x)
+                raw, g = evaluate(x)
+                v = self._values_of(raw, x, vectorized)
                 if constraints is None:
                     self.tell(x, v)
                 else:

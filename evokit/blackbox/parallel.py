@@ -31,7 +31,7 @@ import importlib.machinery
 import pickle
 import sys
 import time
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import cloudpickle
 import numpy as np
@@ -52,10 +52,10 @@ def _worker_init(payload: bytes) -> None:
     _worker_task = pickle.loads(payload)
 
 
-def _rows(task, rows: np.ndarray) -> Tuple[List[float], Optional[list]]:
+def _rows(task, rows: np.ndarray) -> Tuple[list, Optional[list]]:
     """(f of each row, g of each row or None) for task = (f, g or None)."""
     f, g = task
-    return [float(f(row)) for row in rows], None if g is None else [g(row) for row in rows]
+    return [f(row) for row in rows], None if g is None else [g(row) for row in rows]
 
 
 def _worker_rows(rows: np.ndarray):
@@ -166,21 +166,19 @@ class Evaluation:
                 holder = ray.remote(num_cpus=1)(_RayHolder)
                 self._actors = [holder.remote(payload) for _ in range(self._workers)]
 
-    def __call__(self, x: np.ndarray) -> Tuple[np.ndarray, Optional[np.ndarray]]:
-        """(the f-values [k], the constraint values [k, m] or None)."""
+    def __call__(self, x: np.ndarray) -> Tuple[Any, Optional[np.ndarray]]:
+        """(what f returned: f(x) when vectorized, else the list of f(row),
+        which the strategy shapes into its values; the constraint values
+        [k, m] or None)."""
         f, g = self._task
         if self._vectorized:
-            v = np.asarray(f(x), dtype=np.float64)
-            if v.ndim != 1:  # a wrong length is tell()'s '#f-values = ...' error
-                raise ValueError(f"a vectorized f must return {len(x)} values (one per row of its "
-                                 f"[{len(x)}, {x.shape[1]}] argument), got shape {v.shape}")
-            return v, None if g is None else constraint_matrix(g(x), x, True)
+            return f(x), None if g is None else constraint_matrix(g(x), x, True)
         if self._backend is None:
             parts = [_rows(self._task, x)]
         else:
             chunks = [c for c in np.array_split(x, self._workers) if len(c)]
             parts = self._parallel(chunks)
-        v = np.array([value for values, _ in parts for value in values], dtype=np.float64)
+        v = [value for values, _ in parts for value in values]
         if g is None:
             return v, None
         return v, constraint_matrix([row for _, rows in parts for row in rows], x, False)
