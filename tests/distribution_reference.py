@@ -61,3 +61,143 @@ def snes_generation(mean, sigma, z, values, eta_mu, eta_sigma):
     grad_mu = u @ s
     grad_sigma = u @ (s * s - 1)
     return mean + eta_mu * sigma * grad_mu, sigma * np.exp(eta_sigma / 2 * grad_sigma)
+
+
+# ---- xNES: Wierstra et al. 2014, Algorithm 5 (Glasmachers et al. 2010) -------------
+
+def xnes_defaults(n):
+    eta = 3 * (3 + np.log(n)) / (5 * n * np.sqrt(n))
+    return {"population_size": 4 + int(np.floor(3 * np.log(n))), "learning_rate_mean": 1.0,
+            "learning_rate_sigma": eta, "learning_rate_shape": eta}
+
+
+def expm_symmetric(a):
+    """exp(a) of a symmetric matrix, by NumPy's eigh."""
+    values, vectors = np.linalg.eigh(a)
+    return (vectors * np.exp(values)) @ vectors.T
+
+
+def xnes_generation(mean, sigma, B, z, values, eta_mu, eta_sigma, eta_b):
+    """One xNES update from the members' s = z and f-values (minimised);
+    the samples were mean + sigma * B @ s."""
+    d = len(mean)
+    order = ranking(values)
+    u = nes_utilities(len(values))
+    s = z[order]
+    g_delta = u @ s
+    g_m = sum(u[i] * (np.outer(s[i], s[i]) - np.eye(d)) for i in range(len(u)))
+    g_sigma = np.trace(g_m) / d
+    g_b = g_m - g_sigma * np.eye(d)
+    return (mean + eta_mu * sigma * B @ g_delta, sigma * np.exp(eta_sigma / 2 * g_sigma),
+            B @ expm_symmetric(eta_b / 2 * g_b))
+
+
+# ---- CR-FM-NES: Nomura & Ono, IEEE CEC 2022 (arXiv:2201.11422), Algorithm 1 --------
+
+CRFMNES_V_TAG = 0x43524656  # "CRFV": the initial v's key (crfmnes.cc)
+
+
+def crfmnes_initial_v(seed, n):
+    key = hash_draw(seed, 0, 0, CRFMNES_V_TAG) >> 2
+    return es_oracle.gaussians(seed, key, 0, n).astype(np.float64) / np.sqrt(n)
+
+
+def crfmnes_h_inv(d):
+    """The root a > 0 of (1 + a^2) exp(a^2 / 2) / 0.24 - 10 - d (Newton)."""
+    a = 6.0
+    for _ in range(200):
+        f = (1 + a * a) * np.exp(a * a / 2) / 0.24 - 10 - d
+        a_next = a - f / ((1 / 0.24) * a * np.exp(a * a / 2) * (3 + a * a))
+        if a_next == a:
+            break
+        a = a_next
+    return a
+
+
+def crfmnes_defaults(n, lam=None, lam_f=None):
+    """Table I's hyper-parameters (lambda_F = lambda unless given)."""
+    if lam is None:
+        lam = 4 + int(np.floor(3 * np.log(n)))
+        lam += lam % 2
+    lam_f = lam if lam_f is None else lam_f
+    w = nes_utilities(lam)
+    mu_eff = 1 / np.sum((w + 1 / lam) ** 2)
+    return {
+        "population_size": lam, "learning_rate_mean": 1.0, "mu_eff": mu_eff,
+        "c_sigma": (mu_eff + 2) / (n + mu_eff + 5),
+        "c_c": (4 + mu_eff / n) / (n + 4 + 2 * mu_eff / n),
+        "c_1": 2 / ((n + 1.3) ** 2 + mu_eff) * (n - 5) / 6 * lam_f / lam,
+        "chi_d": np.sqrt(n) * (1 - 1 / (4 * n) + 1 / (21 * n * n)),
+        "h_inv": crfmnes_h_inv(n),
+        "alpha_dist": crfmnes_h_inv(n) * min(1, np.sqrt(lam / n)) * np.sqrt(lam_f / lam),
+        "eta_move_sigma": 1.0,
+        "eta_stag_sigma": np.tanh((0.024 * lam_f + 0.7 * n + 20) / (n + 12)),
+        "eta_conv_sigma": 2 * np.tanh((0.025 * lam_f + 0.75 * n + 10) / (n + 4)),
+        "eta_b": np.tanh((min(0.02 * lam_f, 3 * np.log(n)) + 5) / (0.23 * n + 25)),
+    }
+
+
+def crfmnes_samples(state, z):
+    """x of every member from its z (rows): m + sigma D y, y = z + (sqrt(1 + |v|^2) - 1) vbar vbar^T z."""
+    v = state["v"]
+    vbar = v / np.linalg.norm(v)
+    y = z + (np.sqrt(1 + v @ v) - 1) * np.outer(z @ vbar, vbar)
+    return state["mean"] + state["sigma"] * state["d"] * y
+
+
+def crfmnes_generation(state, z, values, eta_m=1.0):
+    """One CR-FM-NES update (Algorithm 1) of state = {mean, sigma, d, v,
+    p_sigma, p_c} from the members' z (rows) and f-values (minimised; +inf is
+    infeasible). Written with full matrices where the paper's formulas are
+    matrix products (column vectors as in the paper)."""
+    n, lam = len(state["mean"]), len(values)
+    m, sigma, D, v = state["mean"], state["sigma"], state["d"], state["v"]
+    values = np.asarray(values)
+    feasible = values < np.inf
+    lam_f = int(feasible.sum())
+    p = crfmnes_defaults(n, lam, lam_f)
+    # rank: feasible by f, then infeasible by |z| (ties in member order)
+    idx = np.arange(lam)
+    order = np.concatenate([idx[feasible][np.argsort(values[feasible], kind="stable")],
+                            idx[~feasible][np.argsort(np.sum(z[~feasible] ** 2, axis=1), kind="stable")]])
+    Z = z[order].T                                   # n x lam, ranked columns
+    norm_v2 = v @ v
+    vbar = v / np.sqrt(norm_v2)
+    Y = Z + (np.sqrt(1 + norm_v2) - 1) * np.outer(vbar, vbar @ Z)
+    X = m[:, None] + sigma * D[:, None] * Y
+    w_rank = nes_utilities(lam)
+    w_hat = np.maximum(0.0, np.log(lam / 2 + 1) - np.log(np.arange(1, lam + 1)))
+    ps = (1 - p["c_sigma"]) * state["p_sigma"] + np.sqrt(p["c_sigma"] * (2 - p["c_sigma"]) * p["mu_eff"]) * (Z @ w_rank)
+    ps_norm = np.linalg.norm(ps)
+    w_tmp = w_hat * np.exp(p["alpha_dist"] * np.linalg.norm(Z, axis=0))
+    w_dist = w_tmp / w_tmp.sum() - 1 / lam
+    if ps_norm >= p["chi_d"]:
+        w, eta_sigma = w_dist, p["eta_move_sigma"]
+    elif ps_norm >= 0.1 * p["chi_d"]:
+        w, eta_sigma = w_rank, p["eta_stag_sigma"]
+    else:
+        w, eta_sigma = w_rank, p["eta_conv_sigma"]
+    wxm = (X - m[:, None]) @ w
+    pc = (1 - p["c_c"]) * state["p_c"] + np.sqrt(p["c_c"] * (2 - p["c_c"]) * p["mu_eff"]) * wxm / sigma
+    m_new = m + eta_m * wxm
+    # the natural gradient of v and D (section III-C), columns [Y, pc / D]
+    E = np.concatenate([Y, (pc / D)[:, None]], axis=1)
+    gamma = 1 + norm_v2
+    vv = vbar * vbar
+    alpha = min(1.0, np.sqrt(norm_v2 ** 2 + (2 * gamma - np.sqrt(gamma)) / vv.max()) / (2 + norm_v2))
+    b = -(1 - alpha ** 2) * norm_v2 ** 2 / gamma + 2 * alpha ** 2
+    H = 2 - (b + 2 * alpha ** 2) * vv
+    ip = vbar @ E
+    T = E * ip - np.outer(vbar, ip ** 2 + gamma) / 2
+    S = E * E - norm_v2 / gamma * (E * vbar[:, None]) * ip - 1
+    S = S - alpha / gamma * ((2 + norm_v2) * (T * vbar[:, None]) - norm_v2 * np.outer(vv, vbar @ T))
+    # S <- (diag(H) + b vv vv^T)^-1 S, the diagonal-plus-rank-one system solved directly
+    S = np.linalg.solve(np.diag(H) + b * np.outer(vv, vv), S)
+    T = T - alpha * ((2 + norm_v2) * (S * vbar[:, None]) - np.outer(vbar, vv @ S))
+    exw = np.concatenate([p["eta_b"] * w, [p["c_1"]]])
+    v_new = v + T @ exw / np.sqrt(norm_v2)
+    D_new = D + (S @ exw) * D
+    D_new = D_new / np.exp(np.sum(np.log(D_new)) / n + np.log(1 + v_new @ v_new) / (2 * n))
+    g_sigma = np.sum((Z * Z - 1) @ w) / n
+    return {"mean": m_new, "sigma": sigma * np.exp(eta_sigma / 2 * g_sigma), "d": D_new,
+            "v": v_new, "p_sigma": ps, "p_c": pc}

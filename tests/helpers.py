@@ -73,3 +73,28 @@ def count_reads(monkeypatch, directory=None):
 
     monkeypatch.setattr(builtins, "open", counting_open)
     return reads
+
+
+def assert_same_run_for_threads_and_pickling(make, generations=6):
+    """A distribution strategy's run (``make(num_threads)`` told sum(x^2) for
+    ``generations``) is bit-identical with 1 and 2 threads and when pickled
+    and unpickled midway: its mean, stds, best value and full core state."""
+    import pickle
+
+    import numpy as np
+
+    def run(threads, pickle_at=None):
+        es = make(threads)
+        for g in range(generations):
+            if g == pickle_at:
+                es = pickle.loads(pickle.dumps(es))
+            X = es.ask()
+            es.tell(X, (X ** 2).sum(axis=1))
+        doubles = es.state().doubles
+        return [es.mean, es.stds, es.result.fbest] + [doubles[k] for k in sorted(doubles)]
+
+    base = run(1)
+    for other in (run(2), run(1, pickle_at=generations // 2), run(2, pickle_at=1)):
+        assert len(other) == len(base)
+        for a, b in zip(base, other):
+            np.testing.assert_array_equal(a, b)

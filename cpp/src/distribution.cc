@@ -234,6 +234,24 @@ double option_in(const OptionSet& o, const std::string& prefix, const std::strin
   return v;
 }
 
+void require_finite_entries(const std::vector<double>& values, const std::string& name) {
+  for (std::size_t j = 0; j < values.size(); ++j) {
+    if (!std::isfinite(values[j])) {
+      throw std::invalid_argument("state entry '" + name + "'[" + std::to_string(j) + "] is " +
+                                  format_g(values[j]));
+    }
+  }
+}
+
+void require_positive_entries(const std::vector<double>& values, const std::string& name) {
+  for (std::size_t j = 0; j < values.size(); ++j) {
+    if (!(std::isfinite(values[j]) && values[j] > 0)) {
+      throw std::invalid_argument("state entry '" + name + "'[" + std::to_string(j) +
+                                  "] must be > 0 and finite, got " + format_g(values[j]));
+    }
+  }
+}
+
 }  // namespace detail
 
 // ---- the registry ----------------------------------------------------------------

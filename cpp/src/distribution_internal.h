@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "evokit/distribution.h"
 
@@ -13,6 +14,8 @@ namespace evokit {
 // One per family, defined in the family's source file, listed in
 // distribution_registry.cc.
 DistributionFamily snes_family();
+DistributionFamily xnes_family();
+DistributionFamily crfmnes_family();
 
 namespace detail {
 
@@ -36,6 +39,12 @@ CommonDistributionOptions common_distribution_options(const OptionSet& o, const 
 // in (0, 1], got 2" otherwise.
 double option_in(const OptionSet& o, const std::string& prefix, const std::string& name,
                  double low, double high, bool low_open, bool high_open, bool zero_default);
+
+// Checks of a loaded state entry `name`: every value finite
+// ("state entry 'xnes.mean'[3] is nan"), or finite and > 0
+// ("state entry 'xnes.sigma'[0] must be > 0 and finite, got -1").
+void require_finite_entries(const std::vector<double>& values, const std::string& name);
+void require_positive_entries(const std::vector<double>& values, const std::string& name);
 
 }  // namespace detail
 }  // namespace evokit

@@ -8,6 +8,8 @@ namespace evokit {
 const std::vector<DistributionFamily>& distribution_families() {
   static const std::vector<DistributionFamily> families = {
       snes_family(),
+      xnes_family(),
+      crfmnes_family(),
   };
   return families;
 }

@@ -89,16 +89,8 @@ class SNES final : public DistributionStrategy {
     const std::size_t n = num_params();
     const std::vector<double>& mean = state.double_array(prefix + "mean", n);
     const std::vector<double>& sigma = state.double_array(prefix + "sigma", n);
-    for (std::size_t j = 0; j < n; ++j) {
-      if (!std::isfinite(mean[j])) {
-        throw std::invalid_argument("state entry '" + prefix + "mean'[" + std::to_string(j) +
-                                    "] is " + detail::format_g(mean[j]));
-      }
-      if (!(std::isfinite(sigma[j]) && sigma[j] > 0)) {
-        throw std::invalid_argument("state entry '" + prefix + "sigma'[" + std::to_string(j) +
-                                    "] must be > 0 and finite, got " + detail::format_g(sigma[j]));
-      }
-    }
+    detail::require_finite_entries(mean, prefix + "mean");
+    detail::require_positive_entries(sigma, prefix + "sigma");
     mean_ = mean;
     sigma_ = sigma;
   }

@@ -441,17 +441,25 @@ void apply_rotations(std::vector<double>& z, std::size_t n, const std::vector<Ro
 void tridiagonal_ql(std::vector<double>& d, std::vector<double>& e, std::vector<double>& z,
                     std::size_t n, int threads) {
   constexpr int kMaxIterations = 60;
+  constexpr int kLocalIterations = 30;
   constexpr std::size_t kFlush = std::size_t{1} << 22;  // rotations kept before applying
   const double eps = std::numeric_limits<double>::epsilon();
   std::vector<Rotation> rot;
   rot.reserve(std::min(kFlush, n * n));
+  double tst1 = 0.0;  // tql2's norm estimate: max over l of |d[l]| + |e[l]|
   for (std::size_t l = 0; l < n; ++l) {
     int iterations = 0;
     std::size_t m;
+    tst1 = std::max(tst1, std::fabs(d[l]) + std::fabs(e[l]));
     do {
+      // Negligible e[m]: relative to its neighbours (tqli's test), or, once
+      // that has not converged in kLocalIterations (a cluster of eigenvalues
+      // near 0 in an indefinite matrix, e.g. a low-rank one), relative to
+      // the matrix (tql2's test).
       for (m = l; m + 1 < n; ++m) {
         const double dd = std::fabs(d[m]) + std::fabs(d[m + 1]);
         if (std::fabs(e[m]) <= eps * dd) break;
+        if (iterations >= kLocalIterations && std::fabs(e[m]) <= eps * tst1) break;
       }
       if (m == l) break;
       if (++iterations > kMaxIterations) {

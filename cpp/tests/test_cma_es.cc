@@ -170,6 +170,25 @@ TEST(SymmetricEigen, HandMadeDenseMatrix) {
   ExpectDecomposes(a, n, 1e-14);
 }
 
+TEST(SymmetricEigen, IndefiniteLowRankMatrices) {
+  // sum_i w_i s_i s_i^T with weights of both signs and few terms (xNES's
+  // natural gradient G_M is one): a cluster of eigenvalues at 0 that the
+  // neighbour-relative deflation test alone never declared converged.
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  for (auto [n, r] : {std::pair<std::size_t, std::size_t>{120, 18}, {120, 40}, {200, 10}}) {
+    std::vector<double> a(n * n, 0.0), s(n);
+    for (std::size_t k = 0; k < r; ++k) {
+      const double w = normal(rng);
+      for (double& v : s) v = normal(rng);
+      for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j < n; ++j) a[i * n + j] += w * s[i] * s[j];
+      }
+    }
+    ExpectDecomposes(a, n, 1e-11);
+  }
+}
+
 TEST(SymmetricEigen, RandomAndDegenerateMatrices) {
   std::mt19937_64 rng(7);
   std::normal_distribution<double> normal;

@@ -110,6 +110,14 @@ OptionSet DefaultOptions(const std::string& type) {
   o.set("sampling.snes_sampling.learning_rate_mean", Real(1.0));
   o.set("sampling.snes_sampling.learning_rate_sigma", Real(0.0));
   o.set("sampling.snes_sampling.seed", Int(1024));
+  o.set("sampling.xnes_sampling.sigma0", Real(0.1));
+  o.set("sampling.xnes_sampling.learning_rate_mean", Real(1.0));
+  o.set("sampling.xnes_sampling.learning_rate_sigma", Real(0.0));
+  o.set("sampling.xnes_sampling.learning_rate_shape", Real(0.0));
+  o.set("sampling.xnes_sampling.seed", Int(1024));
+  o.set("sampling.crfmnes_sampling.sigma0", Real(0.1));
+  o.set("sampling.crfmnes_sampling.learning_rate_mean", Real(1.0));
+  o.set("sampling.crfmnes_sampling.seed", Int(1024));
   o.set("population_size", Int(50));
   o.set("antithetic", true);
   o.set("fitness_shaping", Text("CENTERED_RANK"));

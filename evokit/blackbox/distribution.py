@@ -31,7 +31,7 @@ import numpy as np
 from .. import _core
 from .tracked import TrackedStrategy, check_int, check_x0
 
-__all__ = ["DistributionES", "SNES"]
+__all__ = ["DistributionES", "SNES", "XNES", "CRFMNES"]
 
 
 def _real(name: str, value, *, default_zero: bool = True) -> float:
@@ -178,3 +178,51 @@ class SNES(DistributionES):
         super().__init__(x0, sigma0, options={
             "learning_rate_mean": _real("learning_rate_mean", learning_rate_mean, default_zero=False),
             "learning_rate_sigma": _real("learning_rate_sigma", learning_rate_sigma)}, **kwargs)
+
+
+class XNES(DistributionES):
+    """Exponential natural evolution strategies (Glasmachers et al., GECCO
+    2010; Wierstra et al. 2014, JMLR, Algorithm 5), minimising:
+    N(mean, sigma^2 B B^T) with det B = 1, x = mean + sigma B s, the NES
+    utilities, B <- B expm(eta_B / 2 G_B). Full covariance: O(n^2) memory and
+    time per sample, for up to a few thousand parameters.
+
+    learning_rate_mean: eta_mu (paper: 1).
+    learning_rate_sigma: eta_sigma (None: the paper's 3 (3 + ln n) / (5 n sqrt(n))).
+    learning_rate_shape: eta_B (None: the same default as eta_sigma).
+    population_size: None is 4 + floor(3 ln n).
+    Other arguments: :class:`DistributionES`.
+    """
+
+    _family = "XNES"
+
+    def __init__(self, x0, sigma0, *, learning_rate_mean: float = 1.0,
+                 learning_rate_sigma: Optional[float] = None,
+                 learning_rate_shape: Optional[float] = None, **kwargs):
+        super().__init__(x0, sigma0, options={
+            "learning_rate_mean": _real("learning_rate_mean", learning_rate_mean, default_zero=False),
+            "learning_rate_sigma": _real("learning_rate_sigma", learning_rate_sigma),
+            "learning_rate_shape": _real("learning_rate_shape", learning_rate_shape)}, **kwargs)
+
+
+class CRFMNES(DistributionES):
+    """The cost-reduced fast moving natural evolution strategy (Nomura, Ono,
+    IEEE CEC 2022, arXiv:2201.11422, Algorithm 1), minimising:
+    N(mean, sigma^2 D (I + v v^T) D) with D diagonal and v a vector, so
+    linear time and memory per sample (for up to millions of parameters);
+    mirrored members (2p and 2p + 1 are +z and -z), the distance weights
+    and the movement-dependent learning rates of the paper. Every other
+    hyper-parameter is the paper's default (``parameters`` lists them); the
+    initial v is N(0, I / n) drawn from the seed.
+
+    learning_rate_mean: eta_m (paper: 1).
+    population_size: even; None is 4 + floor(3 ln n), rounded up to even.
+    Other arguments: :class:`DistributionES`.
+    """
+
+    _family = "CRFMNES"
+
+    def __init__(self, x0, sigma0, *, learning_rate_mean: float = 1.0, **kwargs):
+        super().__init__(x0, sigma0, options={
+            "learning_rate_mean": _real("learning_rate_mean", learning_rate_mean, default_zero=False)},
+            **kwargs)
