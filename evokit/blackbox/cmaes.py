@@ -184,7 +184,11 @@ class CMAES(_CMABlackBox):
         the distribution stays continuous, and after each update the margin
         correction of the mean and of a diagonal scaling A keeps the
         probability of leaving the mean's integer at least `margin` per
-        coordinate, so the integer coordinates cannot freeze.
+        coordinate, so the integer coordinates cannot freeze. Generations
+        in which no integer coordinate leaves its value have nearly equal
+        f-values: tolfun, tolfunhist and tolstagnation may then end a run
+        that the margin would still improve; set them to 0 / a large
+        number and use max_evaluations for long mixed-integer runs.
     margin: the margin alpha in [0, 0.5); None: the paper's 1 / (n *
         population_size); 0: rounding only (plain CMA-ES on the encoded
         function).
