@@ -214,6 +214,32 @@ void CMABase::to_bounds(double* x) const noexcept {
   }
 }
 
+namespace {
+
+void require_finite_solutions(const double* x, std::size_t count, std::size_t n) {
+  for (std::size_t k = 0; k < count * n; ++k) {
+    if (!std::isfinite(x[k])) {
+      throw std::invalid_argument("solutions[" + std::to_string(k / n) + "][" + std::to_string(k % n) +
+                                  "] must be finite, got " + detail::num(x[k]));
+    }
+  }
+}
+
+void check_values(const double* values, std::size_t count, std::size_t lambda) {
+  if (count != lambda) {
+    throw std::invalid_argument("#f-values = " + std::to_string(count) +
+                                " must equal #solutions = " + std::to_string(lambda));
+  }
+  detail::require_non_null(values, "values");
+  for (std::size_t k = 0; k < count; ++k) {
+    if (std::isnan(values[k])) {
+      throw std::invalid_argument("values[" + std::to_string(k) + "] is NaN");
+    }
+  }
+}
+
+}  // namespace
+
 void CMABase::sample_population() {
   const std::size_t lambda = population_size();
   keys_.resize(lambda);
@@ -300,12 +326,7 @@ void CMABase::place_injections() {
 void CMABase::inject(const double* x, std::size_t count, bool force) {
   const std::size_t n = num_params();
   if (count > 0) detail::require_non_null(x, "solutions");
-  for (std::size_t k = 0; k < count * n; ++k) {
-    if (!std::isfinite(x[k])) {
-      throw std::invalid_argument("solutions[" + std::to_string(k / n) + "][" + std::to_string(k % n) +
-                                  "] must be finite, got " + detail::num(x[k]));
-    }
-  }
+  require_finite_solutions(x, count, n);
   for (std::size_t k = 0; k < count; ++k) {
     injections_.push_back(Injection{std::vector<double>(x + k * n, x + (k + 1) * n), force});
   }
@@ -340,22 +361,6 @@ std::vector<double> CMABase::regenerate(std::int64_t key) const {
   return x;
 }
 
-namespace {
-
-void check_values(const double* values, std::size_t count, std::size_t lambda) {
-  if (count != lambda) {
-    throw std::invalid_argument("#f-values = " + std::to_string(count) +
-                                " must equal #solutions = " + std::to_string(lambda));
-  }
-  detail::require_non_null(values, "values");
-  for (std::size_t k = 0; k < count; ++k) {
-    if (std::isnan(values[k])) {
-      throw std::invalid_argument("values[" + std::to_string(k) + "] is NaN");
-    }
-  }
-}
-
-}  // namespace
 
 void CMABase::tell(const double* values, std::size_t count) {
   if (!pending_) {
@@ -374,12 +379,7 @@ void CMABase::tell_solutions(const double* x, const double* values, std::size_t 
   check_values(values, count, population_size());
   detail::require_non_null(x, "solutions");
   const std::size_t n = num_params();
-  for (std::size_t k = 0; k < count * n; ++k) {
-    if (!std::isfinite(x[k])) {
-      throw std::invalid_argument("solutions[" + std::to_string(k / n) + "][" + std::to_string(k % n) +
-                                  "] must be finite, got " + detail::num(x[k]));
-    }
-  }
+  require_finite_solutions(x, count, n);
   tell_rows(x, values);
 }
 
