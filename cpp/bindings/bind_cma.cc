@@ -62,7 +62,8 @@ void bind_strategy(py::module_& m, const char* name, const char* doc) {
                        std::optional<std::int64_t> max_evaluations, double ftarget, double tolfun,
                        double tolfunhist, double tolx, std::optional<std::int64_t> tolstagnation,
                        double conditioncov, double tolupsigma, bool noeffectaxis, bool noeffectcoord,
-                       int restarts, const std::string& restart_strategy, int num_threads) {
+                       int restarts, const std::string& restart_strategy,
+                       std::optional<Int64In> integer_variables, std::optional<double> margin, int num_threads) {
              if (x0.ndim() != 1) {
                throw std::invalid_argument("x0 must be a 1-D array, got shape " +
                                            std::string(py::str(x0.attr("shape"))));
@@ -94,6 +95,22 @@ void bind_strategy(py::module_& m, const char* name, const char* doc) {
              o.noeffectcoord = noeffectcoord;
              o.restarts = restarts;
              o.restart_strategy = parse_restart_strategy(restart_strategy);
+             if (integer_variables) {
+               if (integer_variables->ndim() != 1) {
+                 throw std::invalid_argument("integer_variables must be a 1-D sequence of indices, got shape " +
+                                             std::string(py::str(integer_variables->attr("shape"))));
+               }
+               for (py::ssize_t j = 0; j < integer_variables->size(); ++j) {
+                 const std::int64_t i = integer_variables->data()[j];
+                 if (i < 0) {
+                   throw std::invalid_argument("integer_variables[" + std::to_string(j) + "] = " +
+                                               std::to_string(i) + " is not a parameter index (num_params = " +
+                                               std::to_string(n) + ")");
+                 }
+                 o.integer_variables.push_back(static_cast<std::size_t>(i));
+               }
+             }
+             o.margin = margin;
              o.num_threads = num_threads;
              std::vector<double> start = to_vector(x0);
              py::gil_scoped_release release;
@@ -106,7 +123,7 @@ void bind_strategy(py::module_& m, const char* name, const char* doc) {
            py::arg("tolfunhist") = 1e-12, py::arg("tolx") = 1e-11, py::arg("tolstagnation") = py::none(),
            py::arg("conditioncov") = 1e14, py::arg("tolupsigma") = 1e20, py::arg("noeffectaxis") = true,
            py::arg("noeffectcoord") = true, py::arg("restarts") = 0, py::arg("restart_strategy") = "ipop",
-           py::arg("num_threads") = 1);
+           py::arg("integer_variables") = py::none(), py::arg("margin") = py::none(), py::arg("num_threads") = 1);
 }
 
 }  // namespace
@@ -160,6 +177,49 @@ void bind_cma(py::module_& m) {
             self.tell(v, count);
           },
           py::arg("values"), "f-values (minimised) of the last ask(), in its order.")
+      .def(
+          "tell_solutions",
+          [](CMABase& self, const DoubleIn& solutions, const DoubleIn& values) {
+            require_length(values, static_cast<py::ssize_t>(values.size()), "values");
+            if (solutions.ndim() != 2 || solutions.shape(1) != static_cast<py::ssize_t>(self.num_params())) {
+              throw std::invalid_argument("solutions must have shape (#solutions, " +
+                                          std::to_string(self.num_params()) + "), got " +
+                                          std::string(py::str(solutions.attr("shape"))));
+            }
+            if (solutions.shape(0) != values.size()) {
+              throw std::invalid_argument("#f-values = " + std::to_string(values.size()) +
+                                          " must equal #solutions = " + std::to_string(solutions.shape(0)));
+            }
+            const double* x = solutions.data();
+            const double* v = values.data();
+            const auto count = static_cast<std::size_t>(values.size());
+            py::gil_scoped_release release;
+            self.tell_solutions(x, v, count);
+          },
+          py::arg("solutions"), py::arg("values"),
+          "tell() with the evaluated solutions: rows that differ from ask()'s (repaired) are used with "
+          "pycma's Mahalanobis clipping.")
+      .def(
+          "inject",
+          [](CMABase& self, const DoubleIn& solutions, bool force) {
+            if (solutions.ndim() != 2 || solutions.shape(1) != static_cast<py::ssize_t>(self.num_params())) {
+              throw std::invalid_argument("solutions must have shape (#solutions, " +
+                                          std::to_string(self.num_params()) + "), got " +
+                                          std::string(py::str(solutions.attr("shape"))));
+            }
+            const double* x = solutions.data();
+            const auto count = static_cast<std::size_t>(solutions.shape(0));
+            py::gil_scoped_release release;
+            self.inject(x, count, force);
+          },
+          py::arg("solutions"), py::arg("force") = false,
+          "Queues solutions for the first rows of the next ask()s (pycma's inject).")
+      .def_property_readonly("pending_injections", &CMABase::pending_injections)
+      .def_property_readonly("num_injected", &CMABase::num_injected,
+                             "How many of the first rows of the last ask() were injected.")
+      .def_property_readonly("large_restarts", &CMABase::large_restarts)
+      .def_property_readonly("small_restarts", &CMABase::small_restarts)
+      .def_property_readonly("margin", &CMABase::margin)
       .def(
           "tell_keys",
           [](CMABase& self, const Int64In& keys, const DoubleIn& values) {
@@ -238,6 +298,7 @@ void bind_cma(py::module_& m) {
                                           s.eigenvectors.empty() ? 0 : n);
             d["generation"] = s.generation;
             d["eigen_generation"] = s.eigen_generation;
+            d["affine"] = to_array(s.affine);
             return d;
           },
           "A copy of the distribution: mean, sigma, p_sigma, p_c, cov, eigenvalues, eigenvectors "
@@ -246,7 +307,8 @@ void bind_cma(py::module_& m) {
           "set_state",
           [](CMABase& self, const DoubleIn& mean, double sigma, const DoubleIn& p_sigma, const DoubleIn& p_c,
              const DoubleIn& cov, std::int64_t generation, std::optional<DoubleIn> eigenvalues,
-             std::optional<DoubleIn> eigenvectors, std::optional<std::int64_t> eigen_generation) {
+             std::optional<DoubleIn> eigenvectors, std::optional<std::int64_t> eigen_generation,
+             std::optional<DoubleIn> affine) {
             CMAState s;
             s.mean = to_vector(mean);
             s.sigma = sigma;
@@ -262,13 +324,15 @@ void bind_cma(py::module_& m) {
               s.eigenvectors = to_vector(*eigenvectors);
             }
             s.eigen_generation = eigen_generation.value_or(generation);
+            if (affine) s.affine = to_vector(*affine);
             py::gil_scoped_release release;
             self.set_state(s);
           },
           py::arg("mean"), py::arg("sigma"), py::arg("p_sigma"), py::arg("p_c"), py::arg("cov"),
           py::arg("generation") = 0, py::arg("eigenvalues") = py::none(), py::arg("eigenvectors") = py::none(),
-          py::arg("eigen_generation") = py::none(),
-          "Replaces the distribution; without eigenvalues/eigenvectors, C is decomposed now.");
+          py::arg("eigen_generation") = py::none(), py::arg("affine") = py::none(),
+          "Replaces the distribution; without eigenvalues/eigenvectors, C is decomposed now; "
+          "affine: the margin's diagonal A (None: ones).");
 
   bind_strategy<CMAES>(m, "CMAES", "Full-covariance CMA-ES (Hansen 2016).");
   bind_strategy<SepCMAES>(m, "SepCMAES", "Separable (diagonal) CMA-ES (Ros & Hansen 2008).");

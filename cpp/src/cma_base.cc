@@ -109,7 +109,39 @@ CMABase::CMABase(std::vector<double> x0, double sigma0, CMAESOptions options, bo
   if (!(o.tolupsigma > 0)) throw std::invalid_argument("tolupsigma must be > 0, got " + num(o.tolupsigma));
   if (o.restarts < 0) throw std::invalid_argument("restarts must be >= 0, got " + std::to_string(o.restarts));
   detail::require_num_threads(o.num_threads);
+  is_integer_.assign(n, false);
+  int_lo_.assign(n, -detail::kInf);
+  int_hi_.assign(n, detail::kInf);
+  for (std::size_t j = 0; j < o.integer_variables.size(); ++j) {
+    const std::size_t i = o.integer_variables[j];
+    const std::string at = "integer_variables[" + std::to_string(j) + "]";
+    if (i >= n) {
+      throw std::invalid_argument(at + " = " + std::to_string(i) + " is not a parameter index (num_params = " +
+                                  std::to_string(n) + ")");
+    }
+    if (is_integer_[i]) throw std::invalid_argument(at + " = " + std::to_string(i) + " is repeated");
+    is_integer_[i] = true;
+    if (!o.lower.empty()) {
+      int_lo_[i] = std::ceil(o.lower[i]);
+      int_hi_[i] = std::floor(o.upper[i]);
+      if (int_lo_[i] > int_hi_[i]) {
+        throw std::invalid_argument("integer variable " + std::to_string(i) + " has no integer within its bounds [" +
+                                    num(o.lower[i]) + ", " + num(o.upper[i]) + "]");
+      }
+    }
+  }
+  if (o.margin && !(*o.margin >= 0 && *o.margin < 0.5)) {
+    throw std::invalid_argument("margin must be in [0, 0.5), got " + num(*o.margin));
+  }
   params_ = cma_default_params(n, o.population_size.value_or(cma_default_population_size(n)), separable);
+}
+
+void CMABase::set_margin() {
+  const CMAESOptions& o = options_;
+  margin_ = o.integer_variables.empty()
+                ? 0.0
+                : o.margin.value_or(1.0 / (static_cast<double>(num_params()) *
+                                           static_cast<double>(population_size())));  // Hamano et al. (2022)
 }
 
 void CMABase::start() {
@@ -119,7 +151,9 @@ void CMABase::start() {
   state_.sigma = run_sigma0_;
   state_.p_sigma.assign(n, 0.0);
   state_.p_c.assign(n, 0.0);
+  state_.affine.assign(n, 1.0);
   reset_covariance();
+  set_margin();
   pending_ = false;
   sampled_ = false;
   best_history_.clear();
@@ -151,9 +185,16 @@ void CMABase::sample_z(const std::int64_t* keys, double* z, std::size_t count) c
 }
 
 void CMABase::to_bounds(double* x) const noexcept {
-  if (!bounded_) return;
   const std::size_t n = num_params();
+  if (!options_.integer_variables.empty()) {
+    for (std::size_t i = 0; i < n; ++i) {
+      // The cell (k - 1/2, k + 1/2] of integer k, clamped to the integer range.
+      if (is_integer_[i]) x[i] = std::min(std::max(std::ceil(x[i] - 0.5), int_lo_[i]), int_hi_[i]);
+    }
+  }
+  if (!bounded_) return;
   for (std::size_t i = 0; i < n; ++i) {
+    if (is_integer_[i]) continue;
     const double lo = options_.lower[i];
     const double hi = options_.upper[i];
     double v = x[i];
@@ -173,49 +214,16 @@ void CMABase::to_bounds(double* x) const noexcept {
   }
 }
 
-void CMABase::sample_population() {
-  const std::size_t lambda = population_size();
-  keys_.resize(lambda);
-  for (std::size_t k = 0; k < lambda; ++k) keys_[k] = sample_key(k);
-  materialize_population();
-  sampled_ = true;
-}
+namespace {
 
-// z, y and the solutions (mapped into the bounds) of the members keyed by keys_.
-void CMABase::materialize_population() {
-  const std::size_t n = num_params();
-  const std::size_t lambda = population_size();
-  z_.resize(lambda * n);
-  y_.resize(lambda * n);
-  solutions_.resize(lambda * n);
-  sample_z(keys_.data(), z_.data(), lambda);
-  sample_y(z_.data(), y_.data(), lambda);
-  for (std::size_t k = 0; k < lambda; ++k) {
-    double* x = solutions_.data() + k * n;
-    const double* y = y_.data() + k * n;
-    for (std::size_t i = 0; i < n; ++i) x[i] = state_.mean[i] + state_.sigma * y[i];
-    to_bounds(x);
+void require_finite_solutions(const double* x, std::size_t count, std::size_t n) {
+  for (std::size_t k = 0; k < count * n; ++k) {
+    if (!std::isfinite(x[k])) {
+      throw std::invalid_argument("solutions[" + std::to_string(k / n) + "][" + std::to_string(k % n) +
+                                  "] must be finite, got " + detail::num(x[k]));
+    }
   }
 }
-
-const std::vector<double>& CMABase::ask() {
-  if (!sampled_) sample_population();
-  pending_ = true;
-  return solutions_;
-}
-
-std::vector<double> CMABase::regenerate(std::int64_t key) const {
-  if (key < 0) throw std::out_of_range("key must be >= 0, got " + std::to_string(key));
-  const std::size_t n = num_params();
-  std::vector<double> z(n), y(n), x(n);
-  sample_z(&key, z.data(), 1);
-  sample_y(z.data(), y.data(), 1);
-  for (std::size_t i = 0; i < n; ++i) x[i] = state_.mean[i] + state_.sigma * y[i];
-  to_bounds(x.data());
-  return x;
-}
-
-namespace {
 
 void check_values(const double* values, std::size_t count, std::size_t lambda) {
   if (count != lambda) {
@@ -232,13 +240,175 @@ void check_values(const double* values, std::size_t count, std::size_t lambda) {
 
 }  // namespace
 
+void CMABase::sample_population() {
+  const std::size_t lambda = population_size();
+  keys_.resize(lambda);
+  for (std::size_t k = 0; k < lambda; ++k) keys_[k] = sample_key(k);
+  materialize_population();
+  place_injections();
+  sampled_ = true;
+}
+
+void CMABase::solution_of(const double* y, double* x) const {
+  const std::size_t n = num_params();
+  const CMAState& s = state_;
+  for (std::size_t i = 0; i < n; ++i) {
+    // Integer coordinates: v_i = m_i + A_i sigma y_i (Hamano et al. 2022).
+    x[i] = is_integer_[i] ? s.mean[i] + s.sigma * (s.affine[i] * y[i]) : s.mean[i] + s.sigma * y[i];
+  }
+  to_bounds(x);
+}
+
+void CMABase::clip_step(double* y, double* z) const {
+  // pycma's repair_genotype: the Mahalanobis norm ||z|| of the step is
+  // clipped at sqrt(n) + 2 n / (n + 2).
+  const std::size_t n = num_params();
+  const double dn = static_cast<double>(n);
+  const double upper = std::sqrt(dn) + 2.0 * dn / (dn + 2.0);
+  double z2 = 0.0;
+  for (std::size_t j = 0; j < n; ++j) z2 += z[j] * z[j];
+  const double norm = std::sqrt(z2);
+  if (!(norm > upper)) return;
+  const double f = upper / norm;
+  for (std::size_t j = 0; j < n; ++j) {
+    y[j] *= f;
+    z[j] *= f;
+  }
+}
+
+void CMABase::step_of(const double* x, double* y, double* z) const {
+  const std::size_t n = num_params();
+  const CMAState& s = state_;
+  for (std::size_t i = 0; i < n; ++i) {
+    y[i] = is_integer_[i] ? (x[i] - s.mean[i]) / (s.sigma * s.affine[i]) : (x[i] - s.mean[i]) / s.sigma;
+  }
+  to_z(y, z);
+  clip_step(y, z);
+}
+
+// The first queued injections replace the first members (pycma's ask_geno).
+void CMABase::place_injections() {
+  const std::size_t n = num_params();
+  const std::size_t count = std::min(injections_.size(), population_size());
+  const double keep_len = std::sqrt(static_cast<double>(n));  // CMA_injections_threshold_keep_len = 1
+  const CMAState& s = state_;
+  for (std::size_t k = 0; k < count; ++k) {
+    const Injection inj = std::move(injections_.front());
+    injections_.pop_front();
+    double* y = y_.data() + k * n;
+    double* z = z_.data() + k * n;
+    double* x = solutions_.data() + k * n;
+    double key_norm2 = 0.0;  // ||z_k|| of the member's own normals: a chi_n length
+    for (std::size_t j = 0; j < n; ++j) key_norm2 += z[j] * z[j];
+    for (std::size_t i = 0; i < n; ++i) {
+      y[i] = is_integer_[i] ? (inj.x[i] - s.mean[i]) / (s.sigma * s.affine[i]) : (inj.x[i] - s.mean[i]) / s.sigma;
+    }
+    to_z(y, z);
+    double z2 = 0.0;
+    for (std::size_t j = 0; j < n; ++j) z2 += z[j] * z[j];
+    const double norm = std::sqrt(z2);
+    if (!inj.force && norm > keep_len) {
+      // pycma's _random_rescaling_factor_to_mahalanobis_size.
+      const double f = std::sqrt(key_norm2) / norm;
+      for (std::size_t j = 0; j < n; ++j) {
+        y[j] *= f;
+        z[j] *= f;
+      }
+      solution_of(y, x);
+    } else {
+      std::copy(inj.x.begin(), inj.x.end(), x);  // the injected point itself
+      to_bounds(x);
+    }
+  }
+  num_injected_ = count;
+}
+
+void CMABase::inject(const double* x, std::size_t count, bool force) {
+  const std::size_t n = num_params();
+  if (count > 0) detail::require_non_null(x, "solutions");
+  require_finite_solutions(x, count, n);
+  for (std::size_t k = 0; k < count; ++k) {
+    injections_.push_back(Injection{std::vector<double>(x + k * n, x + (k + 1) * n), force});
+  }
+}
+
+// z, y and the solutions (mapped into the bounds) of the members keyed by keys_.
+void CMABase::materialize_population() {
+  const std::size_t n = num_params();
+  const std::size_t lambda = population_size();
+  z_.resize(lambda * n);
+  y_.resize(lambda * n);
+  solutions_.resize(lambda * n);
+  sample_z(keys_.data(), z_.data(), lambda);
+  sample_y(z_.data(), y_.data(), lambda);
+  for (std::size_t k = 0; k < lambda; ++k) solution_of(y_.data() + k * n, solutions_.data() + k * n);
+  num_injected_ = 0;
+}
+
+const std::vector<double>& CMABase::ask() {
+  if (!sampled_) sample_population();
+  pending_ = true;
+  return solutions_;
+}
+
+std::vector<double> CMABase::regenerate(std::int64_t key) const {
+  if (key < 0) throw std::out_of_range("key must be >= 0, got " + std::to_string(key));
+  const std::size_t n = num_params();
+  std::vector<double> z(n), y(n), x(n);
+  sample_z(&key, z.data(), 1);
+  sample_y(z.data(), y.data(), 1);
+  solution_of(y.data(), x.data());
+  return x;
+}
+
+
 void CMABase::tell(const double* values, std::size_t count) {
   if (!pending_) {
     throw std::logic_error(
         "tell() without a pending ask(): each tell() must follow an ask() of the same generation");
   }
   check_values(values, count, population_size());
-  update(z_.data(), y_.data(), values);
+  tell_rows(nullptr, values);
+}
+
+void CMABase::tell_solutions(const double* x, const double* values, std::size_t count) {
+  if (!pending_) {
+    throw std::logic_error(
+        "tell() without a pending ask(): each tell() must follow an ask() of the same generation");
+  }
+  check_values(values, count, population_size());
+  detail::require_non_null(x, "solutions");
+  const std::size_t n = num_params();
+  require_finite_solutions(x, count, n);
+  tell_rows(x, values);
+}
+
+// x: the told solutions, or nullptr for those of ask(). Rows equal to ask()'s
+// use the sampled z and y; the others, and injected rows, are clipped.
+void CMABase::tell_rows(const double* x, const double* values) {
+  const std::size_t n = num_params();
+  const std::size_t lambda = population_size();
+  std::vector<bool> no_active(lambda, false);
+  std::vector<double> z_told, y_told;
+  for (std::size_t k = 0; k < lambda; ++k) {
+    const bool injected = k < num_injected_;
+    const double* asked = solutions_.data() + k * n;
+    const bool changed = x != nullptr && !std::equal(asked, asked + n, x + k * n);
+    if (!changed && !injected) continue;
+    if (z_told.empty()) {
+      z_told = z_;
+      y_told = y_;
+    }
+    if (changed) {
+      step_of(x + k * n, y_told.data() + k * n, z_told.data() + k * n);
+    } else {
+      clip_step(y_told.data() + k * n, z_told.data() + k * n);
+    }
+    no_active[k] = injected;  // pycma's CMA_active_injected = 0
+  }
+  const bool copied = !z_told.empty();
+  update(copied ? z_told.data() : z_.data(), copied ? y_told.data() : y_.data(),
+         x != nullptr ? x : solutions_.data(), values, no_active);
 }
 
 void CMABase::tell_keys(const std::int64_t* keys, const double* values, std::size_t count) {
@@ -256,10 +426,11 @@ void CMABase::tell_keys(const std::int64_t* keys, const double* values, std::siz
   check_values(values, count, lambda);
   keys_.assign(keys, keys + count);
   materialize_population();
-  update(z_.data(), y_.data(), values);
+  update(z_.data(), y_.data(), solutions_.data(), values, std::vector<bool>(lambda, false));
 }
 
-void CMABase::update(const double* z, const double* y, const double* values) {
+void CMABase::update(const double* z, const double* y, const double* x, const double* values,
+                     const std::vector<bool>& no_active) {
   const CMAParams& p = params_;
   const std::size_t n = p.num_params;
   const std::size_t lambda = p.population_size;
@@ -274,8 +445,7 @@ void CMABase::update(const double* z, const double* y, const double* values) {
   evaluations_ += static_cast<std::int64_t>(lambda);
   if (values[order[0]] < best_f_ || best_x_.empty()) {
     best_f_ = values[order[0]];
-    best_x_.assign(solutions_.begin() + static_cast<std::ptrdiff_t>(order[0] * n),
-                   solutions_.begin() + static_cast<std::ptrdiff_t>((order[0] + 1) * n));
+    best_x_.assign(x + order[0] * n, x + (order[0] + 1) * n);
   }
   last_values_.assign(values, values + lambda);
 
@@ -321,6 +491,7 @@ void CMABase::update(const double* z, const double* y, const double* values) {
   double sum_w = 0.0;
   for (std::size_t i = 0; i < lambda; ++i) {
     double w = p.weights[i];
+    if (w < 0 && no_active[order[i]]) w = 0.0;  // an injected member: no active update
     sum_w += w;
     if (w == 0.0) continue;
     if (w < 0) {
@@ -337,6 +508,7 @@ void CMABase::update(const double* z, const double* y, const double* values) {
   const double a = 1.0 + p.c1 * delta - p.c1 - p.cmu * sum_w;
   s.generation += 1;
   update_covariance(a, rows, coef);
+  if (margin_ > 0) margin_correction();
 
   iterations_ += 1;
   pending_ = false;
@@ -353,7 +525,9 @@ std::vector<double> CMABase::mean_solution() const {
 
 std::vector<double> CMABase::stds() const {
   std::vector<double> out(num_params());
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = state_.sigma * coord_std(i);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = is_integer_[i] ? state_.sigma * (state_.affine[i] * coord_std(i)) : state_.sigma * coord_std(i);
+  }
   return out;
 }
 
@@ -386,6 +560,15 @@ void CMABase::set_state(const CMAState& state) {
                                 std::to_string(state.eigen_generation));
   }
   CMAState copy = state;
+  if (copy.affine.empty()) copy.affine.assign(n, 1.0);
+  require(copy.affine, n, "affine");
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(copy.affine[i] > 0) || (!is_integer_[i] && copy.affine[i] != 1.0)) {
+      throw std::invalid_argument("state.affine[" + std::to_string(i) + "] must be " +
+                                  (is_integer_[i] ? "> 0" : "1 (a continuous coordinate)") + ", got " +
+                                  num(copy.affine[i]));
+    }
+  }
   check_and_decompose(copy);
   state_ = std::move(copy);
   pending_ = false;

@@ -207,6 +207,17 @@ double CMAES::coord_std(std::size_t i) const noexcept {
   return std::sqrt(state_.cov[i * n + i]);
 }
 
+void CMAES::to_z(const double* y, double* z) const {
+  // z = D^-1 B^T y, the inverse of Eq. (39).
+  const std::size_t n = num_params();
+  for (std::size_t j = 0; j < n; ++j) {
+    const double* b = state_.eigenvectors.data() + j * n;
+    double dot = 0.0;
+    for (std::size_t i = 0; i < n; ++i) dot += b[i] * y[i];
+    z[j] = dot / std::sqrt(state_.eigenvalues[j]);
+  }
+}
+
 // ---- SepCMAES ----------------------------------------------------------------
 
 SepCMAES::SepCMAES(std::vector<double> x0, double sigma0, CMAESOptions options)
@@ -294,5 +305,10 @@ void SepCMAES::check_axes(std::map<std::string, double>& stop) const {
 }
 
 double SepCMAES::coord_std(std::size_t i) const noexcept { return std::sqrt(state_.cov[i]); }
+
+void SepCMAES::to_z(const double* y, double* z) const {
+  const std::size_t n = num_params();
+  for (std::size_t j = 0; j < n; ++j) z[j] = y[j] / std::sqrt(state_.cov[j]);
+}
 
 }  // namespace evokit

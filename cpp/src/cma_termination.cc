@@ -3,6 +3,16 @@
 // stagnation test); a stop by any but maxfevals and ftarget restarts the
 // run, with IPOP's doubled or BIPOP's alternating population sizes.
 //
+// BIPOP's bookkeeping is that of pycma's fmin(..., restarts=R, bipop=True)
+// (pycma 4.x, evolution_strategy.py, whose fmin docstring says "Small-
+// population restarts do not count into the total restart count"): the
+// first run's evaluations count into the small budget; a restart is small
+// while budget_small < max(1, budget_large), with lambda_s =
+// floor(lambda0 (2^L)^(U1^2)), L the large restarts so far, sigma0 10^(-2 U2),
+// and an iteration limit of 0.5 budget_large / lambda_s (stop() name
+// "maxiter"); else large, lambda0 2^(L+1). The optimisation ends when a run
+// stops after L = R large restarts (or by maxfevals / ftarget).
+//
 //   N. Hansen, "Benchmarking a BI-Population CMA-ES on the BBOB-2009
 //   Function Testbed", GECCO 2009: BIPOP restarts and the stagnation test.
 //   A. Auger, N. Hansen, "A Restart CMA Evolution Strategy With Increasing
@@ -109,9 +119,15 @@ void CMABase::check_termination() {
     }
   }
 
+  if (run_max_iterations_ > 0 && s.generation >= run_max_iterations_) {
+    stop["maxiter"] = static_cast<double>(run_max_iterations_);
+  }
+
   if (stop.empty()) return;
+  // BIPOP counts only the large restarts (pycma's fmin: irun - runs_with_small).
+  const int counted = o.restart_strategy == RestartStrategy::kBIPOP ? large_runs_ : restart_;
   const bool final_stop = stop.count("maxfevals") > 0 || stop.count("ftarget") > 0 ||
-                          restart_ >= o.restarts;
+                          counted >= o.restarts;
   if (final_stop) {
     stop_ = std::move(stop);
     return;
@@ -125,24 +141,27 @@ void CMABase::restart() {
   const std::size_t n = num_params();
   const std::size_t lambda0 = o.population_size.value_or(cma_default_population_size(n));
   const std::int64_t used = evaluations_ - run_start_evaluations_;
-  if (restart_ > 0) (run_is_small_ ? budget_small_ : budget_large_) += used;
+  // The first run counts as small (pycma's fmin, after Hansen's Matlab code).
+  (run_is_small_ || restart_ == 0 ? budget_small_ : budget_large_) += used;
   restart_ += 1;
   std::size_t lambda;
   run_sigma0_ = sigma0_;
   run_is_small_ = false;
-  if (o.restart_strategy == RestartStrategy::kBIPOP && budget_small_ < budget_large_) {
-    // Small regime: lambda_s = floor(lambda0 (lambda_l / (2 lambda0))^(U1^2)),
-    // sigma = sigma0 10^(-2 U2), U1, U2 uniform on [0, 1).
+  run_max_iterations_ = 0;
+  if (o.restart_strategy == RestartStrategy::kBIPOP && budget_small_ < std::max<std::int64_t>(1, budget_large_)) {
+    // Small regime: lambda_s = floor(lambda0 (2^L)^(U1^2)), sigma = sigma0
+    // 10^(-2 U2), U1, U2 uniform on [0, 1), at most 0.5 budget_large /
+    // lambda_s iterations.
     const auto r = static_cast<std::uint64_t>(restart_);
     const double u1 = detail::uniform01(hash_draw(o.seed, r, 0, detail::kBipopTag));
     const double u2 = detail::uniform01(hash_draw(o.seed, r, 1, detail::kBipopTag));
-    const double lambda_large = static_cast<double>(lambda0) * std::pow(2.0, large_runs_);
     lambda = std::max<std::size_t>(
         2, static_cast<std::size_t>(std::floor(static_cast<double>(lambda0) *
-                                               std::pow(0.5 * lambda_large / static_cast<double>(lambda0),
-                                                        u1 * u1))));
+                                               std::pow(std::pow(2.0, large_runs_), u1 * u1))));
     run_sigma0_ = sigma0_ * std::pow(10.0, -2.0 * u2);
     run_is_small_ = true;
+    run_max_iterations_ = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil(0.5 * static_cast<double>(budget_large_) / static_cast<double>(lambda))));
   } else if (o.restart_strategy == RestartStrategy::kBIPOP) {
     large_runs_ += 1;
     lambda = lambda0 << large_runs_;

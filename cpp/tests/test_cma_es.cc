@@ -516,7 +516,11 @@ TEST(CMAES, IpopRestartsDoubleThePopulation) {
   EXPECT_EQ(es.restarts_done(), 2);
 }
 
-TEST(CMAES, BipopAlternatesRegimesDeterministically) {
+TEST(CMAES, BipopCountsOnlyLargeRestartsAsPycma) {
+  struct Run {
+    std::size_t lambda;
+    double sigma0;
+  };
   auto run = [] {
     CMAESOptions o;
     o.tolx = 1e-3;
@@ -524,37 +528,47 @@ TEST(CMAES, BipopAlternatesRegimesDeterministically) {
     o.restart_strategy = RestartStrategy::kBIPOP;
     o.seed = 4;
     CMAES es(std::vector<double>(5, 1.0), 0.5, o);
-    std::vector<std::size_t> sizes;
-    std::vector<double> sigmas;
+    std::vector<Run> runs;
     int last_restart = -1;
-    for (int g = 0; g < 100000 && !es.stopped(); ++g) {
+    for (int g = 0; g < 1000000 && !es.stopped(); ++g) {
       if (es.restarts_done() != last_restart) {
         last_restart = es.restarts_done();
-        sizes.push_back(es.population_size());
-        sigmas.push_back(es.run_sigma0());
+        runs.push_back({es.population_size(), es.run_sigma0()});
       }
       const std::vector<double>& x = es.ask();
       std::vector<double> v(es.population_size());
       for (std::size_t k = 0; k < v.size(); ++k) v[k] = Sphere(x.data() + k * 5, 5);
       es.tell(v.data(), v.size());
     }
-    return std::make_pair(sizes, sigmas);
+    EXPECT_TRUE(es.stopped());
+    EXPECT_EQ(es.large_restarts(), 5);  // restarts counts the large runs only
+    EXPECT_EQ(es.small_restarts(), es.restarts_done() - 5);
+    EXPECT_EQ(runs.size(), static_cast<std::size_t>(1 + es.restarts_done()));
+    return runs;
   };
-  const auto [sizes, sigmas] = run();
-  ASSERT_EQ(sizes.size(), 6u);
-  EXPECT_EQ(sizes[0], 8u);
-  EXPECT_EQ(sizes[1], 16u);  // first restart: large regime
-  EXPECT_EQ(sigmas[1], 0.5);
-  bool small_seen = false;
-  for (std::size_t r = 2; r < sizes.size(); ++r) {
-    if (sigmas[r] < 0.5) {  // small regime: 8 <= lambda <= lambda_large / 2, sigma0 10^(-2U)
-      small_seen = true;
-      EXPECT_GE(sizes[r], 8u);
-      EXPECT_GE(sigmas[r], 0.5e-2);
+  const std::vector<Run> runs = run();
+  ASSERT_GT(runs.size(), 6u);  // small runs happened in between
+  EXPECT_EQ(runs[0].lambda, 8u);
+  EXPECT_EQ(runs[1].lambda, 16u);  // the first restart is large (budget_small >= max(1, budget_large))
+  std::vector<std::size_t> large;
+  for (const Run& r : runs) {
+    if (r.sigma0 == 0.5) {
+      large.push_back(r.lambda);
+    } else {  // small: lambda0 <= lambda <= lambda0 2^L, sigma0 10^(-2U)
+      EXPECT_GE(r.lambda, 8u);
+      EXPECT_LE(r.lambda, large.back());
+      EXPECT_GT(r.sigma0, 0.5e-2);
+      EXPECT_LT(r.sigma0, 0.5);
     }
   }
-  EXPECT_TRUE(small_seen);
-  EXPECT_EQ(run(), std::make_pair(sizes, sigmas));
+  EXPECT_EQ(large, (std::vector<std::size_t>{8, 16, 32, 64, 128, 256}));
+  EXPECT_EQ(runs.back().sigma0, 0.5);  // the optimisation ends with the 5th large run
+  const std::vector<Run> again = run();
+  ASSERT_EQ(again.size(), runs.size());
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    EXPECT_EQ(again[r].lambda, runs[r].lambda);
+    EXPECT_EQ(again[r].sigma0, runs[r].sigma0);
+  }
 }
 
 // ---- the ask/tell contract and validation ----------------------------------------
@@ -634,6 +648,181 @@ TEST(CMAES, SetStateValidatesAndRoundTrips) {
   s = es.state();
   s.sigma = 0;
   EXPECT_EQ(MessageOf<std::invalid_argument>([&] { other.set_state(s); }), "state.sigma must be > 0 and finite, got 0");
+}
+
+// ---- told (repaired) and injected solutions --------------------------------------
+
+template <class Strategy>
+void ExpectTellSolutionsOfTheAskedRowsIsTell() {
+  Strategy a(std::vector<double>(7, 1.0), 0.5);
+  Strategy b(std::vector<double>(7, 1.0), 0.5);
+  for (int g = 0; g < 30; ++g) {
+    const std::vector<double> x = a.ask();
+    EXPECT_TRUE(SameBits(b.ask(), x));
+    std::vector<double> values(a.population_size());
+    for (std::size_t k = 0; k < values.size(); ++k) values[k] = Ellipsoid(x.data() + k * 7, 7);
+    a.tell(values.data(), values.size());
+    b.tell_solutions(x.data(), values.data(), values.size());
+  }
+  EXPECT_TRUE(SameBits(a.state().mean, b.state().mean));
+  EXPECT_TRUE(SameBits(a.state().cov, b.state().cov));
+  EXPECT_EQ(a.state().sigma, b.state().sigma);
+}
+
+TEST(CMAES, TellSolutionsOfTheAskedRowsIsTellBitForBit) {
+  ExpectTellSolutionsOfTheAskedRowsIsTell<CMAES>();
+  ExpectTellSolutionsOfTheAskedRowsIsTell<SepCMAES>();
+}
+
+TEST(SepCMAES, RepairedRowsGiveTheirClippedStepToTheMean) {
+  // Generation 0: C = I, so z = y = (x - m) / sigma.
+  const std::size_t n = 4;
+  SepCMAES es(std::vector<double>(n, 0.0), 0.5);
+  std::vector<double> x = es.ask();
+  const std::size_t lambda = es.population_size();
+  x[0] = 100.0;                  // far away, told best: its step is clipped
+  x[1 * n + 2] += 0.01;          // near: kept as told
+  std::vector<double> values(lambda);
+  for (std::size_t k = 0; k < lambda; ++k) values[k] = static_cast<double>(k);
+  std::vector<double> y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] / 0.5;
+  const double dn = static_cast<double>(n);
+  const double upper = std::sqrt(dn) + 2.0 * dn / (dn + 2.0);  // pycma's repair_genotype
+  const double len = std::sqrt(Sphere(y.data(), n));
+  for (std::size_t i = 0; i < n; ++i) y[i] *= upper / len;
+  std::vector<double> want(n, 0.0);
+  for (std::size_t r = 0; r < es.params().mu; ++r) {
+    for (std::size_t i = 0; i < n; ++i) want[i] += 0.5 * es.params().weights[r] * y[r * n + i];
+  }
+  es.tell_solutions(x.data(), values.data(), lambda);
+  for (std::size_t i = 0; i < n; ++i) EXPECT_NEAR(es.state().mean[i], want[i], 1e-14) << i;
+  EXPECT_EQ(es.best_solution(), std::vector<double>(x.begin(), x.begin() + n));  // the told solution
+  std::vector<double> bad = x;
+  bad[3] = std::numeric_limits<double>::infinity();
+  es.ask();
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { es.tell_solutions(bad.data(), values.data(), lambda); }),
+            "solutions[0][3] must be finite, got inf");
+}
+
+TEST(CMAES, InjectedSolutionsComeFirstInTheNextAsk) {
+  const std::size_t n = 5;
+  CMAES es(std::vector<double>(n, 0.0), 1.0);
+  Optimize(es, Sphere, 3);
+  const std::vector<double> m = es.state().mean;
+  const double sigma = es.state().sigma;
+  std::vector<double> near = m, far = m;
+  near[0] += 0.1 * sigma;   // short step: kept as it is
+  far[1] += 1e3 * sigma;    // long step: rescaled to the member's chi length
+  std::vector<double> both = near;
+  both.insert(both.end(), far.begin(), far.end());
+  es.inject(both.data(), 2);
+  EXPECT_EQ(es.pending_injections(), 2u);
+  const std::vector<double> x = es.ask();
+  EXPECT_EQ(es.num_injected(), 2u);
+  EXPECT_EQ(es.pending_injections(), 0u);
+  EXPECT_EQ(std::vector<double>(x.begin(), x.begin() + n), near);
+  // Row 1: on the ray from m through `far`, at the Mahalanobis length of its key's normals.
+  {
+    std::vector<float> f(n);
+    fill_gaussian(0, static_cast<std::uint64_t>(es.keys()[1]), 0, f.data(), n);
+    double z2 = 0;
+    for (float v : f) z2 += static_cast<double>(v) * static_cast<double>(v);
+    const std::vector<double>& ev = es.state().eigenvalues;
+    const std::vector<double>& bt = es.state().eigenvectors;
+    double w2 = 0;  // ||D^-1 B^T (x_1 - m) / sigma||
+    for (std::size_t j = 0; j < n; ++j) {
+      double dot = 0;
+      for (std::size_t i = 0; i < n; ++i) dot += bt[j * n + i] * (x[n + i] - m[i]) / sigma;
+      w2 += dot * dot / ev[j];
+    }
+    EXPECT_NEAR(std::sqrt(w2), std::sqrt(z2), 1e-9);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i != 1) EXPECT_NEAR(x[n + i], m[i], 1e-12) << i;
+    }
+    EXPECT_GT(x[n + 1], m[1]);
+  }
+  for (std::size_t k = 2; k < es.population_size(); ++k) {  // the others: sampled as usual
+    EXPECT_TRUE(SameBits(es.regenerate(es.keys()[k]), std::vector<double>(x.begin() + k * n, x.begin() + (k + 1) * n)));
+  }
+  // More injections than members wait for the next ask.
+  std::vector<double> many(n * (es.population_size() + 3), 0.25);
+  es.inject(many.data(), es.population_size() + 3);
+  std::vector<double> values(es.population_size(), 1.0);
+  es.tell(values.data(), values.size());
+  es.ask();
+  EXPECT_EQ(es.num_injected(), es.population_size());
+  EXPECT_EQ(es.pending_injections(), 3u);
+}
+
+// ---- integer variables: CMA-ES with margin ----------------------------------------
+
+// Pr(N(0, 1) > t).
+double UpperTail(double t) { return 0.5 * std::erfc(t / std::sqrt(2.0)); }
+
+TEST(CMAES, IntegerCoordinatesAreIntegralAndKeepTheirMargin) {
+  const std::size_t n = 6;
+  CMAESOptions o;
+  o.integer_variables = {1, 3, 5};
+  o.lower.assign(n, -std::numeric_limits<double>::infinity());
+  o.upper.assign(n, std::numeric_limits<double>::infinity());
+  o.lower[5] = 0.0;  // binary
+  o.upper[5] = 1.0;
+  o.seed = 2;
+  CMAES es(std::vector<double>(n, 0.3), 1.0, o);
+  const double alpha = 1.0 / (static_cast<double>(n) * static_cast<double>(es.population_size()));
+  EXPECT_DOUBLE_EQ(es.margin(), alpha);
+  auto f = [](const double* x, std::size_t) {  // optimum (0.5, 2, 0, -3, 0, 1)
+    return (x[0] - 0.5) * (x[0] - 0.5) + (x[1] - 2) * (x[1] - 2) + x[2] * x[2] + (x[3] + 3) * (x[3] + 3) +
+           x[4] * x[4] + (1 - x[5]);
+  };
+  bool corrected = false;
+  for (int g = 0; g < 300; ++g) {
+    const std::vector<double> x = es.ask();
+    for (std::size_t k = 0; k < es.population_size(); ++k) {
+      for (std::size_t i : {1, 3, 5}) EXPECT_EQ(x[k * n + i], std::round(x[k * n + i]));
+      EXPECT_TRUE(x[k * n + 5] == 0.0 || x[k * n + 5] == 1.0);
+    }
+    std::vector<double> v(es.population_size());
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = f(x.data() + k * n, n);
+    es.tell(v.data(), v.size());
+    // After each tell: each integer coordinate leaves its integer with
+    // probability >= alpha (alpha / 2 per side inside the range).
+    const CMAState& s = es.state();
+    for (std::size_t i : {1, 3}) {
+      const double sd = s.sigma * s.affine[i] * std::sqrt(s.cov[i * n + i]);
+      const double k = std::ceil(s.mean[i] - 0.5);
+      EXPECT_GE(UpperTail((s.mean[i] - (k - 0.5)) / sd), 0.5 * alpha * (1 - 1e-9)) << g;
+      EXPECT_GE(UpperTail((k + 0.5 - s.mean[i]) / sd), 0.5 * alpha * (1 - 1e-9)) << g;
+      if (s.affine[i] != 1.0) corrected = true;
+    }
+    const double sd5 = s.sigma * s.affine[5] * std::sqrt(s.cov[5 * n + 5]);
+    EXPECT_GE(UpperTail(std::fabs(s.mean[5] - 0.5) / sd5), alpha * (1 - 1e-6)) << g;  // m - 1/2 cancels
+  }
+  EXPECT_TRUE(corrected);
+  EXPECT_LT(es.best_value(), 1e-12);  // the integer part exact
+  const std::vector<double> best = es.best_solution();
+  EXPECT_EQ(best[1], 2.0);
+  EXPECT_EQ(best[3], -3.0);
+  EXPECT_EQ(best[5], 1.0);
+}
+
+TEST(CMAES, IntegerOptionsAreValidated) {
+  CMAESOptions o;
+  o.integer_variables = {0, 4};
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { CMAES(std::vector<double>(3, 0.0), 1.0, o); }),
+            "integer_variables[1] = 4 is not a parameter index (num_params = 3)");
+  o.integer_variables = {1, 1};
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { CMAES(std::vector<double>(3, 0.0), 1.0, o); }),
+            "integer_variables[1] = 1 is repeated");
+  o.integer_variables = {0};
+  o.margin = 0.5;
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { CMAES(std::vector<double>(3, 0.0), 1.0, o); }),
+            "margin must be in [0, 0.5), got 0.5");
+  o.margin.reset();
+  o.lower = {0.2, -1, -1};
+  o.upper = {0.8, 1, 1};
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { CMAES(std::vector<double>{0.5, 0, 0}, 1.0, o); }),
+            "integer variable 0 has no integer within its bounds [0.2, 0.8]");
 }
 
 }  // namespace

@@ -8,6 +8,9 @@ supplies small hooks:
 - ``_ask()``: the solutions to evaluate, float64 [k, num_params];
 - ``_tell(values)``: update from their f-values (checked, NaN handled, in
   the order of ``_ask``); validate before changing anything;
+- ``_tell_solutions(solutions, values)`` (strategies with
+  ``_learns_from_told_solutions``): the same when some told solutions
+  differ from the asked ones;
 - ``_stop()``: the strategy's own termination criteria that fired;
 - ``_result()``: an :class:`OptimizeResult` (its ``stop`` is filled in here);
 - ``iterations``: generations so far (``optimize(max_iterations=...)``).
@@ -122,6 +125,9 @@ class AskTellStrategy:
     _ask_returns_copy = False
     #: Whether +-inf f-values can be handled (else ValueError naming them).
     _accepts_infinite = True
+    #: Whether tell() takes solutions other than those of ask() (repaired,
+    #: as pycma's CMA-ES): they go to _tell_solutions; else ValueError.
+    _learns_from_told_solutions = False
 
     def __init__(self, num_params: int, nan_policy: str):
         if nan_policy not in NAN_POLICIES:
@@ -139,6 +145,11 @@ class AskTellStrategy:
         raise NotImplementedError
 
     def _tell(self, values: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _tell_solutions(self, solutions: np.ndarray, values: np.ndarray) -> None:
+        """_tell for told solutions of which some differ from _ask's (only with
+        _learns_from_told_solutions)."""
         raise NotImplementedError
 
     def _stop(self) -> Dict[str, Any]:
@@ -206,8 +217,9 @@ class AskTellStrategy:
              constraints: Optional[Union[np.ndarray, Sequence[Sequence[float]]]] = None) -> None:
         """Updates the strategy with the f-values (minimised) of the solutions of the last ask().
 
-        `solutions` must be those ask() returned, in the same order; `values`
-        holds one f-value per solution. NaN values follow nan_policy: 'error'
+        `solutions` must be those ask() returned, in the same order (CMA-ES:
+        or repaired versions of them, see its class); `values` holds one
+        f-value per solution. NaN values follow nan_policy: 'error'
         raises ValueError naming them, 'worst' gives them the worst value of
         the batch with a RuntimeWarning naming them.
 
@@ -229,7 +241,7 @@ class AskTellStrategy:
         if x.shape != asked.shape:
             raise ValueError(w.shape.format(got=x.shape, want=asked.shape))
         differ = np.flatnonzero(np.any(x != asked, axis=1))
-        if differ.size:
+        if differ.size and not self._learns_from_told_solutions:
             raise ValueError(w.differ.format(rows=differ.tolist(), first=int(differ[0]), name=name))
         if not self._accepts_infinite:
             inf = _rows(np.isinf(v))
@@ -248,7 +260,10 @@ class AskTellStrategy:
         if constraints is not None or self._constraints is not None:  # rank by the AL instead
             v, handler = ConstraintHandler.told(self._constraints, constraints, x, v, nan,
                                                 self._num_params, self._tells)
-        self._tell(v)  # raises before changing anything
+        if differ.size:
+            self._tell_solutions(x, v)  # raises before changing anything
+        else:
+            self._tell(v)
         self._constraints = handler
         self._tells += 1
         self._asked = None

@@ -3,6 +3,7 @@
     es = evokit.CMAES(x0, sigma0)
     while not es.stop():
         X = es.ask()                          # [population_size, num_params] float64
+        X = [np.clip(x, lo, hi) for x in X]   # optional: repaired solutions are fine
         es.tell(X, [f(x) for x in X])
     print(es.result.xbest, es.result.fbest)
 
@@ -31,6 +32,15 @@ from .asktell import AskTellStrategy, OptimizeResult
 __all__ = ["CMAES", "SepCMAES"]
 
 
+def _indices(integer_variables) -> np.ndarray:
+    idx = np.asarray(integer_variables)
+    if idx.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
+        raise ValueError(f"integer_variables must be a sequence of parameter indices, got {integer_variables!r}")
+    return idx.astype(np.int64)
+
+
 def _bounds(bounds, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
     if bounds is None:
         return None, None
@@ -52,8 +62,8 @@ class _CMABlackBox(AskTellStrategy):
                  bounds=None, max_evaluations: int | None = None, ftarget: float | None = None,
                  tolfun: float = 1e-11, tolfunhist: float = 1e-12, tolx: float = 1e-11,
                  tolstagnation: int | None = None, conditioncov: float = 1e14, tolupsigma: float = 1e20,
-                 restarts: int = 0, restart_strategy: str = "ipop", nan_policy: str = "error",
-                 num_threads: int = 1):
+                 restarts: int = 0, restart_strategy: str = "ipop", integer_variables=None,
+                 margin: float | None = None, nan_policy: str = "error", num_threads: int = 1):
         x0 = np.asarray(x0, dtype=np.float64)
         if x0.ndim != 1:
             raise ValueError(f"x0 must be a 1-D array of the initial solution, got shape {x0.shape}")
@@ -64,14 +74,36 @@ class _CMABlackBox(AskTellStrategy):
             max_evaluations=max_evaluations, ftarget=-math.inf if ftarget is None else float(ftarget),
             tolfun=tolfun, tolfunhist=tolfunhist, tolx=tolx, tolstagnation=tolstagnation,
             conditioncov=conditioncov, tolupsigma=tolupsigma, restarts=restarts,
-            restart_strategy=restart_strategy, num_threads=num_threads)
+            restart_strategy=restart_strategy,
+            integer_variables=None if integer_variables is None else _indices(integer_variables),
+            margin=None if margin is None else float(margin), num_threads=num_threads)
 
     # hooks
     def _ask(self) -> np.ndarray:
         return self._es.ask()
 
+    _learns_from_told_solutions = True
+
     def _tell(self, values: np.ndarray) -> None:
         self._es.tell(values)
+
+    def _tell_solutions(self, solutions: np.ndarray, values: np.ndarray) -> None:
+        self._es.tell_solutions(solutions, values)
+
+    def inject(self, solutions, force: bool = False) -> None:
+        """Queues solutions for the next ask()s, as pycma's inject: they replace the first
+        members of the next ask() (at most population_size per ask, the rest wait for the
+        following ones). Unless force, a step x - m longer than sqrt(n) in Mahalanobis
+        norm is rescaled to a random chi_n length (pycma's default). In tell() they get
+        the Mahalanobis clipping of repaired solutions and no negative (active) weight.
+        Call it before ask() or after tell()."""
+        x = np.asarray(solutions, dtype=np.float64)
+        if x.ndim == 1:
+            x = x[None, :]
+        if x.ndim != 2 or x.shape[1] != self.num_params:
+            raise ValueError(f"method `inject` needs a list or array of solutions each of dimension "
+                             f"{self.num_params}, got shape {x.shape}")
+        self._es.inject(x, force=bool(force))
 
     def _stop(self) -> dict[str, Any]:
         return self._es.stop()
@@ -96,6 +128,16 @@ class _CMABlackBox(AskTellStrategy):
     @property
     def sigma(self) -> float:
         return float(self._es.get_state()["sigma"])
+
+    @property
+    def large_restarts(self) -> int:
+        """Restarts in the large-population regime (IPOP: all of them); BIPOP's restarts= counts these."""
+        return self._es.large_restarts
+
+    @property
+    def small_restarts(self) -> int:
+        """BIPOP's small-population restarts (not counted by restarts=, as in pycma)."""
+        return self._es.small_restarts
 
     @property
     def keys(self) -> np.ndarray:
@@ -127,14 +169,40 @@ class CMAES(_CMABlackBox):
         <= ftarget), tolfun, tolfunhist, tolx, tolstagnation (iterations;
         None: 100 + 100 n^1.5 / population_size), conditioncov, tolupsigma:
         termination criteria, reported by stop() under pycma's names.
-    restarts, restart_strategy: up to `restarts` restarts after a stop by
-        any criterion but maxfevals and ftarget; 'ipop' doubles the population
-        each time, 'bipop' alternates that with small populations and step
-        sizes (Hansen 2009).
+    restarts, restart_strategy: restarts after a stop by any criterion but
+        maxfevals and ftarget. 'ipop': up to `restarts` restarts, each
+        doubling the population. 'bipop' (Hansen 2009) alternates those
+        large-population restarts with small-population ones of smaller step
+        sizes; as in pycma's ``fmin(..., restarts=R, bipop=True)``, only the
+        large restarts are counted: the run ends when the R-th large restart
+        stops (see large_restarts / small_restarts), and a small run has at
+        most 0.5 * (evaluations of the large runs) / its population size
+        iterations (stop() name 'maxiter' in core.restart_history).
+    integer_variables: indices of integer coordinates (CMA-ES with margin,
+        Hamano et al., GECCO 2022, arXiv:2205.13482): every solution of ask()
+        is integral there (the nearest integer, within the bounds if any);
+        the distribution stays continuous, and after each update the margin
+        correction of the mean and of a diagonal scaling A keeps the
+        probability of leaving the mean's integer at least `margin` per
+        coordinate, so the integer coordinates cannot freeze. Generations
+        in which no integer coordinate leaves its value have nearly equal
+        f-values: tolfun, tolfunhist and tolstagnation may then end a run
+        that the margin would still improve; set them to 0 / a large
+        number and use max_evaluations for long mixed-integer runs.
+    margin: the margin alpha in [0, 0.5); None: the paper's 1 / (n *
+        population_size); 0: rounding only (plain CMA-ES on the encoded
+        function).
     nan_policy: 'error' (ValueError) or 'worst' (RuntimeWarning; NaN members
         get the population's worst value).
     num_threads: OpenMP threads of the core (sampling, covariance update,
         eigendecomposition); results do not depend on it.
+
+    A drop-in for pycma's ask/tell loop: tell() takes repaired solutions
+    (clipped into bounds, rounded, replaced) as pycma does. Rows equal to
+    ask()'s are used exactly as sampled; the others define the step
+    y = (x - mean) / sigma that the update uses, its Mahalanobis norm
+    clipped at sqrt(n) + 2 n / (n + 2) (pycma's repair_genotype). inject()
+    proposes outside solutions for the next ask() (pycma's inject).
     """
 
     _core_class = _core.CMAES
@@ -142,6 +210,7 @@ class CMAES(_CMABlackBox):
 
 class SepCMAES(_CMABlackBox):
     """Separable CMA-ES (Ros & Hansen 2008): a diagonal covariance matrix, linear time and
-    memory per sample, for high dimensions. Options as CMAES."""
+    memory per sample, for high dimensions. Options, repaired solutions in tell(),
+    inject() and integer_variables as CMAES."""
 
     _core_class = _core.SepCMAES

@@ -36,6 +36,36 @@
 // reflection at it. T is the identity inside the box, continuous and
 // piecewise linear. CMA updates use the unbounded x.
 //
+// Told solutions other than the asked ones (pycma's semantics). tell_solutions
+// takes the solutions that were evaluated: a row equal (bit for bit) to its
+// row of ask() is updated with the sampled z and y, exactly as tell(); a row
+// that differs (clipped into bounds, rounded, replaced) is taken as a point of
+// the unbounded space, y = (x - m) / sigma (an integer coordinate also / A_i),
+// z = D^-1 B^T y, and its step is then clipped in Mahalanobis norm:
+//   ||z|| <= sqrt(n) + 2 n / (n + 2),  z, y scaled by that / ||z|| if larger,
+// the rule of pycma's CMAEvolutionStrategy.repair_genotype (pycma 4.x,
+// evolution_strategy.py, applied in tell to the solutions it did not hand
+// out). inject() queues solutions that replace the first members of the next
+// ask() (at most population_size per ask; the rest wait for the following
+// ones), as pycma's inject: unless forced, y = (x - m) / sigma is kept when
+// ||z|| <= sqrt(n) and otherwise rescaled to the length ||z_k|| of the
+// member's own normals (pycma's CMA_injections_threshold_keep_len = 1 and
+// _random_rescaling_factor_to_mahalanobis_size). In tell, injected members
+// get the clipping above, and a negative recombination weight of theirs is
+// set to 0 (pycma's CMA_active_injected = 0: no active update from them).
+//
+// Integer variables (CMA-ES with margin): R. Hamano, S. Saito, M. Nomura,
+// S. Shirakawa, "CMA-ES with Margin: Lower-Bounding Marginal Probability for
+// Mixed-Integer Black-Box Optimization", GECCO 2022, arXiv:2205.13482. The
+// distribution N(m, sigma^2 C) stays continuous; a diagonal A (1 for the
+// continuous coordinates) scales the integer ones before the encoding: the
+// solution handed out has v_i = m_i + A_i sigma y_i, encoded to the integer
+// whose cell (k - 1/2, k + 1/2] holds v_i, clamped to the integers within the
+// bounds (no mirror reflection on integer coordinates). The CMA update uses
+// the continuous y; after it, the margin correction (cma_margin.cc) keeps the
+// marginal probability of leaving m's integer at least alpha (default
+// 1 / (n lambda)).
+//
 // Threads. Normals are drawn in parallel over members; y = B D z in parallel
 // over blocks of coordinates (all members at once, so B is read once per
 // generation); the rank-mu update in parallel over rows of C; the
@@ -85,8 +115,19 @@ struct CMAESOptions {
   bool noeffectcoord = true;   // "noeffectcoord": m_i == m_i + 0.2 sigma sqrt(C_ii) for an i
 
   // Restarts after a stop by any criterion but maxfevals and ftarget.
-  int restarts = 0;  // >= 0: the number of restarts allowed
+  // IPOP: the number of restarts allowed. BIPOP: the number of
+  // large-population (IPOP regime) restarts, as pycma's fmin(restarts=R,
+  // bipop=True): the small-population runs in between are not counted, and
+  // the optimisation ends when the R-th large run stops.
+  int restarts = 0;  // >= 0
   RestartStrategy restart_strategy = RestartStrategy::kIPOP;
+
+  // Indices of the integer coordinates (CMA-ES with margin); distinct, < n.
+  // A bounded integer coordinate needs an integer within its bounds.
+  std::vector<std::size_t> integer_variables;
+  // The margin alpha, in [0, 0.5); nullopt: 1 / (n lambda) of the current
+  // run (the paper's default); 0: rounding only, no margin correction.
+  std::optional<double> margin;
 
   int num_threads = 1;  // >= 1
 };
@@ -142,6 +183,9 @@ struct CMAState {
   std::vector<double> eigenvectors;
   std::int64_t generation = 0;        // g: generations told in the current run
   std::int64_t eigen_generation = 0;  // the g of the last decomposition
+  // The diagonal of the margin's A (Hamano et al. 2022): n entries, 1 for the
+  // continuous coordinates. set_state: empty means all ones.
+  std::vector<double> affine;
 };
 
 // The shared bookkeeping of CMAES and SepCMAES.
@@ -165,6 +209,20 @@ class CMABase {
   // std::invalid_argument for a wrong count or a NaN (naming the index);
   // the state is unchanged then.
   void tell(const double* values, std::size_t count);
+  // The same with the solutions that were evaluated (row-major, count rows of
+  // num_params()): rows that differ from ask()'s are used as described in the
+  // header comment (pycma's repaired solutions). Throws as tell(), and
+  // std::invalid_argument for a non-finite entry of x (naming it).
+  void tell_solutions(const double* x, const double* values, std::size_t count);
+  // Queues solutions (bounded space, row-major, count rows) for the next
+  // ask()s; force: use them as they are, without pycma's rescaling of long
+  // steps. Throws std::invalid_argument for a non-finite entry.
+  void inject(const double* x, std::size_t count, bool force = false);
+  // Injected solutions still waiting for an ask().
+  std::size_t pending_injections() const noexcept { return injections_.size(); }
+  // The first num_injected() rows of the last ask() were injected: their
+  // keys do not regenerate them (tell_keys cannot replay them).
+  std::size_t num_injected() const noexcept { return num_injected_; }
   // The same for members given by their keys (e.g. read from a log): the
   // samples are regenerated from the keys with the current state. Needs no
   // pending ask; count must equal population_size().
@@ -189,9 +247,17 @@ class CMABase {
   double best_value() const noexcept { return best_f_; }  // +inf before the first tell
   std::int64_t evaluations() const noexcept { return evaluations_; }  // total over restarts
   std::int64_t iterations() const noexcept { return iterations_; }    // generations, total
-  int restarts_done() const noexcept { return restart_; }
+  int restarts_done() const noexcept { return restart_; }  // all restarts
+  // BIPOP: restarts in the large (IPOP) regime and in the small one
+  // (IPOP: all restarts are large).
+  int large_restarts() const noexcept { return large_runs_; }
+  int small_restarts() const noexcept { return restart_ - large_runs_; }
+  // The margin alpha of the current run (0 without integer variables).
+  double margin() const noexcept { return margin_; }
   std::vector<double> mean_solution() const;  // T(m)
-  std::vector<double> stds() const;           // sigma * sqrt(C_ii), unbounded space
+  // sigma * sqrt(C_ii) (integer coordinates: sigma A_i sqrt(C_ii), the std of
+  // v_i before the encoding), unbounded space.
+  std::vector<double> stds() const;
 
   std::size_t num_params() const noexcept { return params_.num_params; }
   std::size_t population_size() const noexcept { return params_.population_size; }
@@ -209,7 +275,9 @@ class CMABase {
   // eigen_generation = generation. Drops a pending ask.
   void set_state(const CMAState& state);
 
-  // The bound transformation T (identity when unbounded), in place.
+  // The bound transformation T (identity when unbounded) and the integer
+  // encoding (integer coordinates: the nearest integer within the bounds),
+  // in place.
   void to_bounds(double* x) const noexcept;
 
  protected:
@@ -236,6 +304,9 @@ class CMABase {
   virtual void check_axes(std::map<std::string, double>& stop) const = 0;
   // sqrt(C_ii).
   virtual double coord_std(std::size_t i) const noexcept = 0;
+  // z = D^-1 B^T y (sep: y / sqrt(diag C)) with the decomposition used for
+  // sampling: the inverse of sample_y, for one member.
+  virtual void to_z(const double* y, double* z) const = 0;
 
   int threads_for(double work) const noexcept;
 
@@ -247,9 +318,20 @@ class CMABase {
   void sample_z(const std::int64_t* keys, double* z, std::size_t count) const;
   void sample_population();
   void materialize_population();
-  void update(const double* z, const double* y, const double* values);
+  void place_injections();
+  // x = the solution of step y (the bound transformation, A and the encoding).
+  void solution_of(const double* y, double* x) const;
+  // y = the step of solution x (bounded space), z = D^-1 B^T y, clipped.
+  void step_of(const double* x, double* y, double* z) const;
+  // Scales z and y so that ||z|| <= sqrt(n) + 2 n / (n + 2) (pycma's repair_genotype).
+  void clip_step(double* y, double* z) const;
+  void tell_rows(const double* x, const double* values);
+  void update(const double* z, const double* y, const double* x, const double* values,
+              const std::vector<bool>& no_active);
+  void margin_correction();  // cma_margin.cc
   void check_termination();
   void restart();
+  void set_margin();
 
   std::vector<double> x0_;
   double sigma0_;
@@ -262,6 +344,15 @@ class CMABase {
   std::vector<double> z_;
   std::vector<double> y_;
   std::vector<double> solutions_;
+  std::size_t num_injected_ = 0;  // the first rows of the last ask() that were injected
+  struct Injection {
+    std::vector<double> x;
+    bool force;
+  };
+  std::deque<Injection> injections_;
+  std::vector<bool> is_integer_;        // n entries
+  std::vector<double> int_lo_, int_hi_;  // the integer range of an integer coordinate (+-inf)
+  double margin_ = 0;
   bool pending_ = false;
   bool sampled_ = false;  // z_/y_/solutions_ hold the current generation
 
@@ -285,6 +376,9 @@ class CMABase {
   std::int64_t budget_small_ = 0;
   bool run_is_small_ = false;
   std::int64_t run_start_evaluations_ = 0;
+  // A small run's iteration limit, 0.5 budget_large / lambda (pycma's fmin
+  // with bipop); 0: none.
+  std::int64_t run_max_iterations_ = 0;
 };
 
 // Full-covariance CMA-ES: O(n^2) time per sample and memory.
@@ -301,6 +395,7 @@ class CMAES final : public CMABase {
   void check_and_decompose(CMAState& state) const override;
   void check_axes(std::map<std::string, double>& stop) const override;
   double coord_std(std::size_t i) const noexcept override;
+  void to_z(const double* y, double* z) const override;
   void decompose(CMAState& state) const;
 };
 
@@ -318,6 +413,7 @@ class SepCMAES final : public CMABase {
   void check_and_decompose(CMAState& state) const override;
   void check_axes(std::map<std::string, double>& stop) const override;
   double coord_std(std::size_t i) const noexcept override;
+  void to_z(const double* y, double* z) const override;
 };
 
 }  // namespace evokit
