@@ -21,7 +21,7 @@ from . import evokit_pb2 as proto
 from ._core import __version__
 from .agent import ESAgent, SamplingInfo
 from .blackbox.cmaes import CMAES, SepCMAES
-from .blackbox.distribution import SNES
+from .blackbox.distribution import ARS, CEM, LMMAES, PGPE, SNES
 from .blackbox.ga import GA
 from .blackbox.openes import OpenES
 from .config import load_config, parse_config
@@ -33,7 +33,7 @@ from .policy.onnx_policy import OnnxPolicy
 from .training.loop import TrainResult, train
 
 __all__ = [
-    "CMAES", "SepCMAES", "SNES",
+    "CMAES", "SepCMAES", "SNES", "LMMAES", "PGPE", "CEM", "ARS",
     "ConfigError", "ESAgent", "EvoKitConfig", "GA", "OpenES", "ModelError", "NativePolicy", "OnnxPolicy", "SamplingInfo",
     "SolverFileError", "__version__", "init_model", "load_config", "parse_config", "policy_for_env",
     "proto", "train", "TrainResult",

@@ -234,6 +234,26 @@ double option_in(const OptionSet& o, const std::string& prefix, const std::strin
   return v;
 }
 
+std::size_t log_population(std::size_t n) {
+  return 4 + static_cast<std::size_t>(std::floor(3.0 * std::log(static_cast<double>(n))));
+}
+
+const std::vector<double>& finite_entry(const SolverState& state, const std::string& prefix,
+                                        const std::string& name, std::size_t n, bool positive) {
+  const std::vector<double>& v = state.double_array(prefix + name, n);
+  for (std::size_t j = 0; j < v.size(); ++j) {
+    if (positive && !(std::isfinite(v[j]) && v[j] > 0)) {
+      throw std::invalid_argument("state entry '" + prefix + name + "'[" + std::to_string(j) +
+                                  "] must be > 0 and finite, got " + format_g(v[j]));
+    }
+    if (!std::isfinite(v[j])) {
+      throw std::invalid_argument("state entry '" + prefix + name + "'[" + std::to_string(j) +
+                                  "] is " + format_g(v[j]));
+    }
+  }
+  return v;
+}
+
 }  // namespace detail
 
 // ---- the registry ----------------------------------------------------------------
@@ -241,7 +261,7 @@ double option_in(const OptionSet& o, const std::string& prefix, const std::strin
 const DistributionFamily& distribution_family(const std::string& name) {
   std::string known;
   for (const DistributionFamily& f : distribution_families()) {
-    if (name == f.name || name == f.sampling_type) return f;
+    if (name == f.name || (f.sampling_type != nullptr && name == f.sampling_type)) return f;
     known += (known.empty() ? "" : ", ") + std::string(f.name);
   }
   throw std::invalid_argument("unknown distribution strategy '" + name + "', expected one of " +

@@ -13,6 +13,10 @@ namespace evokit {
 // One per family, defined in the family's source file, listed in
 // distribution_registry.cc.
 DistributionFamily snes_family();
+DistributionFamily lmmaes_family();
+DistributionFamily pgpe_family();
+DistributionFamily cem_family();
+DistributionFamily ars_family();
 
 namespace detail {
 
@@ -36,6 +40,16 @@ CommonDistributionOptions common_distribution_options(const OptionSet& o, const 
 // in (0, 1], got 2" otherwise.
 double option_in(const OptionSet& o, const std::string& prefix, const std::string& name,
                  double low, double high, bool low_open, bool high_open, bool zero_default);
+
+// 4 + floor(3 ln n): the population size of CMA-ES, SNES, LM-MA-ES.
+std::size_t log_population(std::size_t n);
+
+// The state entry prefix + name of n doubles, checked: every value finite
+// (positive: > 0 and finite). std::invalid_argument "state entry
+// '<prefix><name>'[j] ..." otherwise.
+const std::vector<double>& finite_entry(const SolverState& state, const std::string& prefix,
+                                        const std::string& name, std::size_t n,
+                                        bool positive = false);
 
 }  // namespace detail
 }  // namespace evokit

@@ -8,6 +8,10 @@ namespace evokit {
 const std::vector<DistributionFamily>& distribution_families() {
   static const std::vector<DistributionFamily> families = {
       snes_family(),
+      lmmaes_family(),
+      pgpe_family(),
+      cem_family(),
+      ars_family(),  // ask/tell only (sampling_type nullptr): the policy family is ARS_SAMPLING
   };
   return families;
 }
