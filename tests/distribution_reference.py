@@ -201,3 +201,21 @@ def assert_same_for_threads_and_pickling(make_with_threads, generations=6):
         other = run_means(lambda: make_with_threads(threads), generations, f, pickle_at)
         for a, b in zip(base, other):
             np.testing.assert_array_equal(a, b)
+
+
+def assert_state_entry_refused(es, entries, entry, value, message):
+    """es's state (after one generation) holds exactly `entries`; with
+    `entry` replaced by `value` load_state refuses it with `message` and
+    the strategy is unchanged."""
+    import pytest
+    from evokit import _core
+    X = es.ask()
+    es.tell(X, (X ** 2).sum(axis=1))
+    state = es.state()
+    assert sorted(state.doubles) == sorted(entries)
+    doubles = state.doubles
+    doubles[entry] = np.asarray(value, dtype=float)
+    before = es.ask().copy()
+    with pytest.raises(ValueError, match=message):
+        es.load_state(_core.SolverState(state.family, doubles=doubles, ints=state.ints))
+    np.testing.assert_array_equal(es.ask(), before)

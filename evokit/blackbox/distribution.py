@@ -287,8 +287,9 @@ class ARS(DistributionES):
     theta += step_size / (b sigma_R) sum (r+ - r-) delta.
 
     sigma0: nu, the exploration noise (fixed).
-    step_size: alpha (0.02). With a fixed step ARS converges to a
-        neighbourhood of the optimum whose size scales with step_size and nu.
+    step_size: alpha (0.02). sigma_R normalises the rewards, so the step's
+        size is set by alpha and by how the reward differences compare
+        with their spread.
     top_directions: b (None: all population_size / 2 directions).
     population_size: even; None is 4 + floor(3 ln n) rounded up to even.
     The policy counterpart is ARS_SAMPLING (the trainer's GaussianSolver with

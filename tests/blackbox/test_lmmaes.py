@@ -8,7 +8,6 @@ import pytest
 
 import distribution_reference as ref
 import evokit
-from evokit import _core
 
 
 def rosenbrock(x):
@@ -109,16 +108,10 @@ def test_a_run_is_the_same_for_any_thread_count_and_after_pickling():
 
 
 def test_state_refusals():
-    es = evokit.LMMAES(np.zeros(4), 1.0, seed=3)
-    X = es.ask()
-    es.tell(X, (X ** 2).sum(axis=1))
-    state = es.state()
-    assert sorted(state.doubles) == ["lmmaes.directions", "lmmaes.mean", "lmmaes.path",
-                                     "lmmaes.sigma"]
-    doubles = state.doubles
-    doubles["lmmaes.sigma"] = np.array([0.0])
-    with pytest.raises(ValueError, match=r"state entry 'lmmaes.sigma'\[0\] must be > 0 and finite, got 0"):
-        es.load_state(_core.SolverState("LMMAES", doubles=doubles, ints=state.ints))
+    ref.assert_state_entry_refused(
+        evokit.LMMAES(np.zeros(4), 1.0, seed=3),
+        ["lmmaes.directions", "lmmaes.mean", "lmmaes.path", "lmmaes.sigma"], "lmmaes.sigma", [0.0],
+        r"state entry 'lmmaes.sigma'\[0\] must be > 0 and finite, got 0")
 
 
 @pytest.mark.parametrize("kwargs,message", [
