@@ -21,7 +21,7 @@ from . import evokit_pb2 as proto
 from ._core import __version__
 from .agent import ESAgent, SamplingInfo
 from .blackbox.cmaes import CMAES, SepCMAES
-from .blackbox.distribution import CRFMNES, SNES, XNES
+from .blackbox.distribution import ARS, CEM, CRFMNES, LMMAES, PGPE, SNES, XNES
 from .blackbox.ga import GA
 from .blackbox.nsga2 import NSGA2
 from .blackbox.openes import OpenES
@@ -34,7 +34,7 @@ from .policy.onnx_policy import OnnxPolicy
 from .training.loop import TrainResult, train
 
 __all__ = [
-    "CMAES", "SepCMAES", "SNES", "XNES", "CRFMNES", "NSGA2",
+    "CMAES", "SepCMAES", "SNES", "XNES", "CRFMNES", "LMMAES", "PGPE", "CEM", "ARS", "NSGA2",
     "ConfigError", "ESAgent", "EvoKitConfig", "GA", "OpenES", "ModelError", "NativePolicy", "OnnxPolicy", "SamplingInfo",
     "SolverFileError", "__version__", "init_model", "load_config", "parse_config", "policy_for_env",
     "proto", "train", "TrainResult",

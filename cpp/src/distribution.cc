@@ -252,6 +252,21 @@ void require_positive_entries(const std::vector<double>& values, const std::stri
   }
 }
 
+std::size_t log_population(std::size_t n) {
+  return 4 + static_cast<std::size_t>(std::floor(3.0 * std::log(static_cast<double>(n))));
+}
+
+const std::vector<double>& finite_entry(const SolverState& state, const std::string& prefix,
+                                        const std::string& name, std::size_t n, bool positive) {
+  const std::vector<double>& v = state.double_array(prefix + name, n);
+  if (positive) {
+    require_positive_entries(v, prefix + name);
+  } else {
+    require_finite_entries(v, prefix + name);
+  }
+  return v;
+}
+
 }  // namespace detail
 
 // ---- the registry ----------------------------------------------------------------
@@ -259,7 +274,7 @@ void require_positive_entries(const std::vector<double>& values, const std::stri
 const DistributionFamily& distribution_family(const std::string& name) {
   std::string known;
   for (const DistributionFamily& f : distribution_families()) {
-    if (name == f.name || name == f.sampling_type) return f;
+    if (name == f.name || (f.sampling_type != nullptr && name == f.sampling_type)) return f;
     known += (known.empty() ? "" : ", ") + std::string(f.name);
   }
   throw std::invalid_argument("unknown distribution strategy '" + name + "', expected one of " +

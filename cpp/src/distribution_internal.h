@@ -16,6 +16,10 @@ namespace evokit {
 DistributionFamily snes_family();
 DistributionFamily xnes_family();
 DistributionFamily crfmnes_family();
+DistributionFamily lmmaes_family();
+DistributionFamily pgpe_family();
+DistributionFamily cem_family();
+DistributionFamily ars_family();
 
 namespace detail {
 
@@ -45,6 +49,15 @@ double option_in(const OptionSet& o, const std::string& prefix, const std::strin
 // ("state entry 'xnes.sigma'[0] must be > 0 and finite, got -1").
 void require_finite_entries(const std::vector<double>& values, const std::string& name);
 void require_positive_entries(const std::vector<double>& values, const std::string& name);
+// 4 + floor(3 ln n): the population size of CMA-ES, SNES, LM-MA-ES.
+std::size_t log_population(std::size_t n);
+
+// The state entry prefix + name of n doubles, checked: every value finite
+// (positive: > 0 and finite). std::invalid_argument "state entry
+// '<prefix><name>'[j] ..." otherwise.
+const std::vector<double>& finite_entry(const SolverState& state, const std::string& prefix,
+                                        const std::string& name, std::size_t n,
+                                        bool positive = false);
 
 }  // namespace detail
 }  // namespace evokit

@@ -10,6 +10,10 @@ const std::vector<DistributionFamily>& distribution_families() {
       snes_family(),
       xnes_family(),
       crfmnes_family(),
+      lmmaes_family(),
+      pgpe_family(),
+      cem_family(),
+      ars_family(),  // ask/tell only (sampling_type nullptr): the policy family is ARS_SAMPLING
   };
   return families;
 }

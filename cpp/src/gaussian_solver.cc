@@ -353,6 +353,32 @@ void GaussianSolver::set_center(const std::vector<float>& params) {
 
 // ---- ARS --------------------------------------------------------------------
 
+ArsSelection ars_select(const std::vector<double>& r_plus, const std::vector<double>& r_minus,
+                        std::size_t b) {
+  const std::size_t k = r_plus.size();
+  b = std::min(b, k);
+  std::vector<std::size_t> order(k);
+  for (std::size_t j = 0; j < k; ++j) order[j] = j;
+  auto score = [&](std::size_t j) { return std::max(r_plus[j], r_minus[j]); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t c) { return score(a) > score(c); });
+  order.resize(b);
+  // sigma_R: the (population) standard deviation of the 2b rewards used.
+  double mean = 0.0;
+  for (std::size_t j = 0; j < b; ++j) mean += r_plus[order[j]] + r_minus[order[j]];
+  mean /= static_cast<double>(2 * b);
+  double var = 0.0;
+  for (std::size_t j = 0; j < b; ++j) {
+    const double dp = r_plus[order[j]] - mean, dm = r_minus[order[j]] - mean;
+    var += dp * dp + dm * dm;
+  }
+  ArsSelection out;
+  out.sigma_r = std::sqrt(var / static_cast<double>(2 * b));
+  if (!(out.sigma_r > 0.0)) out.sigma_r = 1.0;  // every reward equal: every difference is 0
+  out.top = std::move(order);
+  return out;
+}
+
 std::vector<float> ars_weights(const std::vector<SamplingInfo>& infos,
                                const std::vector<std::int64_t>& keys, const std::vector<float>& r,
                                int top_directions, double sigma, std::size_t* num_pairs) {
@@ -389,24 +415,14 @@ std::vector<float> ars_weights(const std::vector<SamplingInfo>& infos,
   const std::size_t k = pairs.size();
   const std::size_t b = top_directions <= 0 ? k
                                             : std::min(k, static_cast<std::size_t>(top_directions));
-  std::vector<std::size_t> order(k);
-  for (std::size_t j = 0; j < k; ++j) order[j] = j;
-  auto score = [&](std::size_t j) { return std::max(r[pairs[j].plus], r[pairs[j].minus]); };
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t c) { return score(a) > score(c); });
-  // sigma_R: the (population) standard deviation of the 2b rewards used.
-  double mean = 0.0;
-  for (std::size_t j = 0; j < b; ++j) {
-    mean += static_cast<double>(r[pairs[order[j]].plus]) + r[pairs[order[j]].minus];
+  std::vector<double> r_plus(k), r_minus(k);
+  for (std::size_t j = 0; j < k; ++j) {
+    r_plus[j] = static_cast<double>(r[pairs[j].plus]);
+    r_minus[j] = static_cast<double>(r[pairs[j].minus]);
   }
-  mean /= static_cast<double>(2 * b);
-  double var = 0.0;
-  for (std::size_t j = 0; j < b; ++j) {
-    const double dp = r[pairs[order[j]].plus] - mean, dm = r[pairs[order[j]].minus] - mean;
-    var += dp * dp + dm * dm;
-  }
-  double sigma_r = std::sqrt(var / static_cast<double>(2 * b));
-  if (!(sigma_r > 0.0)) sigma_r = 1.0;  // every reward equal: every difference is 0
+  const ArsSelection selected = ars_select(r_plus, r_minus, b);
+  const std::vector<std::size_t>& order = selected.top;
+  const double sigma_r = selected.sigma_r;
   // descent_direction divides by n * sigma and multiplies by the sign, so a
   // pair's two weights +-h with h = (r+ - r-) * n * sigma / (2 b sigma_R)
   // contribute (r+ - r-) / (b sigma_R) * eps.

@@ -118,6 +118,24 @@ OptionSet DefaultOptions(const std::string& type) {
   o.set("sampling.crfmnes_sampling.sigma0", Real(0.1));
   o.set("sampling.crfmnes_sampling.learning_rate_mean", Real(1.0));
   o.set("sampling.crfmnes_sampling.seed", Int(1024));
+  o.set("sampling.lmmaes_sampling.sigma0", Real(0.1));
+  o.set("sampling.lmmaes_sampling.memory", Int(0));
+  o.set("sampling.lmmaes_sampling.c_sigma", Real(0.0));
+  o.set("sampling.lmmaes_sampling.damping", Real(2.0));
+  o.set("sampling.lmmaes_sampling.seed", Int(1024));
+  o.set("sampling.pgpe_sampling.sigma0", Real(0.1));
+  o.set("sampling.pgpe_sampling.optimizer", Text("CLIPUP"));
+  o.set("sampling.pgpe_sampling.center_learning_rate", Real(0.15));
+  o.set("sampling.pgpe_sampling.stdev_learning_rate", Real(0.1));
+  o.set("sampling.pgpe_sampling.stdev_max_change", Real(0.2));
+  o.set("sampling.pgpe_sampling.max_speed", Real(0.0));
+  o.set("sampling.pgpe_sampling.momentum", Real(0.9));
+  o.set("sampling.pgpe_sampling.seed", Int(1024));
+  o.set("sampling.cem_sampling.sigma0", Real(0.1));
+  o.set("sampling.cem_sampling.elite_ratio", Real(0.1));
+  o.set("sampling.cem_sampling.smoothing", Real(0.5));
+  o.set("sampling.cem_sampling.extra_variance", Real(0.0));
+  o.set("sampling.cem_sampling.seed", Int(1024));
   o.set("population_size", Int(50));
   o.set("antithetic", true);
   o.set("fitness_shaping", Text("CENTERED_RANK"));
@@ -746,7 +764,9 @@ TEST(SolverLoad, GARefusesABadState) {
 
 TEST(SolverRegistry, TheFamiliesInSamplingConfigTypeOrder) {
   std::vector<std::string> expected{kGaussian, kCMA, kGA, kARS};
-  for (const DistributionFamily& d : distribution_families()) expected.push_back(d.sampling_type);
+  for (const DistributionFamily& d : distribution_families()) {
+    if (d.sampling_type != nullptr) expected.push_back(d.sampling_type);
+  }
   EXPECT_EQ(solver_families(), expected);
   EXPECT_EQ(expected[4], "SNES_SAMPLING");
 }

@@ -31,7 +31,7 @@ import numpy as np
 from .. import _core
 from .tracked import TrackedStrategy, check_int, check_x0
 
-__all__ = ["DistributionES", "SNES", "XNES", "CRFMNES"]
+__all__ = ["DistributionES", "SNES", "XNES", "CRFMNES", "LMMAES", "PGPE", "CEM", "ARS"]
 
 
 def _real(name: str, value, *, default_zero: bool = True) -> float:
@@ -226,3 +226,130 @@ class CRFMNES(DistributionES):
         super().__init__(x0, sigma0, options={
             "learning_rate_mean": _real("learning_rate_mean", learning_rate_mean, default_zero=False)},
             **kwargs)
+
+
+class LMMAES(DistributionES):
+    """Limited-memory matrix adaptation evolution strategy (Loshchilov,
+    Glasmachers, Beyer, "Large Scale Black-Box Optimization by Limited-Memory
+    Matrix Adaptation", IEEE TEVC 23(2) 2019, Algorithm 1), minimising:
+    N(mean, sigma^2 A A^T) with A a product of ``memory`` rank-one updates of
+    the identity, so memory and time per sample are O(memory * n): for very
+    large n (10^5 and more).
+
+    memory: m, the direction vectors (None: the paper's 4 + floor(3 ln n)).
+    c_sigma: the step-size path's rate (None: the paper's 2 lambda / n, capped
+        at 1 for n < 2 lambda, where the paper's formula leaves its range).
+    damping: d_sigma (paper: 2).
+    population_size: None is 4 + floor(3 ln n). The other rates are the
+    paper's: c_d,i = 1 / (1.5^(i-1) n), c_c,i = lambda / (4^(i-1) n) (capped
+    at 1), CMA-ES's weights on the best floor(lambda / 2).
+    Other arguments: :class:`DistributionES`.
+    """
+
+    _family = "LMMAES"
+
+    def __init__(self, x0, sigma0, *, memory: Optional[int] = None,
+                 c_sigma: Optional[float] = None, damping: float = 2.0, **kwargs):
+        super().__init__(x0, sigma0, options={
+            "memory": check_int("memory", memory, 1, allow_none=True) or 0,
+            "c_sigma": _real("c_sigma", c_sigma),
+            "damping": _real("damping", damping, default_zero=False)}, **kwargs)
+
+
+class PGPE(DistributionES):
+    """PGPE (Sehnke et al., "Parameter-exploring policy gradients", Neural
+    Networks 23, 2010) with the ClipUp optimizer (Toklu, Liskowski,
+    Srivastava, PPSN 2020, arXiv:2008.02387), minimising, in the
+    configuration of pgpelib and EvoTorch: mirrored pairs, centred-rank
+    fitness shaping, N(center, diag(stdev)^2).
+
+    center_learning_rate: the centre's step size alpha (ClipUp's step_size),
+        in parameter units: choose it for the problem's scale.
+    optimizer: "clipup" (default), "adam" or "sgd" (with momentum) for the
+        centre.
+    stdev_learning_rate: the standard deviations' learning rate (0.1).
+    stdev_max_change: the largest relative change of a standard deviation
+        per generation (0.2).
+    max_speed: ClipUp's speed limit (None: 2 * center_learning_rate, as the
+        ClipUp paper recommends).
+    momentum: ClipUp's (and SGD's) momentum (0.9).
+    sigma0: the standard deviations' initial value (pgpelib's stdev_init).
+    population_size: even (pairs); None is 4 + floor(3 ln n) rounded up to
+        even (pgpelib's popsize).
+    Other arguments: :class:`DistributionES`.
+    """
+
+    _family = "PGPE"
+
+    def __init__(self, x0, sigma0, *, center_learning_rate: float = 0.15,
+                 optimizer: str = "clipup", stdev_learning_rate: float = 0.1,
+                 stdev_max_change: float = 0.2, max_speed: Optional[float] = None,
+                 momentum: float = 0.9, **kwargs):
+        if not isinstance(optimizer, str):
+            raise ValueError(f"optimizer must be 'clipup', 'adam' or 'sgd', got {optimizer!r}")
+        super().__init__(x0, sigma0, options={
+            "optimizer": optimizer.upper(),
+            "center_learning_rate": _real("center_learning_rate", center_learning_rate,
+                                          default_zero=False),
+            "stdev_learning_rate": _real("stdev_learning_rate", stdev_learning_rate,
+                                         default_zero=False),
+            "stdev_max_change": _real("stdev_max_change", stdev_max_change, default_zero=False),
+            "max_speed": _real("max_speed", max_speed),
+            "momentum": _real("momentum", momentum, default_zero=False)}, **kwargs)
+
+
+class CEM(DistributionES):
+    """The cross-entropy method with a diagonal Gaussian (de Boer, Kroese,
+    Mannor, Rubinstein, "A tutorial on the cross-entropy method", 2005),
+    minimising: each generation the mean and per-coordinate variance are
+    refitted to the elite (the best elite_ratio of the population).
+
+    elite_ratio: the elite's share (0.1; at least one member).
+    smoothing: alpha, new = alpha * elite + (1 - alpha) * old for the mean
+        and the variance (0.5; 1: no smoothing; the tutorial finds
+        0.4 <= alpha <= 0.9 best). CEM stalls when it starts far from the
+        optimum in units of sigma0 (its variance shrinks faster than its
+        mean travels): start with sigma0 of the distance to cover.
+    extra_variance: added to every variance after each update (Szita &
+        Lorincz 2006's noisy CEM, constant noise; 0).
+    population_size: None is 100 (the tutorial's N).
+    Other arguments: :class:`DistributionES`.
+    """
+
+    _family = "CEM"
+
+    def __init__(self, x0, sigma0, *, elite_ratio: float = 0.1, smoothing: float = 0.5,
+                 extra_variance: float = 0.0, **kwargs):
+        super().__init__(x0, sigma0, options={
+            "elite_ratio": _real("elite_ratio", elite_ratio, default_zero=False),
+            "smoothing": _real("smoothing", smoothing, default_zero=False),
+            "extra_variance": _real("extra_variance", extra_variance, default_zero=False)},
+            **kwargs)
+
+
+class ARS(DistributionES):
+    """Augmented random search (Mania, Guy, Recht 2018, arXiv:1803.07055,
+    Algorithm 2 without state normalisation: V1, or V1-t with
+    top_directions), as an ask/tell strategy, minimising (rewards are -f):
+    mirrored pairs theta +- nu delta_k, the top b directions by max(r+, r-),
+    theta += step_size / (b sigma_R) sum (r+ - r-) delta.
+
+    sigma0: nu, the exploration noise (fixed).
+    step_size: alpha (0.02). sigma_R normalises the rewards, so the step's
+        size is set by alpha and by how the reward differences compare
+        with their spread.
+    top_directions: b (None: all population_size / 2 directions).
+    population_size: even; None is 4 + floor(3 ln n) rounded up to even.
+    The policy counterpart is ARS_SAMPLING (the trainer's GaussianSolver with
+    ARS's options), which shares this selection rule.
+    Other arguments: :class:`DistributionES`.
+    """
+
+    _family = "ARS"
+
+    def __init__(self, x0, sigma0, *, step_size: float = 0.02,
+                 top_directions: Optional[int] = None, **kwargs):
+        super().__init__(x0, sigma0, options={
+            "step_size": _real("step_size", step_size, default_zero=False),
+            "top_directions": check_int("top_directions", top_directions, 1,
+                                        allow_none=True) or 0}, **kwargs)

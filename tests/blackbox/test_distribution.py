@@ -25,9 +25,13 @@ def rosenbrock(x):
 def test_families_are_registered_in_sampling_config_order():
     families = _core.distribution_families()
     assert families[0] == ("SNES", "SNES_SAMPLING", "snes_sampling")
+    # Ask/tell-only families (no SamplingConfig type) come last.
+    policy = [f for f in families if f[1] is not None]
+    assert families[:len(policy)] == policy
+    assert all(f[2] is None for f in families[len(policy):])
     solver_families = _core.solver_families()
-    assert solver_families[4:] == [f[1] for f in families]
-    for name, sampling_type, field in families:
+    assert solver_families[4:] == [f[1] for f in policy]
+    for name, sampling_type, field in policy:
         assert evokit.proto.SamplingConfig.Type.Value(sampling_type) == solver_families.index(sampling_type)
         assert field in evokit.proto.SamplingConfig.DESCRIPTOR.fields_by_name
 

@@ -160,8 +160,13 @@ std::vector<double> nes_utilities(std::size_t lambda);
 
 struct DistributionFamily {
   const char* name;           // "SNES": the ask/tell class and the state prefix
-  const char* sampling_type;  // "SNES_SAMPLING": the SamplingConfig.Type value
-  const char* config_field;   // "snes_sampling": the SamplingConfig field
+  // "SNES_SAMPLING": the SamplingConfig.Type value, and "snes_sampling": the
+  // SamplingConfig field. Both nullptr for a family that is ask/tell only
+  // (its policy counterpart is another solver family: ARS's is
+  // ARS_SAMPLING, GaussianSolver with ARS's options); such a family is not
+  // a solver family.
+  const char* sampling_type;
+  const char* config_field;
   // Checks the family's options (plain names, see above); messages start
   // with prefix + the option's name.
   void (*validate)(const OptionSet& options, const std::string& prefix);
@@ -171,7 +176,8 @@ struct DistributionFamily {
   std::vector<std::string> key_options;
 };
 
-// Every family, in SamplingConfig.Type order.
+// Every family: the policy families in SamplingConfig.Type order, then the
+// ask/tell-only ones.
 const std::vector<DistributionFamily>& distribution_families();
 // The family named `name` (its name or its sampling type); std::invalid_argument
 // listing the known ones otherwise.

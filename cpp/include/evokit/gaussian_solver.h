@@ -122,6 +122,19 @@ GaussianSolverOptions gaussian_options(const OptionSet& options, int num_threads
 void validate_ars_options(const OptionSet& options, std::optional<std::size_t> num_params);
 GaussianSolverOptions ars_options(const OptionSet& options, int num_threads);
 
+// ARS's selection (Mania, Guy, Recht 2018, Algorithm 2, lines 6-7) from the
+// rewards (maximised) of K mirrored pairs, r_plus[p] and r_minus[p]: the
+// top b = min(b, K) pairs by max(r+, r-) (ties: the earlier pair first), in
+// that order, and sigma_R, the (population) standard deviation of their 2b
+// rewards (1 when they are all equal). Shared by ars_weights and the ARS
+// distribution family (cpp/src/ars.cc).
+struct ArsSelection {
+  std::vector<std::size_t> top;  // b pair indices, best first
+  double sigma_r = 1.0;
+};
+ArsSelection ars_select(const std::vector<double>& r_plus, const std::vector<double>& r_minus,
+                        std::size_t b);
+
 // ARS's weights (see above) of samples with these infos and float32 rewards,
 // for a descent direction over n = infos.size() samples with noise std
 // sigma; *num_pairs receives K, the number of complete pairs. Throws

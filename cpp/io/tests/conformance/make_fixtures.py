@@ -260,7 +260,7 @@ def config_fixtures():
         ("unknown_field", "solver {\n  population: 5\n}\n"),
         ("unknown_section", "trainer { }\n"),
         ("unknown_sampling_type", "solver {\n  sampling { type: BAYESIAN_SAMPLING }\n}\n"),
-        ("unknown_sampling_type_number", "solver {\n  sampling { type: 7 }\n}\n"),
+        ("unknown_sampling_type_number", "solver {\n  sampling { type: 99 }\n}\n"),
         ("unknown_optimizer", "solver {\n  optimizer { type: RMSPROP base_lr: 0.1 }\n}\n"),
         ("unknown_fitness_shaping", "solver { fitness_shaping: RANKS }"),
         ("missing_close_brace", "solver {\n  population_size: 4\n"),
