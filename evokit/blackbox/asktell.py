@@ -112,6 +112,9 @@ GA_WORDING = Wording(
     noun="solutions", maxiter="max_iterations")
 
 
+_NONE = np.zeros(0, dtype=np.intp)  # no rows
+
+
 def _rows(mask: np.ndarray) -> np.ndarray:
     """The indices of the rows of a per-value mask (1-D or [rows, ...]) with any True."""
     return np.flatnonzero(mask.reshape(len(mask), -1).any(axis=1))
@@ -240,15 +243,17 @@ class AskTellStrategy:
             raise ValueError("#f-values = %d must equal #solutions = %d" % (len(v), len(x)))  # pycma's
         if x.shape != asked.shape:
             raise ValueError(w.shape.format(got=x.shape, want=asked.shape))
-        differ = np.flatnonzero(np.any(x != asked, axis=1))
+        # (fast paths: the asked array itself, all values finite)
+        differ = _NONE if x is asked or np.array_equal(x, asked) else np.flatnonzero(np.any(x != asked, axis=1))
         if differ.size and not self._learns_from_told_solutions:
             raise ValueError(w.differ.format(rows=differ.tolist(), first=int(differ[0]), name=name))
-        if not self._accepts_infinite:
+        finite = bool(np.isfinite(v).all())
+        if not self._accepts_infinite and not finite:
             inf = _rows(np.isinf(v))
             if inf.size:
                 raise ValueError(f"f-values of {w.noun} {inf.tolist()} are infinite; {name} "
                                  f"needs finite f-values")
-        nan = _rows(np.isnan(v))
+        nan = _NONE if finite else _rows(np.isnan(v))
         if nan.size:
             if self._nan_policy == "error":
                 raise ValueError(f"f-values of {w.noun} {nan.tolist()} are NaN (nan_policy='error'; "
