@@ -13,8 +13,9 @@ and ModularCMAES's C++ core (modcma.c_maes).
 2. Overhead per generation: the mean time of one ask + tell with a
    vectorised sphere, at n = 2, 10, 100, 1,000 (and 100,000 for the
    large-scale methods). Ratio: the fastest peer's time over EvoKit's (> 1:
-   EvoKit is faster). evosax runs jit-compiled ask and tell (compile time
-   outside the clock) called from Python, as an ask/tell user would;
+   EvoKit is faster). evosax runs as its users run it, compiled: a
+   generation (ask, f, tell) is one jit-compiled call, and a run to the
+   target one compiled lax.while_loop (compile time outside the clock);
    ModularCMAES's step() calls f once per member (a Python call each).
 
 Peers are not project dependencies: install them in a virtual environment
@@ -36,7 +37,7 @@ import os
 import platform
 import time
 from importlib import metadata
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -72,6 +73,26 @@ def discus(X):
 def different_powers(X):
     n = X.shape[-1]
     return np.sum(np.abs(X) ** (2 + 4 * np.arange(n) / max(n - 1, 1)), axis=-1)
+
+
+def jax_function(name: str):
+    """The function `name` in jax.numpy (for evosax's compiled loop)."""
+    import jax.numpy as jnp
+
+    def scaled(X, power):
+        n = X.shape[-1]
+        return jnp.arange(n) / max(n - 1, 1) * power
+
+    table = {
+        "sphere": lambda X: jnp.sum(X * X, axis=-1),
+        "ellipsoid": lambda X: jnp.sum(10.0 ** scaled(X, 6) * X * X, axis=-1),
+        "rosenbrock": lambda X: jnp.sum(100.0 * (X[..., 1:] - X[..., :-1] ** 2) ** 2
+                                        + (1.0 - X[..., :-1]) ** 2, axis=-1),
+        "rastrigin": lambda X: 10.0 * X.shape[-1] + jnp.sum(X * X - 10.0 * jnp.cos(2 * jnp.pi * X), axis=-1),
+        "discus": lambda X: 1e6 * X[..., 0] ** 2 + jnp.sum(X[..., 1:] ** 2, axis=-1),
+        "different_powers": lambda X: jnp.sum(jnp.abs(X) ** (2 + scaled(X, 4)), axis=-1),
+    }
+    return table[name]
 
 
 # name -> (f, x0 value, sigma0)
@@ -148,32 +169,56 @@ class CyberAgentImpl(Impl):
 
 
 class EvosaxImpl(Impl):
+    """evosax as its users run it: a generation (ask, f in JAX, tell) is one
+    jit-compiled step; to a target, the whole loop is one compiled
+    lax.while_loop (compile time outside the clock)."""
+
     def __init__(self, name, n, x0, sigma0, seed, lam):
         import jax
         jax.config.update("jax_enable_x64", True)
         import jax.numpy as jnp
         from evosax import algorithms
-        self.jax = jax
-        es = getattr(algorithms, name)(population_size=lam, solution=jnp.zeros(n))
-        params = es.default_params.replace(std_init=sigma0)
-        self.key = jax.random.key(seed)
-        self.state = es.init(self._split(), jnp.full(n, float(x0)), params)
-        self._ask = jax.jit(lambda k, s: es.ask(k, s, params))
-        self._tell = jax.jit(lambda k, x, f, s: es.tell(k, x, f, s, params)[0])
-        x, _ = self._ask(self.key, self.state)  # compile both outside the clock
-        jax.block_until_ready(self._tell(self.key, x, jnp.zeros(lam), self.state))
-        self.x = None
+        self.jax, self.jnp, self.lam = jax, jnp, lam
+        self.es = getattr(algorithms, name)(population_size=lam, solution=jnp.zeros(n))
+        self.params = self.es.default_params.replace(std_init=sigma0)
+        key, sub = jax.random.split(jax.random.key(seed))
+        self.key, self.state = key, self.es.init(sub, jnp.full(n, float(x0)), self.params)
 
-    def _split(self):
-        self.key, sub = self.jax.random.split(self.key)
-        return sub
+    def _generation(self, jf):
+        es, params, jax, jnp = self.es, self.params, self.jax, self.jnp
 
-    def ask(self):
-        self.x, self.state = self._ask(self._split(), self.state)
-        return np.asarray(self.x)
+        def body(carry):
+            g, best, key, state = carry
+            key, k1, k2 = jax.random.split(key, 3)
+            x, state = es.ask(k1, state, params)
+            fx = jf(x)
+            state = es.tell(k2, x, fx, state, params)[0]
+            return g + 1, jnp.minimum(best, jnp.min(fx)), key, state
+        return body
 
-    def tell(self, X, F):
-        self.state = self._tell(self._split(), self.x, F, self.state)
+    def run_to_target(self, jf, budget):
+        """(evaluations, reached) of a run to TARGET within budget."""
+        jax, jnp = self.jax, self.jnp
+        max_generations = max(1, budget // self.lam)
+        body = self._generation(jf)
+        loop = jax.jit(lambda c: jax.lax.while_loop(
+            lambda c: (c[0] < max_generations) & (c[1] >= TARGET), body, c))
+        start = (jnp.asarray(0), jnp.asarray(jnp.inf), self.key, self.state)
+        jax.block_until_ready(jax.jit(body)(start))  # compile the step outside the count
+        g, best, _, _ = loop(start)
+        return int(g) * self.lam, float(best) < TARGET
+
+    def time_generations(self, generations):
+        """The mean time of one compiled step with a sphere (ask + f + tell)."""
+        import time as _time
+        step = self.jax.jit(self._generation(lambda x: self.jnp.sum(x * x, axis=-1)))
+        carry = (self.jnp.asarray(0), self.jnp.asarray(self.jnp.inf), self.key, self.state)
+        carry = self.jax.block_until_ready(step(carry))
+        t0 = _time.perf_counter()
+        for _ in range(generations):
+            carry = step(carry)
+        self.jax.block_until_ready(carry)
+        return (_time.perf_counter() - t0) / generations
 
 
 class ModcmaImpl(Impl):
@@ -233,12 +278,15 @@ def population(strategy: str, n: int) -> Optional[int]:
 
 # ---- 1. evaluations to the target ----------------------------------------------------
 
-def evaluations(strategy, library, f, n, x0, sigma0, seed, budget):
+def evaluations(strategy, library, fname, n, x0, sigma0, seed, budget):
     """(evaluations, reached) of one run, or None if the library lacks it."""
+    f = FUNCTIONS[fname][0]
     lam = population(strategy, n)
     impl = make_impl(strategy, library, n, x0, sigma0, seed, lam, budget)
     if impl is None:
         return None
+    if isinstance(impl, EvosaxImpl):
+        return impl.run_to_target(jax_function(fname), budget)
     if isinstance(impl, ModcmaImpl):
         best = math.inf
 
@@ -292,7 +340,7 @@ def convergence_table(strategies, functions, dims, seeds, libraries):
                 cells, medians, budget = [], {}, budget_for(n)
                 row_seeds = seeds_for(n, seeds)
                 for lib in libraries:
-                    runs = [evaluations(strategy, lib, f, n, x0, sigma0, s, budget) for s in row_seeds]
+                    runs = [evaluations(strategy, lib, fname, n, x0, sigma0, s, budget) for s in row_seeds]
                     if runs[0] is None:
                         cells.append("-")
                         continue
@@ -315,6 +363,8 @@ def per_generation(strategy, library, n, generations):
     impl = make_impl(strategy, library, n, 1.0, 0.5, 1, lam, 10 ** 9)
     if impl is None:
         return None
+    if isinstance(impl, EvosaxImpl):
+        return impl.time_generations(generations)
     if isinstance(impl, ModcmaImpl):
         def row(x):
             x = np.asarray(x)
