@@ -162,3 +162,25 @@ def test_locomotion_runs_a_seed_and_judges_its_model_in_onnxruntime(tmp_path):
         sys.path.remove(os.path.join(ROOT, "bench"))
         sys.modules.pop(spec.name, None)
         sys.modules.pop("judge", None)
+
+
+def test_blackbox_bench_runs_every_strategy_small(capsys):
+    """bench/blackbox.py with EvoKit alone (no peer installed in CI; a peer
+    that is installed adds its column): every strategy's rows, EvoKit's
+    evaluations reaching the target on the sphere (CEM, which can stall,
+    with at least one of the two seeds), a time per generation."""
+    spec = importlib.util.spec_from_file_location("evokit_bench_blackbox",
+                                                  os.path.join(ROOT, "bench", "blackbox.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.LIBRARIES = ("evokit",)
+    strategies = ["CMA-ES", "SNES", "CR-FM-NES", "LM-MA-ES", "CEM"]
+    module.main(["--quick", "--strategies", *strategies, "--functions", "sphere", "--seeds", "1"])
+    out = capsys.readouterr().out
+    for strategy in strategies:
+        rows = [line for line in out.splitlines() if line.startswith(f"| {strategy} |")]
+        assert len(rows) == 3, (strategy, out)  # sphere, ellipsoid (quick), overhead
+        convergence = [r for r in rows if "| sphere | 10 |" in r][0]
+        assert convergence.split("|")[4].strip().endswith(("(1/2)", "(2/2)")), convergence  # reached 1e-8
+        overhead = rows[-1].split("|")
+        assert overhead[4].strip().endswith(("us", "ms")), rows[-1]
