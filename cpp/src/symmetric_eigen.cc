@@ -414,21 +414,28 @@ void apply_rotations(std::vector<double>& z, std::size_t n, const std::vector<Ro
                     ? 1
                     : team_size(blocks, threads);
   std::vector<double> scratch(static_cast<std::size_t>(t) * n * kR);
+  auto block = [&](std::size_t bb, double* tb) {
+    const std::size_t r0 = bb * kR;
+    const std::size_t rows = std::min(kR, n - r0);
+    for (std::size_t r = 0; r < kR; ++r) {
+      for (std::size_t i = 0; i < n; ++i) tb[i * kR + r] = r < rows ? z[(r0 + r) * n + i] : 0.0;
+    }
+    rotate_block(tb, rot.data(), rot.size());
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t i = 0; i < n; ++i) z[(r0 + r) * n + i] = tb[i * kR + r];
+    }
+  };
+  if (t <= 1) {  // no OpenMP region: entering one costs microseconds
+    for (std::size_t bb = 0; bb < blocks; ++bb) block(bb, scratch.data());
+    return;
+  }
   ExceptionCollector errors;
   const auto nb = static_cast<std::ptrdiff_t>(blocks);
-#pragma omp parallel for num_threads(t) schedule(static) if (t > 1)
+#pragma omp parallel for num_threads(t) schedule(static)
   for (std::ptrdiff_t bb = 0; bb < nb; ++bb) {
     errors.run([&] {
-      double* tb = scratch.data() + static_cast<std::size_t>(omp_get_thread_num()) * n * kR;
-      const std::size_t r0 = static_cast<std::size_t>(bb) * kR;
-      const std::size_t rows = std::min(kR, n - r0);
-      for (std::size_t r = 0; r < kR; ++r) {
-        for (std::size_t i = 0; i < n; ++i) tb[i * kR + r] = r < rows ? z[(r0 + r) * n + i] : 0.0;
-      }
-      rotate_block(tb, rot.data(), rot.size());
-      for (std::size_t r = 0; r < rows; ++r) {
-        for (std::size_t i = 0; i < n; ++i) z[(r0 + r) * n + i] = tb[i * kR + r];
-      }
+      block(static_cast<std::size_t>(bb),
+            scratch.data() + static_cast<std::size_t>(omp_get_thread_num()) * n * kR);
     });
   }
   errors.rethrow_if_any();
