@@ -32,6 +32,7 @@ import numpy as np
 
 from .constraints import ConstraintHandler
 from .parallel import Evaluation
+from .replay import told
 
 __all__ = ["AskTellStrategy", "OptimizeResult", "Result", "NAN_POLICIES", "Wording"]
 
@@ -273,6 +274,9 @@ class AskTellStrategy:
         self._tells += 1
         self._asked = None
         self._told = True
+        record = getattr(self, "_record", None)
+        if record is not None:
+            record(*told(x, differ, values, constraints))
 
     def stop(self) -> Dict[str, Any]:
         """name -> threshold of the termination criteria that fired; {} while the run goes on."""

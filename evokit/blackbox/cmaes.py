@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import _core
 from .asktell import AskTellStrategy, OptimizeResult
+from .replay import ReplayPickling
 
 __all__ = ["CMAES", "SepCMAES"]
 
@@ -55,7 +56,7 @@ def _bounds(bounds, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
     return out[0], out[1]
 
 
-class _CMABlackBox(AskTellStrategy):
+class _CMABlackBox(ReplayPickling, AskTellStrategy):
     _core_class: Any = None
 
     def __init__(self, x0, sigma0: float, *, population_size: int | None = None, seed: int = 0,
@@ -104,6 +105,7 @@ class _CMABlackBox(AskTellStrategy):
             raise ValueError(f"method `inject` needs a list or array of solutions each of dimension "
                              f"{self.num_params}, got shape {x.shape}")
         self._es.inject(x, force=bool(force))
+        self._record("inject", x.copy(), bool(force))
 
     def _stop(self) -> dict[str, Any]:
         return self._es.stop()

@@ -24,12 +24,13 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 
 from .. import _core
+from .replay import ReplayPickling
 from .tracked import TrackedStrategy, check_int
 
 __all__ = ["GA"]
 
 
-class GA(TrackedStrategy):
+class GA(ReplayPickling, TrackedStrategy):
     """The simple GA of Such et al. 2017 (Algorithm 1), minimising f.
 
     Generation 0 is x0 + sigma * eps(seed_i) for population_size seeds; every

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _core
 from ..config import FITNESS_SHAPING_NAMES
+from .replay import ReplayPickling
 from .tracked import TrackedStrategy, check_int, check_positive, check_x0
 
 __all__ = ["OpenES"]
@@ -24,7 +25,7 @@ _OPTIMIZERS = ("adam", "sgd", "momentum")
 _FITNESS_SHAPINGS = tuple(FITNESS_SHAPING_NAMES.values())
 
 
-class OpenES(TrackedStrategy):
+class OpenES(ReplayPickling, TrackedStrategy):
     """OpenAI-ES (Salimans et al. 2017), minimising f, with the core's
     uncached counter-based noise.
 
