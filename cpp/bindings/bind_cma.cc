@@ -217,6 +217,8 @@ void bind_cma(py::module_& m) {
       .def_property_readonly("pending_injections", &CMABase::pending_injections)
       .def_property_readonly("num_injected", &CMABase::num_injected,
                              "How many of the first rows of the last ask() were injected.")
+      .def("disable_stagnation", &CMABase::disable_stagnation,
+           "Switches the stagnation test off for the rest of the run.")
       .def_property_readonly("large_restarts", &CMABase::large_restarts)
       .def_property_readonly("small_restarts", &CMABase::small_restarts)
       .def_property_readonly("margin", &CMABase::margin)

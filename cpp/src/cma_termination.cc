@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -53,6 +54,10 @@ double median(std::vector<double> v) {
 
 }  // namespace
 }  // namespace detail
+
+void CMABase::disable_stagnation() noexcept {
+  options_.tolstagnation = std::numeric_limits<std::int64_t>::max() / 4;
+}
 
 void CMABase::check_termination() {
   const CMAParams& p = params_;

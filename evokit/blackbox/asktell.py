@@ -159,6 +159,11 @@ class AskTellStrategy:
     def _stop(self) -> Dict[str, Any]:
         raise NotImplementedError
 
+    def _constraints_started(self) -> None:
+        """Called when tell() first ranks by the augmented Lagrangian: switch
+        off the strategy's stagnation test, which would judge the
+        Lagrangian's values while its multipliers still move."""
+
     def _result(self) -> OptimizeResult:
         raise NotImplementedError
 
@@ -270,6 +275,8 @@ class AskTellStrategy:
             self._tell_solutions(x, v)  # raises before changing anything
         else:
             self._tell(v)
+        if handler is not None and self._constraints is None:
+            self._constraints_started()
         self._constraints = handler
         self._tells += 1
         self._asked = None

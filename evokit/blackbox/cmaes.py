@@ -110,6 +110,9 @@ class _CMABlackBox(ReplayPickling, AskTellStrategy):
     def _stop(self) -> dict[str, Any]:
         return self._es.stop()
 
+    def _constraints_started(self) -> None:
+        self._es.disable_stagnation()
+
     def _result(self) -> OptimizeResult:
         es = self._es
         mean = es.mean_solution

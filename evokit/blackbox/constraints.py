@@ -98,10 +98,11 @@ tolfun, stagnation) see h, the values the strategy ranks by.
 Stagnation. While the multipliers approach their optimum, the minimum of h
 rises towards f* (the dual function is maximal at the Lagrange
 multipliers), so a stagnation test on h (CMA's tolstagnation, the others'
-stagnation_iterations) may end a run early, often with the mean still just
+stagnation_iterations) would end a run early, often with the mean still just
 infeasible, converging from outside, and the best feasible solution far
-behind. pycma's own AL examples turn the test off; do the same for a precise
-optimum on the boundary: ``CMAES(..., tolstagnation=10**6)``.
+behind. So the first tell with constraints switches the strategy's
+stagnation test off (pycma's own AL examples turn it off too); the other
+criteria stay.
 """
 
 from __future__ import annotations

@@ -263,6 +263,10 @@ class CMABase {
   std::size_t population_size() const noexcept { return params_.population_size; }
   const CMAParams& params() const noexcept { return params_; }
   const CMAESOptions& options() const noexcept { return options_; }
+  // Switches the stagnation test (tolstagnation) off for the rest of the
+  // run, restarts included: for f-values that are not the objective's, e.g.
+  // an augmented Lagrangian whose multipliers still move.
+  void disable_stagnation() noexcept;
   const std::vector<double>& x0() const noexcept { return x0_; }
   double sigma0() const noexcept { return sigma0_; }
   // sigma0 of the current run (BIPOP's small regime scales it).
