@@ -213,15 +213,14 @@ class EvosaxImpl(Impl):
 
     def time_generations(self, generations):
         """The mean time of one compiled step with a sphere (ask + f + tell)."""
-        import time as _time
         step = self.jax.jit(self._generation(lambda x: self.jnp.sum(x * x, axis=-1)))
         carry = (self.jnp.asarray(0), self.jnp.asarray(self.jnp.inf), self.key, self.state)
         carry = self.jax.block_until_ready(step(carry))
-        t0 = _time.perf_counter()
+        t0 = time.perf_counter()
         for _ in range(generations):
             carry = step(carry)
         self.jax.block_until_ready(carry)
-        return (_time.perf_counter() - t0) / generations
+        return (time.perf_counter() - t0) / generations
 
 
 class ModcmaImpl(Impl):

@@ -70,3 +70,30 @@ def generation(mean, sigma, C, p_sigma, p_c, g, solutions, values, params, separ
              + cmu * (y.T * w_circ) @ y)                                                      # Eq. (47)
     return {"mean": new_mean, "sigma": new_sigma, "p_sigma": new_p_sigma, "p_c": new_p_c,
                 "C": np.diag(new_C).copy() if separable else new_C, "h_sigma": bool(h_sigma)}
+
+
+# ---- shared by the tests that compare the core with this reference -----------------
+
+PARITY_TOL = 1e-10
+
+
+def random_state(n, rng, separable, p_sigma_scale=1.0):
+    """A CMA state to start a generation from (set_state's arguments)."""
+    if separable:
+        C = rng.uniform(0.2, 3.0, size=n)
+    else:
+        A = rng.normal(size=(n, n))
+        C = A @ A.T / n + 0.3 * np.eye(n)
+        C = (C + C.T) / 2
+    return {"mean": rng.normal(size=n), "sigma": 0.37, "p_sigma": p_sigma_scale * rng.normal(size=n) * 0.5,
+            "p_c": rng.normal(size=n) * 0.3, "cov": C, "generation": 4}
+
+
+def assert_state_matches(got, want):
+    """The core's get_state() equals generation()'s result within PARITY_TOL."""
+    import pytest
+    np.testing.assert_allclose(got["mean"], want["mean"], rtol=0, atol=PARITY_TOL)
+    assert got["sigma"] == pytest.approx(want["sigma"], rel=PARITY_TOL)
+    np.testing.assert_allclose(got["p_sigma"], want["p_sigma"], rtol=0, atol=PARITY_TOL)
+    np.testing.assert_allclose(got["p_c"], want["p_c"], rtol=0, atol=PARITY_TOL)
+    np.testing.assert_allclose(got["cov"], want["C"], rtol=0, atol=PARITY_TOL)

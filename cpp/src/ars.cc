@@ -107,7 +107,7 @@ class ARS final : public DistributionStrategy {
 };
 
 void validate(const OptionSet& o, const std::string& prefix) {
-  detail::common_distribution_options(o, prefix, 1, 2, true);
+  detail::common_distribution_options(o, prefix, 2, true);
   detail::option_in(o, prefix, "step_size", 0, 1e12, true, false, false);
   const std::int64_t b = o.integer("top_directions");
   if (b < 0) {
@@ -117,8 +117,7 @@ void validate(const OptionSet& o, const std::string& prefix) {
 }
 
 std::unique_ptr<DistributionStrategy> make(std::vector<double> x0, const OptionSet& o) {
-  const auto c = detail::common_distribution_options(o, "", x0.size(),
-                                                     detail::log_population(x0.size()), true);
+  const auto c = detail::common_distribution_options(o, "", cma_default_population_size(x0.size()), true);
   return std::make_unique<ARS>(std::move(x0), c, o.real("step_size"),
                                static_cast<std::size_t>(o.integer("top_directions")));
 }
@@ -127,7 +126,7 @@ std::unique_ptr<DistributionStrategy> make(std::vector<double> x0, const OptionS
 
 DistributionFamily ars_family() {
   // Ask/tell only: the policy family with this meaning is ARS_SAMPLING.
-  return {kName, nullptr, nullptr, &validate, &make, {}};
+  return {kName, nullptr, nullptr, &validate, &make};
 }
 
 }  // namespace evokit

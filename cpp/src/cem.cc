@@ -118,14 +118,14 @@ class CEM final : public DistributionStrategy {
 };
 
 void validate(const OptionSet& o, const std::string& prefix) {
-  detail::common_distribution_options(o, prefix, 1, 2, false);
+  detail::common_distribution_options(o, prefix, 2, false);
   detail::option_in(o, prefix, "elite_ratio", 0, 1, true, false, false);
   detail::option_in(o, prefix, "smoothing", 0, 1, true, false, false);
   detail::option_in(o, prefix, "extra_variance", 0, 1e12, false, false, false);
 }
 
 std::unique_ptr<DistributionStrategy> make(std::vector<double> x0, const OptionSet& o) {
-  const auto c = detail::common_distribution_options(o, "", x0.size(), kDefaultPopulation, false);
+  const auto c = detail::common_distribution_options(o, "", kDefaultPopulation, false);
   return std::make_unique<CEM>(std::move(x0), c, o.real("elite_ratio"), o.real("smoothing"),
                                o.real("extra_variance"));
 }
@@ -133,8 +133,7 @@ std::unique_ptr<DistributionStrategy> make(std::vector<double> x0, const OptionS
 }  // namespace
 
 DistributionFamily cem_family() {
-  return {kName, "CEM_SAMPLING", "cem_sampling", &validate, &make,
-          {"sampling.type", "param_pattern", "population_size", "sampling.cem_sampling.seed"}};
+  return {kName, "CEM_SAMPLING", "cem_sampling", &validate, &make};
 }
 
 }  // namespace evokit

@@ -79,10 +79,6 @@ namespace {
 constexpr char kName[] = "CRFMNES";
 constexpr std::uint64_t kInitialVTag = 0x43524656;  // "CRFV"
 
-std::size_t default_lambda(std::size_t n) {
-  return 4 + static_cast<std::size_t>(std::floor(3.0 * std::log(static_cast<double>(n))));
-}
-
 // h^-1(d): the root a > 0 of (1 + a^2) exp(a^2 / 2) / 0.24 - 10 - d, which
 // increases on a > 0 (bisection to the last bit).
 double h_inverse(double d) {
@@ -391,20 +387,19 @@ class CRFMNES final : public DistributionStrategy {
 };
 
 void validate(const OptionSet& o, const std::string& prefix) {
-  detail::common_distribution_options(o, prefix, 1, 2, true);
+  detail::common_distribution_options(o, prefix, 2, true);
   detail::option_in(o, prefix, "learning_rate_mean", 0, 1e6, true, false, false);
 }
 
 std::unique_ptr<DistributionStrategy> make(std::vector<double> x0, const OptionSet& o) {
-  const auto c = detail::common_distribution_options(o, "", x0.size(), default_lambda(x0.size()), true);
+  const auto c = detail::common_distribution_options(o, "", cma_default_population_size(x0.size()), true);
   return std::make_unique<CRFMNES>(std::move(x0), c, o.real("learning_rate_mean"));
 }
 
 }  // namespace
 
 DistributionFamily crfmnes_family() {
-  return {kName, "CRFMNES_SAMPLING", "crfmnes_sampling", &validate, &make,
-          {"sampling.type", "param_pattern", "population_size", "sampling.crfmnes_sampling.seed"}};
+  return {kName, "CRFMNES_SAMPLING", "crfmnes_sampling", &validate, &make};
 }
 
 }  // namespace evokit

@@ -60,20 +60,12 @@ int DistributionStrategy::threads_for(double work) const noexcept {
   return work < detail::kParallelWork ? 1 : num_threads_;
 }
 
-void DistributionStrategy::sample_z(std::size_t count, double* z) const {
+void DistributionStrategy::member_z(std::size_t k, double* z) const {
   const std::size_t n = num_params_;
-  const int threads = threads_for(static_cast<double>(count * n) * 8.0);
-  detail::parallel_items(count, detail::team_size(count, threads), [&](std::size_t k) {
-    std::vector<float> f(n);
-    double* out = z + k * n;
-    if (mirrored_ && k % 2 == 1) {
-      fill_gaussian(seed_, static_cast<std::uint64_t>(member_key(k)), 0, f.data(), n);
-      for (std::size_t j = 0; j < n; ++j) out[j] = -static_cast<double>(f[j]);
-    } else {
-      fill_gaussian(seed_, static_cast<std::uint64_t>(member_key(k)), 0, f.data(), n);
-      for (std::size_t j = 0; j < n; ++j) out[j] = static_cast<double>(f[j]);
-    }
-  });
+  std::vector<float> f(n);
+  fill_gaussian(seed_, static_cast<std::uint64_t>(member_key(k)), 0, f.data(), n);
+  const double sign = mirrored_ && k % 2 == 1 ? -1.0 : 1.0;
+  for (std::size_t j = 0; j < n; ++j) z[j] = sign * static_cast<double>(f[j]);
 }
 
 void DistributionStrategy::materialize() {
@@ -81,10 +73,11 @@ void DistributionStrategy::materialize() {
   const std::size_t lambda = population_size_;
   z_.resize(lambda * n);
   x_.resize(lambda * n);
-  sample_z(lambda, z_.data());
-  const int threads = threads_for(static_cast<double>(lambda * n) * 4.0);
-  detail::parallel_items(lambda, detail::team_size(lambda, threads),
-                         [&](std::size_t k) { transform(z_.data() + k * n, x_.data() + k * n); });
+  const int threads = threads_for(static_cast<double>(lambda * n) * 12.0);
+  detail::parallel_items(lambda, detail::team_size(lambda, threads), [&](std::size_t k) {
+    member_z(k, z_.data() + k * n);
+    transform(z_.data() + k * n, x_.data() + k * n);
+  });
   sampled_ = true;
 }
 
@@ -100,12 +93,8 @@ void DistributionStrategy::regenerate(std::size_t k, double* out) const {
               x_.begin() + static_cast<std::ptrdiff_t>((k + 1) * n), out);
     return;
   }
-  const std::int64_t key = member_key(k);  // range check
-  std::vector<float> f(n);
   std::vector<double> z(n);
-  fill_gaussian(seed_, static_cast<std::uint64_t>(key), 0, f.data(), n);
-  const double sign = mirrored_ && k % 2 == 1 ? -1.0 : 1.0;
-  for (std::size_t j = 0; j < n; ++j) z[j] = sign * static_cast<double>(f[j]);
+  member_z(k, z.data());  // range-checks k
   transform(z.data(), out);
 }
 
@@ -151,15 +140,6 @@ void DistributionStrategy::load(const SolverState& state) {
   sampled_ = false;
 }
 
-std::size_t DistributionStrategy::state_size() const {
-  const SolverState s = save();
-  std::size_t size = 0;
-  for (const auto& [name, v] : s.doubles) size += v.size();
-  for (const auto& [name, v] : s.floats) size += v.size();
-  for (const auto& [name, v] : s.ints) size += v.size();
-  return size;
-}
-
 // ---- shared helpers ------------------------------------------------------------
 
 namespace distribution {
@@ -189,7 +169,6 @@ std::vector<double> nes_utilities(std::size_t lambda) {
 namespace detail {
 
 CommonDistributionOptions common_distribution_options(const OptionSet& o, const std::string& prefix,
-                                                      std::size_t num_params,
                                                       std::size_t default_population, bool mirrored) {
   const double sigma0 = o.real("sigma0");
   if (!(std::isfinite(sigma0) && sigma0 > 0)) {
@@ -214,7 +193,6 @@ CommonDistributionOptions common_distribution_options(const OptionSet& o, const 
   if (mirrored && c.population_size % 2 != 0) ++c.population_size;
   c.seed = static_cast<std::uint64_t>(o.integer("seed"));
   c.num_threads = static_cast<int>(threads);
-  (void)num_params;
   return c;
 }
 
@@ -250,10 +228,6 @@ void require_positive_entries(const std::vector<double>& values, const std::stri
                                   "] must be > 0 and finite, got " + format_g(values[j]));
     }
   }
-}
-
-std::size_t log_population(std::size_t n) {
-  return 4 + static_cast<std::size_t>(std::floor(3.0 * std::log(static_cast<double>(n))));
 }
 
 const std::vector<double>& finite_entry(const SolverState& state, const std::string& prefix,
@@ -370,7 +344,12 @@ void DistributionSolver::save_strategy(SolverState& state) const {
 void DistributionSolver::load_strategy(const SolverState& state) { strategy_->load(state); }
 
 SolverState DistributionSolver::sampling_state() const {
-  if (strategy_->state_size() <= strategy_->population_size() * num_params()) return save();
+  SolverState full = save();
+  std::size_t size = 0;
+  for (const auto& [name, v] : full.doubles) size += v.size();
+  for (const auto& [name, v] : full.floats) size += v.size();
+  for (const auto& [name, v] : full.ints) size += v.size();
+  if (size <= strategy_->population_size() * num_params()) return full;
   return member_rows_state();
 }
 

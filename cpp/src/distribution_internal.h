@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "evokit/cma_es.h"
 #include "evokit/distribution.h"
 
 namespace evokit {
@@ -31,10 +32,10 @@ struct CommonDistributionOptions {
 };
 
 // Checks and resolves sigma0, population_size (0: default_population,
-// rounded up to even when mirrored), seed and num_threads; messages start
-// with prefix + the option's name.
+// rounded up to even when mirrored; the paper's default is most often
+// cma_default_population_size(n) of cma_es.h, 4 + floor(3 ln n)), seed and
+// num_threads; messages start with prefix + the option's name.
 CommonDistributionOptions common_distribution_options(const OptionSet& o, const std::string& prefix,
-                                                      std::size_t num_params,
                                                       std::size_t default_population, bool mirrored);
 
 // The real option `name`, checked to lie in the interval (low_open /
@@ -49,8 +50,6 @@ double option_in(const OptionSet& o, const std::string& prefix, const std::strin
 // ("state entry 'xnes.sigma'[0] must be > 0 and finite, got -1").
 void require_finite_entries(const std::vector<double>& values, const std::string& name);
 void require_positive_entries(const std::vector<double>& values, const std::string& name);
-// 4 + floor(3 ln n): the population size of CMA-ES, SNES, LM-MA-ES.
-std::size_t log_population(std::size_t n);
 
 // The state entry prefix + name of n doubles, checked: every value finite
 // (positive: > 0 and finite). std::invalid_argument "state entry

@@ -56,7 +56,7 @@ class LMMAES final : public DistributionStrategy {
         mean_(std::move(x0)),
         path_(mean_.size(), 0.0),
         sigma_(c.sigma0),
-        memory_(memory != 0 ? memory : detail::log_population(mean_.size())),
+        memory_(memory != 0 ? memory : cma_default_population_size(mean_.size())),
         directions_(memory_ * mean_.size(), 0.0),
         damping_(damping) {
     const double n = static_cast<double>(mean_.size());
@@ -242,7 +242,7 @@ class LMMAES final : public DistributionStrategy {
 };
 
 void validate(const OptionSet& o, const std::string& prefix) {
-  detail::common_distribution_options(o, prefix, 1, 2, false);
+  detail::common_distribution_options(o, prefix, 2, false);
   const std::int64_t memory = o.integer("memory");
   if (memory < 0 || memory > 100000) {
     throw std::invalid_argument(prefix + "memory must be in [1, 100000] (or 0: the default), got " +
@@ -253,8 +253,7 @@ void validate(const OptionSet& o, const std::string& prefix) {
 }
 
 std::unique_ptr<DistributionStrategy> make(std::vector<double> x0, const OptionSet& o) {
-  const auto c = detail::common_distribution_options(o, "", x0.size(),
-                                                     detail::log_population(x0.size()), false);
+  const auto c = detail::common_distribution_options(o, "", cma_default_population_size(x0.size()), false);
   return std::make_unique<LMMAES>(std::move(x0), c, static_cast<std::size_t>(o.integer("memory")),
                                   o.real("c_sigma"), o.real("damping"));
 }
@@ -262,8 +261,7 @@ std::unique_ptr<DistributionStrategy> make(std::vector<double> x0, const OptionS
 }  // namespace
 
 DistributionFamily lmmaes_family() {
-  return {kName, "LMMAES_SAMPLING", "lmmaes_sampling", &validate, &make,
-          {"sampling.type", "param_pattern", "population_size", "sampling.lmmaes_sampling.seed"}};
+  return {kName, "LMMAES_SAMPLING", "lmmaes_sampling", &validate, &make};
 }
 
 }  // namespace evokit

@@ -231,21 +231,19 @@ PGPEOptions options(const OptionSet& o, const std::string& prefix) {
 }
 
 void validate(const OptionSet& o, const std::string& prefix) {
-  detail::common_distribution_options(o, prefix, 1, 2, true);
+  detail::common_distribution_options(o, prefix, 2, true);
   options(o, prefix);
 }
 
 std::unique_ptr<DistributionStrategy> make(std::vector<double> x0, const OptionSet& o) {
-  const auto c = detail::common_distribution_options(o, "", x0.size(),
-                                                     detail::log_population(x0.size()), true);
+  const auto c = detail::common_distribution_options(o, "", cma_default_population_size(x0.size()), true);
   return std::make_unique<PGPE>(std::move(x0), c, options(o, ""));
 }
 
 }  // namespace
 
 DistributionFamily pgpe_family() {
-  return {kName, "PGPE_SAMPLING", "pgpe_sampling", &validate, &make,
-          {"sampling.type", "param_pattern", "population_size", "sampling.pgpe_sampling.seed"}};
+  return {kName, "PGPE_SAMPLING", "pgpe_sampling", &validate, &make};
 }
 
 }  // namespace evokit

@@ -31,10 +31,6 @@ namespace {
 
 constexpr char kName[] = "SNES";
 
-std::size_t default_lambda(std::size_t n) {
-  return 4 + static_cast<std::size_t>(std::floor(3.0 * std::log(static_cast<double>(n))));
-}
-
 class SNES final : public DistributionStrategy {
  public:
   SNES(std::vector<double> x0, const detail::CommonDistributionOptions& c, double eta_mu,
@@ -104,13 +100,13 @@ class SNES final : public DistributionStrategy {
 };
 
 void validate(const OptionSet& o, const std::string& prefix) {
-  detail::common_distribution_options(o, prefix, 1, 2, false);
+  detail::common_distribution_options(o, prefix, 2, false);
   detail::option_in(o, prefix, "learning_rate_mean", 0, 1e6, true, false, false);
   detail::option_in(o, prefix, "learning_rate_sigma", 0, 1e6, true, false, true);
 }
 
 std::unique_ptr<DistributionStrategy> make(std::vector<double> x0, const OptionSet& o) {
-  const auto c = detail::common_distribution_options(o, "", x0.size(), default_lambda(x0.size()), false);
+  const auto c = detail::common_distribution_options(o, "", cma_default_population_size(x0.size()), false);
   return std::make_unique<SNES>(std::move(x0), c, o.real("learning_rate_mean"),
                                 o.real("learning_rate_sigma"));
 }
@@ -118,8 +114,7 @@ std::unique_ptr<DistributionStrategy> make(std::vector<double> x0, const OptionS
 }  // namespace
 
 DistributionFamily snes_family() {
-  return {kName, "SNES_SAMPLING", "snes_sampling", &validate, &make,
-          {"sampling.type", "param_pattern", "population_size", "sampling.snes_sampling.seed"}};
+  return {kName, "SNES_SAMPLING", "snes_sampling", &validate, &make};
 }
 
 }  // namespace evokit

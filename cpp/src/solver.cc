@@ -262,7 +262,9 @@ const std::vector<Family>& families() {
     for (const DistributionFamily& d : distribution_families()) {
       if (d.sampling_type == nullptr) continue;  // ask/tell only
       out.push_back({d.sampling_type, &validate_distribution_solver_options,
-                     &make_distribution_solver, d.key_options});
+                     &make_distribution_solver,
+                     {"sampling.type", "param_pattern", "population_size",
+                      std::string("sampling.") + d.config_field + ".seed"}});
     }
     return out;
   }();

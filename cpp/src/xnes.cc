@@ -46,10 +46,6 @@ namespace {
 
 constexpr char kName[] = "XNES";
 
-std::size_t default_lambda(std::size_t n) {
-  return 4 + static_cast<std::size_t>(std::floor(3.0 * std::log(static_cast<double>(n))));
-}
-
 double default_eta(std::size_t n) {
   const double d = static_cast<double>(n);
   return 3.0 * (3.0 + std::log(d)) / (5.0 * d * std::sqrt(d));
@@ -198,14 +194,14 @@ class XNES final : public DistributionStrategy {
 };
 
 void validate(const OptionSet& o, const std::string& prefix) {
-  detail::common_distribution_options(o, prefix, 1, 2, false);
+  detail::common_distribution_options(o, prefix, 2, false);
   detail::option_in(o, prefix, "learning_rate_mean", 0, 1e6, true, false, false);
   detail::option_in(o, prefix, "learning_rate_sigma", 0, 1e6, true, false, true);
   detail::option_in(o, prefix, "learning_rate_shape", 0, 1e6, true, false, true);
 }
 
 std::unique_ptr<DistributionStrategy> make(std::vector<double> x0, const OptionSet& o) {
-  const auto c = detail::common_distribution_options(o, "", x0.size(), default_lambda(x0.size()), false);
+  const auto c = detail::common_distribution_options(o, "", cma_default_population_size(x0.size()), false);
   return std::make_unique<XNES>(std::move(x0), c, o.real("learning_rate_mean"),
                                 o.real("learning_rate_sigma"), o.real("learning_rate_shape"));
 }
@@ -213,8 +209,7 @@ std::unique_ptr<DistributionStrategy> make(std::vector<double> x0, const OptionS
 }  // namespace
 
 DistributionFamily xnes_family() {
-  return {kName, "XNES_SAMPLING", "xnes_sampling", &validate, &make,
-          {"sampling.type", "param_pattern", "population_size", "sampling.xnes_sampling.seed"}};
+  return {kName, "XNES_SAMPLING", "xnes_sampling", &validate, &make};
 }
 
 }  // namespace evokit

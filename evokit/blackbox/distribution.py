@@ -148,14 +148,12 @@ class DistributionES(TrackedStrategy):
         d = self.__dict__.copy()
         s = self._es.save()
         d["_es"] = (s.family, s.model_iter_id, s.noise_version, s.floats, s.doubles, s.ints)
-        d["_x0_for_core"] = self._x0
         return d
 
     def __setstate__(self, d):
         family, it, version, floats, doubles, ints = d.pop("_es")
-        x0 = d.pop("_x0_for_core")
         self.__dict__.update(d)
-        self._es = _core.make_distribution(self._family, x0, self._options)
+        self._es = _core.make_distribution(self._family, self._x0, self._options)
         self._es.load(_core.SolverState(family, model_iter_id=it, noise_version=version,
                                         floats=floats, doubles=doubles, ints=ints))
 

@@ -100,8 +100,6 @@ class DistributionStrategy {
   // The full state; load(save()) continues bit for bit.
   SolverState save() const;
   void load(const SolverState& state);
-  // The number of doubles save() holds (to choose what a worker gets).
-  std::size_t state_size() const;
 
  protected:
   DistributionStrategy(std::string family, std::size_t num_params, std::size_t population_size,
@@ -122,10 +120,10 @@ class DistributionStrategy {
   virtual void load_state(const SolverState& state, const std::string& prefix) = 0;
   // Threads worth using for `work` flops (1 for small work).
   int threads_for(double work) const noexcept;
-  // z of members [0, count) of the current generation into z (count x n).
-  void sample_z(std::size_t count, double* z) const;
 
  private:
+  // z of member k of the current generation into z (n doubles).
+  void member_z(std::size_t k, double* z) const;
   std::string prefix() const;
   void materialize();
 
@@ -172,8 +170,9 @@ struct DistributionFamily {
   void (*validate)(const OptionSet& options, const std::string& prefix);
   // The strategy from x0 (n >= 1) and validated options.
   std::unique_ptr<DistributionStrategy> (*make)(std::vector<double> x0, const OptionSet& options);
-  // The options whose change would give logged keys another meaning.
-  std::vector<std::string> key_options;
+  // The options whose change would give logged keys another meaning are the
+  // same for every family: sampling.type, param_pattern, population_size and
+  // sampling.<config_field>.seed (solver.cc's registry derives them).
 };
 
 // Every family: the policy families in SamplingConfig.Type order, then the
