@@ -651,8 +651,12 @@ def test_worker_processes_die_with_a_sigkilled_run(tmp_path):
     for line in proc.stdout:
         if line.startswith("gen      3/"):
             break
-    workers = [pid for pid in _children(proc.pid) if "spawn_main" in _cmdline(pid)]
+    children = _children(proc.pid)
+    workers = [pid for pid in children if "spawn_main" in _cmdline(pid)]
     assert len(workers) == 2
+    # the resource tracker too: every process the run started must go
+    assert any("resource_tracker" in _cmdline(pid) for pid in children)
+    workers = children
     proc.kill()
     proc.wait(timeout=30)
     proc.stdout.close()
