@@ -48,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -391,8 +392,12 @@ def message_json(message) -> dict:
 def py_config(path: str) -> dict:
     from evokit.config import load_config, validate_config
     from evokit.solvers.options import solver_options
+    from evokit.errors import ConfigLayoutWarning
     out: Dict[str, Any] = {}
-    config, out["parse"] = attempt(lambda: load_config(path, validate=False))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConfigLayoutWarning)
+        config, out["parse"] = attempt(lambda: load_config(path, validate=False))
+    out["notes"] = [str(w.message) for w in caught if issubclass(w.category, ConfigLayoutWarning)]
     if config is None:
         return out
     options = {}
