@@ -188,7 +188,7 @@ def parse_error(text: str, source: str, exc: text_format.ParseError,
     msg = re.sub(r"^'.*?':\s*", "", msg)
     line, column = exc.GetLine(), exc.GetColumn()
     field = _field_at(text, line, column) if line is not None else None
-    enum = re.search(r'Enum type "([\w.]+)" has no value named (\S+?)\.?$', msg)
+    enum = re.search(r'Enum type "([\w.]+)" has no value (?:named|with number) (\S+?)\.?$', msg)
     if enum:
         values = ", ".join(v.name for v in pb.DESCRIPTOR.pool.FindEnumTypeByName(enum.group(1)).values)
         msg = f"unknown value {enum.group(2)}, expected one of {values}"

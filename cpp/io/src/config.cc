@@ -145,8 +145,10 @@ void parse_text(const std::string& text, const std::string& source, pb::Message*
   if (at.line > 0) where += ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
   const std::optional<std::string> field = at.line > 0 ? detail::field_at(text, at.offset) : std::nullopt;
   std::string what = errors.message();
-  // 'Unknown enumeration value of "X" for field "f".' as Python words it
-  static const std::regex unknown_enum(R"re(^Unknown enumeration value of "([^"]*)" for field "\w+"\.$)re");
+  // 'Unknown enumeration value of "X" for field "f".' (a name or a number),
+  // and a string where the enum value's name belongs, as Python words them
+  static const std::regex unknown_enum(
+      R"re(^(?:Unknown enumeration value of "([^"]*)" for field "\w+"\.|Expected integer or identifier, got: (".*"|'.*')))re");
   std::smatch m;
   const pb::FieldDescriptor* f = field ? find_field(message->GetDescriptor(), *field) : nullptr;
   if (f != nullptr && f->enum_type() != nullptr && std::regex_match(what, m, unknown_enum)) {
@@ -154,7 +156,7 @@ void parse_text(const std::string& text, const std::string& source, pb::Message*
     for (int i = 0; i < f->enum_type()->value_count(); ++i) {
       values += (i ? ", " : "") + f->enum_type()->value(i)->name();
     }
-    what = "unknown value " + m[1].str() + ", expected one of " + values;
+    what = "unknown value " + (m[1].matched ? m[1].str() : m[2].str()) + ", expected one of " + values;
   }
   throw ConfigError(where + ": " + field.value_or("at top level") + ": " + what);
 }
