@@ -5,7 +5,12 @@ written there. A config that does not parse or holds a value out of range raises
 :class:`ConfigError`, whose message names the file, the line where it is known and
 the field, e.g.::
 
+    configs/bad.prototxt:7:8: solver.sampling.gaussian_sampling.std: Couldn't parse float: abc
     configs/bad.prototxt:7: solver.sampling.gaussian_sampling.std must be > 0, got -0.5
+
+A file in PARL EvoKit's flat layout (``seed``, ``gaussian_sampling``,
+``optimizer`` at the top level) is read through :mod:`evokit.parl_config`.
+cpp/io/src/config.cc makes the same checks with the same messages.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Optional
 
 __all__ = [
-    "CheckpointError", "ConfigError", "ConfigLayoutWarning", "EnvError", "FingerprintError", "LogError", "MetricsError",
-    "ModelError", "NativeFallbackWarning", "NotSupportedError", "SolverFileError",
+    "CheckpointError", "ConfigError", "ConfigLayoutWarning", "EnvError", "FingerprintError", "LogError",
+    "MetricsError", "ModelError", "NativeFallbackWarning", "NotSupportedError", "SolverFileError",
     "WarehouseError",
 ]
 

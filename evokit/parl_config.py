@@ -117,7 +117,8 @@ def to_evokit(parl: pb.ParlEvoKitConfig, text: str, source: str) -> pb.EvoKitCon
         return ConfigError(source, f"{field} {message}", line=lines.get(field), field=field)
 
     for field, why in _REFUSED.items():
-        if _is_set(parl, field) and not (field == "async_es.model_iter_id" and parl.async_es.model_iter_id == 0):
+        zero_iteration = field == "async_es.model_iter_id" and parl.async_es.model_iter_id == 0
+        if _is_set(parl, field) and not zero_iteration:
             raise fail(field, why)
     if parl.seed < 0:
         raise fail("seed", f"must be >= 0 (EvoKit's seed is unsigned), got {parl.seed}")

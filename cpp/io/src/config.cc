@@ -52,9 +52,25 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
     if (line_ < 0) return at;
     int line = line_, column = column_;
     point_at_token(text, line, column);
+    std::size_t offset = offset_of(text, line, column);
+    // a string cut by the end of its line: the error is after it
+    if (message_.find("cannot cross line boundaries") != std::string::npos && offset > 0) --offset;
+    // a second value of a singular field: at its colon; Python names the value
+    if (message_.find("is specified multiple times") != std::string::npos) {
+      if (offset < text.size() && text[offset] == ':') ++offset;
+      while (offset < text.size() && (text[offset] == ' ' || text[offset] == '\t')) ++offset;
+    }
+    at.offset = detail::token_start(text, offset);
+    // the 0-based line and protobuf's column of that offset
+    const std::size_t line_start = at.offset == 0 ? 0 : text.rfind('\n', at.offset - 1) + 1;
+    line = static_cast<int>(
+        std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n'));
+    column = 0;
+    for (std::size_t i = line_start; i < at.offset; ++i) {
+      column = text[i] == '\t' ? column + 8 - column % 8 : column + 1;
+    }
     at.line = line + 1;
     at.column = column + 1;
-    at.offset = offset_of(text, line, column);
     return at;
   }
   const std::string& message() const { return message_; }
@@ -122,7 +138,8 @@ const pb::FieldDescriptor* find_field(const pb::Descriptor* root, const std::str
   std::size_t start = 0;
   while (root != nullptr) {
     const std::size_t dot = path.find('.', start);
-    field = root->FindFieldByName(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    const std::size_t length = dot == std::string::npos ? std::string::npos : dot - start;
+    field = root->FindFieldByName(path.substr(start, length));
     if (field == nullptr || dot == std::string::npos) return field;
     root = field->message_type();
     start = dot + 1;
@@ -148,7 +165,8 @@ void parse_text(const std::string& text, const std::string& source, pb::Message*
   // 'Unknown enumeration value of "X" for field "f".' (a name or a number),
   // and a string where the enum value's name belongs, as Python words them
   static const std::regex unknown_enum(
-      R"re(^(?:Unknown enumeration value of "([^"]*)" for field "\w+"\.|Expected integer or identifier, got: (".*"|'.*')))re");
+      R"re(^(?:Unknown enumeration value of "([^"]*)" for field "\w+"\.)re"
+      R"re(|Expected integer or identifier, got: (".*"|'.*')))re");
   std::smatch m;
   const pb::FieldDescriptor* f = field ? find_field(message->GetDescriptor(), *field) : nullptr;
   if (f != nullptr && f->enum_type() != nullptr && std::regex_match(what, m, unknown_enum)) {

@@ -194,4 +194,15 @@ std::optional<std::string> field_at(const std::string& text, std::size_t offset)
   return walk.field_at(nullptr);
 }
 
+std::size_t token_start(const std::string& text, std::size_t offset) {
+  const std::vector<Token> tokens = lex(text);
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const Token& t = tokens[i];
+    if (offset < t.start) return offset;
+    if (offset >= t.start + t.text.size()) continue;
+    return i > 0 && tokens[i - 1].text == "-" ? tokens[i - 1].start : t.start;
+  }
+  return tokens.empty() ? offset : tokens.back().start;  // at the end: the last token
+}
+
 }  // namespace evokit::io::detail

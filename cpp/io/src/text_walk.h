@@ -30,4 +30,11 @@ int field_line(const std::vector<FieldToken>& tokens, const std::string& path);
 // it is in; nullopt at the top level outside any field.
 std::optional<std::string> field_at(const std::string& text, std::size_t offset);
 
+// Where the token at byte `offset` starts (protobuf C++ reports some errors
+// inside a token, "0x1g", or after a minus sign, "-inf", where Python's
+// parser names the whole token): the start of the token holding `offset`,
+// or of the minus sign before it; after the last token (an error at the end
+// of the text), the start of the last token; `offset` itself between tokens.
+std::size_t token_start(const std::string& text, std::size_t offset);
+
 }  // namespace evokit::io::detail

@@ -21,6 +21,7 @@
 namespace evokit::io {
 namespace {
 
+using testing::data_path;
 using testing::TempDir;
 
 static_assert(std::is_base_of_v<std::invalid_argument, ConfigError>);
@@ -193,7 +194,7 @@ TEST(ConfigErrors, ParseErrorsNameTheField) {
     return evokit::testing::MessageOf<ConfigError>([&] { parse_config(text, "c.prototxt"); });
   };
   EXPECT_EQ(message("solver {\n  population_size: -inf\n}"),
-            "c.prototxt:2:20: solver.population_size: Expected integer, got: -");
+            "c.prototxt:2:20: solver.population_size: Expected integer, got: inf");
   EXPECT_EQ(message("solver {\n  sampling { gaussian_sampling { std: abc } }\n}\n"),
             "c.prototxt:2:39: solver.sampling.gaussian_sampling.std: Expected double, got: abc");
   EXPECT_EQ(message("solver {\n  population: 5\n}\n"),

@@ -105,7 +105,8 @@ ALLOWED[("config", "param_pattern_invalid", "check_n58")] = ALLOWED[("config", "
 
 _allow("config", "extra_close_brace string_for_int float_for_int int32_overflow "
        "int64_overflow uint64_negative uint64_overflow repeated_singular_message bad_bool bool_two "
-       "scalar_without_colon value_without_field nul_byte", "parse", Allowed(
+       "scalar_without_colon value_without_field nul_byte parl_bad_value missing_close_brace "
+       "repeated_singular_field unterminated_string float_hex", "parse", Allowed(
            "wording",
            "a text-format parse error: the text is each protobuf runtime's own (Python's text_format, "
            "protobuf C++'s TextFormat::Parser); the file:line:column and the field named must be the same",
@@ -117,13 +118,6 @@ _allow("config", "missing_file directory", "parse", Allowed(
     "first: 'no such config file', 'is a directory, ...'; C++ reports what open/fstat said)",
     py=r"configs/\w+\.prototxt: (no such config file|is a directory, expected a \.prototxt config file)",
     cpp=r"configs/\w+\.prototxt: cannot read config: (no such file|is a directory)"))
-_POSITION = Allowed(
-    "xfail",
-    "REAL DISAGREEMENT (reported): both refuse, but the two languages put the error at different "
-    "places (file:line:column); cpp/io/src/config.cc already moves three kinds of error to the "
-    "token Python names, not this kind")
-_allow("config", "missing_close_brace repeated_singular_field unterminated_string float_hex", "parse",
-       _POSITION)
 _RUNTIME_ACCEPTS = Allowed(
     "xfail",
     "REAL DISAGREEMENT (reported): Python's text_format accepts this literal, protobuf C++'s "
