@@ -200,8 +200,12 @@ proto::EvoKitConfig parse_config(const std::string& text, const std::string& sou
     proto::ParlEvoKitConfig parl;
     parse_text(text, source, &parl);
     config = detail::parl_to_evokit(parl, text, source);
-    std::lock_guard<std::mutex> lock(note_mutex);
-    if (note_handler()) note_handler()(detail::parl_note(source));
+    ConfigNoteHandler handler;
+    {
+      std::lock_guard<std::mutex> lock(note_mutex);
+      handler = note_handler();
+    }
+    if (handler) handler(detail::parl_note(source));
   } else {
     parse_text(text, source, &config);
   }
