@@ -5,7 +5,12 @@ written there. A config that does not parse or holds a value out of range raises
 :class:`ConfigError`, whose message names the file, the line where it is known and
 the field, e.g.::
 
+    configs/bad.prototxt:7:8: solver.sampling.gaussian_sampling.std: Couldn't parse float: abc
     configs/bad.prototxt:7: solver.sampling.gaussian_sampling.std must be > 0, got -0.5
+
+A file in PARL EvoKit's flat layout (``seed``, ``gaussian_sampling``,
+``optimizer`` at the top level) is read through :mod:`evokit.parl_config`.
+cpp/io/src/config.cc makes the same checks with the same messages.
 """
 
 from __future__ import annotations
@@ -44,41 +49,104 @@ FITNESS_SHAPING_NAMES = {
 # parsing
 # --------------------------------------------------------------------------
 
+# A text-format lexer (the tokens of protobuf's own tokenizer, as far as the
+# walk below needs them): strings (to the closing quote or the end of the
+# line), comments, numbers with their exponent signs (1e-08; the sign of a
+# negative number is a token of its own, as protobuf reads it), identifiers,
+# and single punctuation characters. cpp/io/src/config.cc lexes the same way.
 _TOKEN = re.compile(
-    r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|#[^\n]*'   # strings, comments
-    r'|[-+]?(?:\d|\.\d)[\w.+-]*'                             # numbers (1e-08, -0.5, 0x1f)
-    r'|[A-Za-z_][\w.]*|\S')                                   # identifiers, punctuation
+    r'"(?:[^"\\\n]|\\.)*"?|\'(?:[^\'\\\n]|\\.)*\'?|#[^\n]*'  # strings, comments
+    r'|(?:\d|\.\d)(?:[\w.]|(?<=[eE])[-+])*'                          # numbers (1e-08, 0x1f, 1.5f)
+    r'|[A-Za-z_][\w.]*|\S', re.ASCII)                                 # identifiers, punctuation
+
+
+def _tokens(text: str):
+    """(token, offset) of every token of ``text`` but comments."""
+    for m in _TOKEN.finditer(text):
+        if not m.group(0).startswith("#"):
+            yield m.group(0), m.start()
+
+
+def _is_word(token: str) -> bool:
+    return token[0].isalnum() or token[0] in "_."
+
+
+class _Walk:
+    """The fields of a text-format message, walked as protobuf's parser
+    reads it: which field each name token opens and which field a given
+    offset is in. One token at a time through :meth:`step`."""
+
+    FIELD, NAME, VALUE, LIST = range(4)
+
+    def __init__(self) -> None:
+        self.stack: List[Tuple[str, bool]] = []  # (path, opened inside a list)
+        self.state = self.FIELD
+        self.current: Optional[str] = None  # the field whose value comes next
+
+    def path(self, name: Optional[str] = None) -> Optional[str]:
+        parts = self.stack[-1][:1] if self.stack else ()  # the innermost path holds the outer ones
+        parts += (name,) if name else ()
+        return ".".join(parts) or None
+
+    def step(self, token: str) -> Optional[str]:
+        """Read ``token``; the dotted path of the field it names, if it names one."""
+        state = self.state
+        if state == self.FIELD:
+            if token in ("}", ">"):
+                if self.stack:
+                    path, in_list = self.stack.pop()
+                    if in_list:
+                        self.state, self.current = self.LIST, path.rsplit(".", 1)[-1]
+            elif _is_word(token):
+                self.current, self.state = token, self.NAME
+                return self.path(token)
+        elif state == self.NAME:
+            if token == ":":
+                self.state = self.VALUE
+            elif token in ("{", "<"):
+                self._open(False)
+            else:  # a scalar without its colon: protobuf stops here
+                self.current, self.state = None, self.FIELD
+        elif state == self.VALUE:
+            if token in ("{", "<"):
+                self._open(False)
+            elif token == "[":
+                self.state = self.LIST
+            elif token != "-":  # a value (a string may be followed by more strings)
+                self.current, self.state = None, self.FIELD
+        else:  # LIST
+            if token in ("{", "<"):
+                self._open(True)
+            elif token == "]":
+                self.current, self.state = None, self.FIELD
+        return None
+
+    def _open(self, in_list: bool) -> None:
+        self.stack.append((self.path(self.current), in_list))
+        self.current, self.state = None, self.FIELD
+
+    def field_at(self, token: Optional[str]) -> Optional[str]:
+        """The field the parser is in when it stops at ``token`` (the token at
+        the error's position, or None at the end of the text): the field whose
+        value it reads, the field that ``token`` names, or the message it is in."""
+        if self.state in (self.NAME, self.VALUE, self.LIST):
+            return self.path(self.current)
+        if token is not None and _is_word(token) and not token[0].isdigit():
+            return self.path(token)
+        return self.path()
 
 
 def _field_tokens(text: str) -> List[Tuple[str, int, int]]:
     """Every field name in a text-format message as (dotted path, line,
     column), both 1-based, in order of appearance."""
     out: List[Tuple[str, int, int]] = []
-    stack: List[str] = []
-    pending: Optional[str] = None  # the field whose value comes next
-    expect_field = True
-    for m in _TOKEN.finditer(text):
-        tok = m.group(0)
-        if tok.startswith("#"):
-            continue
-        if tok in ("{", "<"):
-            stack.append(pending or "?")
-            pending, expect_field = None, True
-        elif tok in ("}", ">"):
-            if stack:
-                stack.pop()
-            pending, expect_field = None, True
-        elif tok in (":", "[", ","):
-            expect_field = False
-        elif tok == "]":
-            expect_field = True
-        elif expect_field and (tok[0].isalpha() or tok[0] == "_"):
-            pending = tok
-            line = text.count("\n", 0, m.start()) + 1
-            column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
-            out.append((".".join(stack + [tok]), line, column))
-        else:  # a value; the next identifier names a field again
-            expect_field = True
+    walk = _Walk()
+    for tok, start in _tokens(text):
+        path = walk.step(tok)
+        if path is not None:
+            line = text.count("\n", 0, start) + 1
+            column = start - (text.rfind("\n", 0, start) + 1) + 1
+            out.append((path, line, column))
     return out
 
 
@@ -90,14 +158,63 @@ def _field_lines(text: str) -> Dict[str, int]:
     return lines
 
 
+def _offset(text: str, line: int, column: int) -> int:
+    """The offset of 1-based (line, column) in ``text``."""
+    pos = 0
+    for _ in range(line - 1):
+        nl = text.find("\n", pos)
+        if nl < 0:
+            return len(text)
+        pos = nl + 1
+    return min(pos + max(column - 1, 0), len(text))
+
+
 def _field_at(text: str, line: int, column: int) -> Optional[str]:
-    """The dotted path of the last field named at or before (line, column)."""
-    found = None
-    for path, l, c in _field_tokens(text):
-        if (l, c) > (line, column):
-            break
-        found = path
-    return found
+    """The dotted path of the field the parser was in at 1-based (line,
+    column): see :meth:`_Walk.field_at`."""
+    pos = _offset(text, line, column)
+    walk = _Walk()
+    for tok, start in _tokens(text):
+        if start >= pos:
+            return walk.field_at(tok if start == pos else None)
+        walk.step(tok)
+    return walk.field_at(None)
+
+
+def parse_error(text: str, source: str, exc: text_format.ParseError,
+                descriptor=None) -> ConfigError:
+    """The :class:`ConfigError` for protobuf's ``ParseError`` of ``text``:
+    ``file:line:column: field: message``, the field being the one the parser
+    was in (:func:`_field_at`; ``at top level`` before any field), protobuf's
+    echo of the line dropped and an unknown enum value reworded to list the
+    values (cpp/io/src/config.cc words every error the same way)."""
+    # protobuf says "line:column : 'the line': message"
+    msg = re.sub(r"^\d+:\d+\s*:\s*", "", str(exc))
+    msg = re.sub(r"^'.*?':\s*", "", msg)
+    line, column = exc.GetLine(), exc.GetColumn()
+    field = _field_at(text, line, column) if line is not None else None
+    enum = re.search(r'Enum type "([\w.]+)" has no value (?:named|with number) (\S+?)\.?$', msg)
+    if enum:
+        values = ", ".join(v.name for v in pb.DESCRIPTOR.pool.FindEnumTypeByName(enum.group(1)).values)
+        msg = f"unknown value {enum.group(2)}, expected one of {values}"
+    msg = f"{field or 'at top level'}: {msg}"
+    return ConfigError(source, msg, line=line, column=column, field=field)
+
+
+def _parse_text(text: str, source: str) -> pb.EvoKitConfig:
+    """``text`` as an EvoKitConfig, in EvoKit's layout or PARL EvoKit's
+    (mapped by :mod:`evokit.parl_config`, with one ConfigLayoutWarning)."""
+    from . import parl_config  # it uses this module's text walk
+
+    layout = parl_config.detect_layout(text, source)
+    message = pb.ParlEvoKitConfig() if layout == parl_config.PARL else pb.EvoKitConfig()
+    try:
+        text_format.Parse(text, message)
+    except text_format.ParseError as exc:
+        raise parse_error(text, source, exc) from None
+    if layout == parl_config.PARL:
+        return parl_config.to_evokit(message, text, source)
+    return message
 
 
 def parse_config(text: str, source: str = "<string>", validate: bool = True,
@@ -110,23 +227,7 @@ def parse_config(text: str, source: str = "<string>", validate: bool = True,
     ``source``. ``validate=False`` leaves the validation to the caller (e.g.
     :meth:`evokit.ESAgent.init_solver`, or a comparison with a config that
     has been validated)."""
-    config = pb.EvoKitConfig()
-    try:
-        text_format.Parse(text, config)
-    except text_format.ParseError as exc:
-        # protobuf says "line:column : 'the line': message"; we put the file
-        # in front, drop the echo of the line and name the field.
-        msg = re.sub(r"^\d+:\d+\s*:\s*", "", str(exc))
-        msg = re.sub(r"^'.*?':\s*", "", msg)
-        line, column = exc.GetLine(), exc.GetColumn()
-        field = _field_at(text, line, column) if line is not None else None
-        enum = re.search(r'Enum type "([\w.]+)" has no value named (\S+?)\.?$', msg)
-        if enum:
-            values = ", ".join(v.name for v in pb.DESCRIPTOR.pool.FindEnumTypeByName(enum.group(1)).values)
-            msg = f"unknown value {enum.group(2)}, expected one of {values}"
-        if field and enum:
-            msg = f"{field}: {msg}"
-        raise ConfigError(source, msg, line=line, column=column, field=field) from None
+    config = _parse_text(text, source)
     _override(config, overrides)
     if validate:
         validate_config(config, source=source, text=text, overridden=overrides or ())
@@ -237,13 +338,22 @@ class _Checker:
         if field in self.overridden:
             return ConfigError(OVERRIDES_SOURCE, f"{field} {message}", field=field)
         lines = _field_lines(self.text) if self.text else {}
+        named = field
+        if self.text:
+            from . import parl_config
+
+            if parl_config.detect_layout(self.text) == parl_config.PARL:
+                # the file names the field as PARL does: name both, find the line of PARL's
+                parl = parl_config.parl_field(field)
+                if parl is not None:
+                    named, field = f"{parl} ({field})", parl
         line = lines.get(field)
         # fall back to the closest enclosing message that appears in the text
         parent = field
         while line is None and "." in parent:
             parent = parent.rsplit(".", 1)[0]
             line = lines.get(parent)
-        return ConfigError(self.source, f"{field} {message}", line=line, field=field)
+        return ConfigError(self.source, f"{named} {message}", line=line, field=field)
 
     def positive(self, field: str, value: float) -> None:
         if not (math.isfinite(value) and value > 0):

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Optional
 
 __all__ = [
-    "CheckpointError", "ConfigError", "EnvError", "FingerprintError", "LogError", "MetricsError",
-    "ModelError", "NativeFallbackWarning", "NotSupportedError", "SolverFileError",
+    "CheckpointError", "ConfigError", "ConfigLayoutWarning", "EnvError", "FingerprintError", "LogError",
+    "MetricsError", "ModelError", "NativeFallbackWarning", "NotSupportedError", "SolverFileError",
     "WarehouseError",
 ]
 
@@ -45,6 +45,13 @@ class ModelError(ValueError):
 
 class NotSupportedError(ModelError):
     """A model the native backend cannot run; the message names the node and op."""
+
+
+class ConfigLayoutWarning(UserWarning):
+    """A config read in another layout than EvoKit's own: PARL EvoKit's flat
+    one (``seed``, ``gaussian_sampling``, ``optimizer`` at the top level),
+    mapped onto EvoKitConfig (:mod:`evokit.parl_config`); one line naming the
+    file and the layout."""
 
 
 class NativeFallbackWarning(UserWarning):

@@ -506,8 +506,8 @@ def files(tmp_path_factory):
 CLI_ERRORS = {
     "missing config": (["train", "{t}/nope.prototxt"], "{t}/nope.prototxt: no such config file"),
     "bad config": (["train", "{t}/bad.prototxt"],
-                   '{t}/bad.prototxt:1:9: Message type "evokit.proto.TrainConfig" has no field named '
-                   '"no_such_field".'),
+                   '{t}/bad.prototxt:1:9: train.no_such_field: Message type "evokit.proto.TrainConfig" has '
+                   'no field named "no_such_field".'),
     "unknown env": (["train", CARTPOLE, "--env", "NoSuchEnv-v0", "--out", "{t}/r"],
                     "cannot make environment 'NoSuchEnv-v0': Environment `NoSuchEnv` doesn't exist."),
     "policy does not fit": (["train", CARTPOLE, "--env", "Pendulum-v1", "--model", "{t}/cartpole.onnx",

@@ -49,7 +49,11 @@ void ESAgent::require_solver(const char* what) const {
 
 const proto::EvoKitConfig& ESAgent::load_config(const std::string& path) {
   require_original("load_config");
-  return set_config(io::load_config(path), path);
+  std::string text;
+  proto::EvoKitConfig config = io::load_config(path, true, &text);
+  set_config(config, path);
+  config_text_ = std::move(text);
+  return *config_;
 }
 
 const proto::EvoKitConfig& ESAgent::set_config(const proto::EvoKitConfig& config,
@@ -57,6 +61,7 @@ const proto::EvoKitConfig& ESAgent::set_config(const proto::EvoKitConfig& config
   require_original("set_config");
   config_ = std::make_shared<const proto::EvoKitConfig>(config);
   config_source_ = source;
+  config_text_.clear();
   return *config_;
 }
 
@@ -82,7 +87,7 @@ void ESAgent::init_solver() {
     throw std::logic_error(
         "init_solver() needs a model: call load_inference_model() first");
   }
-  validate_config(*config_, config_source_, model_->num_params());
+  validate_config(*config_, config_source_, model_->num_params(), config_text_);
   const proto::SolverConfig& solver = config_->solver();
   const int num_threads = solver.num_threads();
   core_ = std::make_unique<evokit::ESAgent>(

@@ -195,11 +195,15 @@ TEST(IoESAgentErrors, BadConfigValuesNameTheSource) {
   testing::write_bytes(dir.file("c.prototxt"),
                        "solver { sampling { gaussian_sampling { std: -0.5 } } }");
   ESAgent agent;
-  agent.load_config(dir.file("c.prototxt"));
+  // load_config validates, as Python's does, naming the line
+  EXPECT_THROW_WITH(agent.load_config(dir.file("c.prototxt")), ConfigError,
+                    dir.file("c.prototxt") +
+                        ":1: solver.sampling.gaussian_sampling.std must be > 0, got -0.5");
+  // a config set unvalidated is checked by init_solver (no text: no line)
+  agent.set_config(parse_config("solver { sampling { gaussian_sampling { std: -0.5 } } }"), "s.prototxt");
   agent.load_inference_model(data_path("cartpole_h8.onnx"));
   EXPECT_THROW_WITH(agent.init_solver(), ConfigError,
-                    dir.file("c.prototxt") +
-                        ": solver.sampling.gaussian_sampling.std must be > 0, got -0.5");
+                    "s.prototxt: solver.sampling.gaussian_sampling.std must be > 0, got -0.5");
   // The cache must hold a whole parameter vector.
   testing::write_bytes(dir.file("d.prototxt"),
                        "solver { sampling { gaussian_sampling { cached: true cache_size: 10 } } }");
@@ -207,7 +211,7 @@ TEST(IoESAgentErrors, BadConfigValuesNameTheSource) {
   agent.load_inference_model(data_path("cartpole_h8.onnx"));
   EXPECT_THROW_WITH(agent.init_solver(), ConfigError,
                     dir.file("d.prototxt") +
-                        ": solver.sampling.gaussian_sampling.cache_size (10) is smaller than the "
+                        ":1: solver.sampling.gaussian_sampling.cache_size (10) is smaller than the "
                         "model (58 parameters)");
   EXPECT_FALSE(agent.has_solver());
 }

@@ -440,7 +440,15 @@ Json hex_floats(const std::vector<float>& values) {
 Json config_line(const std::string& path) {
   Json out = Json::object();
   std::optional<evokit::proto::EvoKitConfig> config;
-  out.set("parse", outcome([&] { config = io::load_config(path); }));
+  std::string text;
+  std::vector<std::string> notes;
+  const io::ConfigNoteHandler previous =
+      io::set_config_note_handler([&](const std::string& note) { notes.push_back(note); });
+  out.set("parse", outcome([&] { config = io::load_config(path, false, &text); }));
+  io::set_config_note_handler(previous);
+  Json notes_json = Json::array();
+  for (const std::string& note : notes) notes_json.push(note);
+  out.set("notes", std::move(notes_json));
   if (!config) return out;
   Json options = Json::object();
   const evokit::OptionSet walked = io::solver_options(config->solver());
@@ -456,8 +464,8 @@ Json config_line(const std::string& path) {
     }
   }
   out.set("options", std::move(options));
-  out.set("check", outcome([&] { io::validate_config(*config, path); }));
-  out.set("check_n58", outcome([&] { io::validate_config(*config, path, kConfigNumParams); }));
+  out.set("check", outcome([&] { io::validate_config(*config, path, std::nullopt, text); }));
+  out.set("check_n58", outcome([&] { io::validate_config(*config, path, kConfigNumParams, text); }));
   return out;
 }
 

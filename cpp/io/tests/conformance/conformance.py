@@ -29,11 +29,9 @@ the differences listed in ALLOWED, each with its reason:
 Entries are strict (like pytest's xfail_strict): an entry whose fields agree
 is reported as stale, and fails the test, so the list stays true.
 
-One normalisation is applied before comparing, for the reason given with it:
-Python's config validation errors name the line of the field
-(``c.prototxt:4: solver.population_size must be >= 1, got 0``) while C++'s
-``io::validate_config`` has no text to take a line from (``c.prototxt:
-solver.population_size ...``); the line is dropped from Python's message.
+Config errors are compared as they are: both languages name the file, the
+line (and for a parse error the column) and the field, and make the same
+checks (``c.prototxt:4: solver.population_size must be >= 1, got 0``).
 """
 
 from __future__ import annotations
@@ -48,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -75,7 +74,7 @@ class Allowed:
     py: Optional[str] = None  # wording: a pattern Python's message fully matches
     cpp: Optional[str] = None  # wording: a pattern C++'s message fully matches
     # wording: what else the two messages must share: "location" (the
-    # "file:line:column: " they start with), "subject" (the node, output or
+    # "file:line:column: field: " they start with), "subject" (the node, output or
     # input they name first)
     same: Optional[str] = None
     # python_only / cpp_only: the field in which the side that accepted this
@@ -96,30 +95,21 @@ def _allow(kind: str, names: str, field: str, allowed: Allowed) -> None:
 
 # ---- configs ------------------------------------------------------------------
 
-_PY_ONLY_CHECKS = Allowed(
-    "python_only",
-    "Python's validate_config also checks the train section, solver.backend and solver.param_pattern "
-    "(as a Python regular expression) for `evokit train` and onnxruntime; the C++ io component "
-    "neither trains nor runs onnxruntime, and io::validate_config checks only the options the "
-    "core's registry reads (cpp/io/include/evokit/io/config.h)")
-for _field in ("check", "check_n58"):
-    _allow("config", "train_generations_zero train_activation_unknown train_hidden_zero train_clip_zero "
-           "backend_unknown param_pattern_invalid", _field, _PY_ONLY_CHECKS)
-
-_allow("config", "unknown_sampling_type unknown_optimizer unknown_fitness_shaping enum_quoted", "parse", Allowed(
+_allow("config", "param_pattern_invalid", "check", Allowed(
     "wording",
-    "an unknown enum value: Python rewords protobuf's message to name the field and list the values "
-    "(evokit/config.py parse_config), C++ passes protobuf C++'s text on; same file:line:column",
-    py=r"configs/\w+\.prototxt:\d+:\d+: solver\.[\w.]+: unknown value \S+, expected one of [A-Z_, ]+",
-    cpp=r"configs/\w+\.prototxt:\d+:\d+: (Unknown enumeration value of \"\w+\" for field \"\w+\"\."
-        r"|Expected integer or identifier, got: \"\w+\")",
-    same="location"))
-_allow("config", "unknown_sampling_type_number extra_close_brace string_for_int float_for_int int32_overflow "
+    "an invalid solver.param_pattern: the text after the field is each regex engine's (Python's re, "
+    "C++'s std::regex); the file, line and field are the same",
+    py=r"configs/param_pattern_invalid\.prototxt:1: solver\.param_pattern is not a valid regular expression: .+",
+    cpp=r"configs/param_pattern_invalid\.prototxt:1: solver\.param_pattern is not a valid regular expression: .+"))
+ALLOWED[("config", "param_pattern_invalid", "check_n58")] = ALLOWED[("config", "param_pattern_invalid", "check")]
+
+_allow("config", "extra_close_brace string_for_int float_for_int int32_overflow "
        "int64_overflow uint64_negative uint64_overflow repeated_singular_message bad_bool bool_two "
-       "scalar_without_colon value_without_field nul_byte", "parse", Allowed(
+       "scalar_without_colon value_without_field nul_byte parl_bad_value missing_close_brace "
+       "repeated_singular_field unterminated_string float_hex", "parse", Allowed(
            "wording",
            "a text-format parse error: the text is each protobuf runtime's own (Python's text_format, "
-           "protobuf C++'s TextFormat::Parser); the file:line:column must be the same",
+           "protobuf C++'s TextFormat::Parser); the file:line:column and the field named must be the same",
            py=r"configs/\w+\.prototxt:\d+:\d+: .+", cpp=r"configs/\w+\.prototxt:\d+:\d+: .+",
            same="location"))
 _allow("config", "missing_file directory", "parse", Allowed(
@@ -128,19 +118,33 @@ _allow("config", "missing_file directory", "parse", Allowed(
     "first: 'no such config file', 'is a directory, ...'; C++ reports what open/fstat said)",
     py=r"configs/\w+\.prototxt: (no such config file|is a directory, expected a \.prototxt config file)",
     cpp=r"configs/\w+\.prototxt: cannot read config: (no such file|is a directory)"))
-_POSITION = Allowed(
-    "xfail",
-    "REAL DISAGREEMENT (reported): both refuse, but the two languages put the error at different "
-    "places (file:line:column); cpp/io/src/config.cc already moves three kinds of error to the "
-    "token Python names, not this kind")
-_allow("config", "missing_close_brace repeated_singular_field unterminated_string float_hex", "parse",
-       _POSITION)
 _RUNTIME_ACCEPTS = Allowed(
     "xfail",
     "REAL DISAGREEMENT (reported): Python's text_format accepts this literal, protobuf C++'s "
     "TextFormat::Parser refuses it, so a config Python trains with cannot be loaded by a C++ "
     "service (or the reverse)")
 _allow("config", "float_word_inff float_word_nanf int_with_plus string_escape_unknown", "parse", _RUNTIME_ACCEPTS)
+
+#: Allowances for a family of fixtures (those whose name starts with the
+#: prefix): applied to the members that differ, each checked as an ALLOWED
+#: entry is; stale when no member of the family needs it.
+ALLOWED_FAMILIES: Dict[Tuple[str, str, str], Allowed] = {
+    ("config", "damaged_", "parse"): Allowed(
+        "wording",
+        "a value of configs/cartpole.prototxt replaced by a bad token (make_fixtures.py damaged_configs): "
+        "where the parse error's text is each protobuf runtime's own, the file:line:column and the field "
+        "named must still be the same (every other damaged config must agree to the letter)",
+        py=r"configs/damaged_\w+\.prototxt:\d+:\d+: [\w.]+: .+",
+        cpp=r"configs/damaged_\w+\.prototxt:\d+:\d+: [\w.]+: .+", same="location"),
+}
+
+
+def _family(kind: str, name: str, field: str) -> Optional[Tuple[str, str, str]]:
+    for key in ALLOWED_FAMILIES:
+        if key[0] == kind and name.startswith(key[1]) and key[2] == field:
+            return key
+    return None
+
 
 # ---- models -------------------------------------------------------------------
 
@@ -247,17 +251,6 @@ _allow("state", "garbage_file truncated_file", "load", Allowed(
 # Applied to Python's line before comparing: each removes a difference of
 # form that holds for every fixture of its kind, for the reason given.
 
-def _config_line_numbers(line: dict) -> None:
-    """Python's validation errors name the line of the field (c.prototxt:4:
-    solver.population_size ...); io::validate_config has no text to take a
-    line from (c.prototxt: solver.population_size ...)."""
-    for field in ("check", "check_n58"):
-        value = line.get(field)
-        if is_error(value):
-            value["error"] = re.sub(r"^(.*?):\d+: (?=solver\.|train\.|async_es\.)", r"\1: ",
-                                    value["error"], count=1)
-
-
 def _native_marker(line: dict) -> None:
     """Python's NativePolicy marks its refusals "native backend: " (an
     OnnxPolicy may fall back to onnxruntime); C++ has no other forward pass."""
@@ -284,7 +277,7 @@ def _payload_reason(line: dict) -> None:
                                    skipped["reason"], flags=re.S)
 
 
-NORMALISE = {"config": [_config_line_numbers], "model": [_native_marker, _checker_one_line],
+NORMALISE = {"config": [], "model": [_native_marker, _checker_one_line],
              "log": [_payload_reason], "state": []}
 
 
@@ -391,8 +384,12 @@ def message_json(message) -> dict:
 def py_config(path: str) -> dict:
     from evokit.config import load_config, validate_config
     from evokit.solvers.options import solver_options
+    from evokit.errors import ConfigLayoutWarning
     out: Dict[str, Any] = {}
-    config, out["parse"] = attempt(lambda: load_config(path, validate=False))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConfigLayoutWarning)
+        config, out["parse"] = attempt(lambda: load_config(path, validate=False))
+    out["notes"] = [str(w.message) for w in caught if issubclass(w.category, ConfigLayoutWarning)]
     if config is None:
         return out
     options = {}
@@ -574,6 +571,9 @@ class Finding:
     cpp: Any = None
 
 
+FAMILIES_USED: set = set()  # the ALLOWED_FAMILIES entries some fixture needed
+
+
 def compare(py: dict, cpp: dict) -> List[Finding]:
     """The differences between the two lines of one fixture (Python's
     normalised), each judged against ALLOWED."""
@@ -582,11 +582,14 @@ def compare(py: dict, cpp: dict) -> List[Finding]:
     one_sided = False  # an allowed one-sided refusal: the other side went on
     for field in sorted((set(py) | set(cpp)) - {"kind", "name"}):
         allowed = ALLOWED.get((kind, name, field))
+        family = _family(kind, name, field) if allowed is None else None
+        if family is not None:
+            allowed = ALLOWED_FAMILIES[family]
         if field not in py or field not in cpp:
             continue  # judged below
         a, b = py[field], cpp[field]
         if a == b:
-            if allowed is not None:
+            if allowed is not None and family is None:
                 findings.append(Finding(kind, name, field, "stale", f"allowlisted as {allowed.kind}, but "
                                         f"both sides agree: remove the entry", a, b))
             continue
@@ -600,6 +603,8 @@ def compare(py: dict, cpp: dict) -> List[Finding]:
             continue
         findings.append(Finding(kind, name, field, "xfail" if allowed.kind == "xfail" else "allowed",
                                 f"{allowed.kind}: {allowed.reason}", a, b))
+        if family is not None:
+            FAMILIES_USED.add(family)
         one_sided = one_sided or allowed.kind in ("python_only", "cpp_only") or (
             allowed.kind == "xfail" and is_error(a) != is_error(b))
     only = sorted((set(py) ^ set(cpp)) - {"kind", "name"})
@@ -610,7 +615,7 @@ def compare(py: dict, cpp: dict) -> List[Finding]:
 
 
 _SUBJECT = re.compile(r"^\S+?: (node (?:'[^']*'|#\d+) \([^)]*\)|output '[^']*'|observation input '[^']*')")
-_LOCATION = re.compile(r"^\S+?:\d+:\d+: ")
+_LOCATION = re.compile(r"^\S+?:\d+:\d+: (?:at top level|[\w.]+): ")  # file:line:column: field:
 
 
 def _check_allowed(allowed: Allowed, py, cpp, py_line: dict, cpp_line: dict) -> Optional[str]:
@@ -715,6 +720,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         elif key not in judged:
             findings.append(Finding(*key, "stale", f"allowlisted as {allowed.kind}, but the field is "
                                                    f"not compared (one side stopped before it)"))
+    for key, allowed in sorted(ALLOWED_FAMILIES.items()):
+        if key not in FAMILIES_USED:
+            findings.append(Finding(key[0], key[1] + "*", key[2], "stale",
+                                    f"allowlisted as {allowed.kind} for a family, but no member needs it"))
     counts: Dict[str, Dict[str, int]] = {}
     for py, cpp in zip(py_lines, cpp_lines):
         c = counts.setdefault(py["kind"], {"fixtures": 0, "refused_by_both": 0})

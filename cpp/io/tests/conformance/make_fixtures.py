@@ -63,6 +63,7 @@ What is written:
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import struct
 import sys
@@ -289,7 +290,64 @@ def config_fixtures():
         ("nul_byte", b"solver { population_size: 4 }\x00\n"),
         ("missing_file", None),
         ("directory", "DIRECTORY"),
+        # ---- the rest of Python's validation (the C++ io checks it too) -----------
+        ("train_eval_every_zero", "train {\n  eval_every: 0\n}\n"),
+        ("train_eval_episodes_over", "train { eval_episodes: 1000001 }"),
+        ("train_num_workers_zero", "train { num_workers: 0 }"),
+        ("train_num_workers_over", "train { num_workers: 5000 }"),
+        ("train_episodes_per_sample_zero", "train { episodes_per_sample: 0 }"),
+        ("train_clip_nan", "train { observation_clip: nan }"),
+        ("train_target_return_inf", "train { target_return: -inf }"),
+        ("train_max_env_steps_negative", "train { max_env_steps: -1 }"),
+        ("train_alive_bonus_negative", "train { alive_bonus_offset: -0.5 }"),
+        ("train_alive_bonus_nan", "train { alive_bonus_offset: -nan }"),
+        ("backend_empty", "solver {\n  backend: \"\"\n}\n"),
+        ("validation_line_of_enclosing_message", "solver {\n  antithetic: true\n}\n"),  # population 50: ok
+        ("odd_population_line", "solver {\n  sampling { type: GAUSSIAN_SAMPLING }\n  population_size: 7\n}\n"),
+        # ---- PARL EvoKit's flat layout: mapped, or refused naming the field -------
+        ("parl_demo", read_bytes(os.path.join(DATA, "parl_cartpole_config.prototxt"))),
+        ("parl_defaults", "seed: 7\n"),
+        ("parl_sgd_lower_case", 'optimizer { type: "sgd" momentum: 0.5 base_lr: 0.01 }\n'),
+        ("parl_commas", 'seed : 3\noptimizer {\n  type: "Adam",\n  base_lr: 0.005,\n}\n'),
+        ("parl_buffer_size", "seed: 1\nbuffer_size: 10\n"),
+        ("parl_model_warehouse", 'async_es {\n  model_warehouse: "./w"\n}\nseed: 2\n'),
+        ("parl_model_md5", 'seed: 1\nasync_es { model_md5: "abc" }\n'),
+        ("parl_model_iter_id", "seed: 1\nasync_es {\n  model_iter_id: 3\n}\n"),
+        ("parl_model_iter_id_zero", "seed: 1\nasync_es { model_iter_id: 0 max_to_keep: 2 }\n"),
+        ("parl_seed_negative", "seed: -5\n"),
+        ("parl_optimizer_unknown", 'optimizer {\n  type: "RMSProp"\n}\n'),
+        ("parl_std_zero", "gaussian_sampling {\n  std: 0\n}\n"),
+        ("parl_max_to_keep_zero", "seed: 1\nasync_es {\n  max_to_keep: 0\n}\n"),
+        ("parl_unknown_field", "gaussian_sampling { stdev: 1 }\n"),
+        ("parl_bad_value", "gaussian_sampling {\n  cache_size: 1e3\n}\n"),
+        ("mixed_evokit_first", "solver { population_size: 4 }\nseed: 3\n"),
+        ("mixed_parl_first", "seed: 3\ngaussian_sampling { std: 0.1 }\ntrain { max_generations: 3 }\n"),
     ]
+    out += damaged_configs()
+    return out
+
+
+#: Bad tokens for damaged_configs: every kind of parse error a value can
+#: have, and values the validation refuses.
+BAD_TOKENS = ["-inf", "abc", '"text"', "1.5", "}", "99999999999999999999", "0x1g", "nan"]
+
+
+def damaged_configs():
+    """configs/cartpole.prototxt with each value (each `name: value` of it)
+    replaced in turn by each of BAD_TOKENS: (name, text). Both languages must
+    name the same line, column and field for each."""
+    text = read_bytes(os.path.join(ROOT, "configs", "cartpole.prototxt")).decode("utf-8")
+    lines = text.split("\n")
+    out = []
+    for number, line in enumerate(lines, 1):
+        m = re.fullmatch(r"( *)(\w+): (\S+)", line)
+        if not m:
+            continue
+        for i, token in enumerate(BAD_TOKENS):
+            if token != m.group(3):
+                copy = list(lines)
+                copy[number - 1] = f"{m.group(1)}{m.group(2)}: {token}"
+                out.append((f"damaged_{number}_{m.group(2)}_{i}", "\n".join(copy)))
     return out
 
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -11,12 +12,33 @@
 
 namespace evokit::io {
 
-// Reads and parses a .prototxt config. Throws ConfigError naming the file,
-// and for a parse error the line and column: "c.prototxt:3:21: ...".
-proto::EvoKitConfig load_config(const std::string& path);
+// Reads, parses and (unless `validate` is false) validates a .prototxt
+// config, as Python's evokit.load_config does. Throws ConfigError naming the
+// file, and where known the line, column and field: a parse error
+// "c.prototxt:3:21: solver.population_size: Expected integer, got: x", a
+// value out of range "c.prototxt:3: solver.population_size must be >= 1,
+// got 0". `text`, when given, receives the file's text (validate_config
+// takes line numbers from it).
+//
+// A file in PARL EvoKit's flat layout (seed, gaussian_sampling { ... },
+// optimizer { type: "Adam" ... }, async_es at the top level: message
+// ParlEvoKitConfig in proto/evokit.proto) is mapped onto EvoKitConfig, with
+// one note through the config note handler (docs/migrating_from_parl.md);
+// a file mixing both layouts, or setting a PARL field with no EvoKit
+// meaning, is refused naming the field.
+proto::EvoKitConfig load_config(const std::string& path, bool validate = true,
+                                std::string* text = nullptr);
 
-// Parses text-format `text`; `source` names it in errors.
-proto::EvoKitConfig parse_config(const std::string& text, const std::string& source = "<string>");
+// Parses text-format `text` (either layout, as load_config); `source` names
+// it in errors. Validates only when asked (`validate`).
+proto::EvoKitConfig parse_config(const std::string& text, const std::string& source = "<string>",
+                                 bool validate = false);
+
+// Receives the one-line notes about configs (that a file was read in PARL
+// EvoKit's layout). The default writes them to standard error; an empty
+// handler drops them. Returns the previous handler.
+using ConfigNoteHandler = std::function<void(const std::string&)>;
+ConfigNoteHandler set_config_note_handler(ConfigNoteHandler handler);
 
 // The config as text format (what solver.pb stores).
 std::string config_to_text(const proto::EvoKitConfig& config);
@@ -30,13 +52,16 @@ std::string config_to_text(const proto::EvoKitConfig& config);
 // bits. Nothing is checked here: see validate_config and make_solver.
 OptionSet solver_options(const proto::SolverConfig& solver);
 
-// The core's checks of the solver options (evokit::validate_solver_options;
-// with num_params, also those that need the model's size), and
-// async_es.max_to_keep >= 1 (what a warehouse keeps). Throws
-// ConfigError "<source>: <the core's message>", which starts with the
-// option's full name: "c.prototxt: solver.population_size must be >= 1,
-// got 0".
+// Every check of Python's evokit.config.validate_config, with the same
+// messages: solver.param_pattern (a valid regular expression; std::regex's
+// ECMAScript here, Python's re there), solver.backend, the core's checks of
+// the solver options (evokit::validate_solver_options; with num_params, also
+// those that need the model's size), async_es.max_to_keep >= 1 and the train
+// section. Throws ConfigError "<source>:<line>: <field> <what>, got
+// <value>", the line of the field in `text` (the config's text; without it
+// "<source>: solver.population_size must be >= 1, got 0").
 void validate_config(const proto::EvoKitConfig& config, const std::string& source,
-                     std::optional<std::size_t> num_params = std::nullopt);
+                     std::optional<std::size_t> num_params = std::nullopt,
+                     const std::string& text = std::string());
 
 }  // namespace evokit::io

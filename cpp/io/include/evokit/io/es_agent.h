@@ -61,7 +61,8 @@ class ESAgent {
   ESAgent& operator=(const ESAgent&) = delete;
 
   // ---- setup (original agent only) ----
-  // Loads a .prototxt config (ConfigError naming the file and line).
+  // Loads and validates a .prototxt config, in EvoKit's layout or PARL
+  // EvoKit's (io::load_config; ConfigError naming the file, line and field).
   const proto::EvoKitConfig& load_config(const std::string& path);
   // Uses `config`; `source` names it in errors.
   const proto::EvoKitConfig& set_config(const proto::EvoKitConfig& config,
@@ -168,6 +169,7 @@ class ESAgent {
 
   std::shared_ptr<const proto::EvoKitConfig> config_;
   std::string config_source_;
+  std::string config_text_;  // the loaded file's text (validate_config's line numbers)
   std::shared_ptr<const OnnxModel> model_;
   std::shared_ptr<const PolicyGraph> graph_;
   std::vector<float> initial_params_;       // the model's, until init_solver()
