@@ -16,6 +16,7 @@ from evokit.online.pipeline import sample, update
 from evokit.online.samplelog import append_records, read_log
 from evokit.online.warehouse import ITER_PREFIX, Warehouse
 from evokit.policy.mlp import init_mlp
+from evokit.statefile import write_state_file
 
 from helpers import ROOT, count_calls, count_reads
 
@@ -376,8 +377,7 @@ def test_warehouse_of_another_noise_version_is_refused(setup, tmp_path):
             info.ClearField("noise_version")
         else:
             info.noise_version = version
-        with open(info_path, "wb") as f:
-            f.write(info.SerializeToString())
+        write_state_file(info_path, info)
         before = files(wh)
         want = (f"{wh}: warehouse refers to noise version {name}, this EvoKit rebuilds noise "
                 f"version 4 (ARS4x32-5): its keys would give different noise; finish it with the "

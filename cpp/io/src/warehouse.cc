@@ -10,6 +10,7 @@
 #include "evokit/io/config.h"
 #include "evokit/io/errors.h"
 #include "evokit/io/solver_state.h"
+#include "evokit/io/state_file.h"
 #include "file_util.h"
 
 namespace evokit::io {
@@ -54,14 +55,7 @@ Warehouse::Warehouse(std::string path) : path_(std::move(path)) {
     throw WarehouseError(path_ + ": not a warehouse (" + std::string(kWarehouseInfoFile) +
                          " is missing)");
   }
-  std::string bytes, error;
-  if (!detail::read_file(info_path, bytes, error)) {
-    throw WarehouseError(info_path + ": cannot read warehouse info: " + error);
-  }
-  if (!info_.ParseFromString(bytes)) {
-    throw WarehouseError(info_path + ": corrupt warehouse info (the bytes do not parse as "
-                                     "evokit.proto.WarehouseInfo)");
-  }
+  read_state_file<WarehouseError>(info_path, info_, "warehouse info");
   if (info_.config_fingerprint().empty()) {
     throw WarehouseError(info_path + ": corrupt warehouse info (no config_fingerprint)");
   }

@@ -282,7 +282,8 @@ TEST(IoESAgentErrors, BadGaussianStatesChangeNothing) {
                         "verifies only version 2 (a newer EvoKit wrote it)");
   s = good;
   s.set_model_fingerprint(std::string(64, '0'));
-  EXPECT_EQ(refusal(s), "it/solver.pb: solver state belongs to another model (graph fingerprint "
+  EXPECT_EQ(refusal(s), "it/solver.pb: solver state belongs to another model than " +
+                        data_path("iter1/model.onnx") + " (graph fingerprint "
                         "000000000000, loaded model " + good.model_fingerprint().substr(0, 12) +
                         ", fingerprint version 2)");
   s = good;

@@ -139,8 +139,9 @@ class ESAgent {
   void load_solver(const std::string& dir);
   // Restores a solver_state() message, checking in this order: num_params
   // present and equal to the model's, fingerprint version (only
-  // kFingerprintVersion can be verified here), model fingerprint, optimizer
-  // type equal to the config's; then the solver's load() of
+  // kFingerprintVersion can be verified here), model fingerprint, the
+  // params_fingerprint where the state records one (the exact model: a
+  // refusal names the model file), optimizer type equal to the config's; then the solver's load() of
   // state_from_proto(state, path), whose errors become SolverFileError
   // "<path>: invalid solver state: ...". `path` names the state in errors.
   // Not while clones sample.

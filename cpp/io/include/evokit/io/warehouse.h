@@ -29,8 +29,9 @@ inline constexpr char kIterationPrefix[] = "model_iter_id-";
 class Warehouse {
  public:
   // Opens an existing warehouse. Throws WarehouseError naming the path if
-  // it is missing, not a directory, has no (or a corrupt) warehouse.pb, or
-  // holds no complete iteration.
+  // it is missing, not a directory, has no warehouse.pb or one whose sha256
+  // trailer is missing or does not match (state_file.h), or holds no
+  // complete iteration.
   explicit Warehouse(std::string path);
 
   const std::string& path() const noexcept { return path_; }
