@@ -410,11 +410,16 @@ class ESAgent:
         path = os.path.join(os.fspath(directory), SOLVER_FILE)
         if not os.path.isfile(path):
             raise SolverFileError(f"{path}: no such solver file")
-        self.load_solver_state(read_solver_file(path), path)
+        self.load_solver_state(read_solver_file(path), path, exact_model=True)
 
-    def load_solver_state(self, state: pb.SolverState, path: str = "<solver state>") -> None:
+    def load_solver_state(self, state: pb.SolverState, path: str = "<solver state>", *,
+                          exact_model: bool = False) -> None:
         """Restore a :meth:`solver_state` message (checked as
-        :meth:`load_solver` checks a file; ``path`` names it in errors)."""
+        :meth:`load_solver` checks a file; ``path`` names it in errors).
+        With ``exact_model`` (as :meth:`load_solver`), the agent's centre (the
+        loaded model's parameters, until an update) must also be the one the
+        state records (its params_fingerprint): the model the state was saved
+        with, not just one of the same graph."""
         if not state.HasField("num_params"):
             raise SolverFileError(f"{path}: not a solver state file (no num_params)")
         if state.num_params != self.num_params:
@@ -431,7 +436,8 @@ class ESAgent:
             raise SolverFileError(f"{path}: solver state belongs to another model than "
                                   f"{self.policy.source} (graph fingerprint {state.model_fingerprint[:12]}, "
                                   f"loaded model {expect[:12]}, fingerprint version {version})")
-        check_params_fingerprint(state, self.policy, self._initial, path)
+        if exact_model:
+            check_params_fingerprint(state, self.policy, self.center, path)
         want = self._config.solver.optimizer.type
         if state.optimizer != want:
             name = pb.OptimizerConfig.Type.Name

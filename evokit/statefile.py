@@ -68,7 +68,7 @@ def unseal(path: str, data: bytes) -> bytes:
     actual = hashlib.sha256(body).digest()
     if actual != recorded:
         raise ValueError(f"{path}: damaged: the sha256 of its first {len(body)} bytes is "
-                         f"{actual.hex()[:16]}..., its trailer records {recorded.hex()[:16]}...")
+                         f"{actual.hex()}, its trailer records {recorded.hex()}")
     return body
 
 

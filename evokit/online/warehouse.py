@@ -275,7 +275,7 @@ class Warehouse:
         agent.load_config(agent_config, validate=False)
         agent.load_inference_model(os.path.join(d, MODEL_FILE))
         agent.init_solver()
-        agent.load_solver_state(self._solver_state(k), os.path.join(d, SOLVER_FILE))
+        agent.load_solver_state(self._solver_state(k), os.path.join(d, SOLVER_FILE), exact_model=True)
         if agent.model_iter_id != k:
             raise WarehouseError(f"{d}: solver state is at iteration {agent.model_iter_id}, "
                                  f"the directory says {k}")

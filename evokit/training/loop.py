@@ -391,7 +391,8 @@ def _make_agent(cfg: pb.EvoKitConfig, model, out_dir: str, run: _Run) -> ESAgent
         agent.init_solver()
         agent.sampling_stream = t.seed
         if run.resumed_solver is not None:
-            agent.load_solver_state(run.resumed_solver, os.path.join(out_dir, SOLVER_FILE))
+            agent.load_solver_state(run.resumed_solver, os.path.join(out_dir, SOLVER_FILE),
+                                    exact_model=True)
             if run.history and agent.model_iter_id != run.history[-1]["model_iter_id"]:
                 raise ValueError(f"{out_dir}: the checkpoint's solver is at iteration "
                                  f"{agent.model_iter_id}, its metrics at "

@@ -13,15 +13,15 @@ namespace {
 
 constexpr char kTag[2] = {0x7A, 0x20};  // field 15, length-delimited; 32 bytes
 
-std::string hex16(const std::string& digest) {
-  static const char* hex = "0123456789abcdef";
+std::string hex(const std::string& digest) {
+  static const char* digits = "0123456789abcdef";
   std::string out;
-  for (std::size_t i = 0; i < 8 && i < digest.size(); ++i) {
-    const auto b = static_cast<unsigned char>(digest[i]);
-    out += hex[b >> 4];
-    out += hex[b & 15];
+  for (const char c : digest) {
+    const auto b = static_cast<unsigned char>(c);
+    out += digits[b >> 4];
+    out += digits[b & 15];
   }
-  return out + "...";
+  return out;
 }
 
 std::string sha256_bytes(const std::string& body) {
@@ -56,7 +56,7 @@ bool unseal_state(const std::string& path, const std::string& bytes, std::string
   const std::string actual = sha256_bytes(candidate);
   if (actual != recorded) {
     error = path + ": damaged: the sha256 of its first " + std::to_string(candidate.size()) +
-            " bytes is " + hex16(actual) + ", its trailer records " + hex16(recorded);
+            " bytes is " + hex(actual) + ", its trailer records " + hex(recorded);
     return false;
   }
   body = std::move(candidate);

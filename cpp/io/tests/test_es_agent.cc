@@ -516,11 +516,13 @@ TEST(IoESAgentErrors, BadStrategyStatesNameTheFileAndTheEntry) {
                                "it with the EvoKit that wrote it, or start afresh from its model "
                                "with `evokit init-solver`");
 
-  // Another family's state (same model, same optimizer type in the config).
+  // Another family's state (same model, same optimizer type in the config),
+  // loaded by a CMA agent at the same centre.
   ESAgent ga = make(kFamilies[3]);
   write_solver_state(path, ga.solver_state());
+  ESAgent fresh = make(kFamilies[1]);
   EXPECT_TRUE(InvalidState(
-      evokit::testing::MessageOf<SolverFileError>([&] { cma.load_solver(dir.path()); }), path,
+      evokit::testing::MessageOf<SolverFileError>([&] { fresh.load_solver(dir.path()); }), path,
       "the state is of GA_SAMPLING, this solver is CMA_SAMPLING"));
   EXPECT_EQ(cma.solver_state().SerializeAsString(), before);
 }

@@ -145,7 +145,7 @@ TEST(SolverState, ElementsAreLittleEndian) {
 TEST(SolverStateErrors, BadFiles) {
   TempDir dir;
   EXPECT_THROW_WITH(read_solver_state(dir.file("solver.pb")), SolverFileError,
-                    "solver.pb: cannot read solver state: no such file");
+                    "solver.pb: cannot read solver state file: no such file");
   testing::write_bytes(dir.file("junk.pb"), "\xff\xff\xff garbage");
   EXPECT_THROW_WITH(read_solver_state(dir.file("junk.pb")), SolverFileError,
                     "junk.pb: no sha256 trailer at its end (of 11 bytes)");
