@@ -104,12 +104,16 @@ class ESAgent:
         return self._config
 
     def load_inference_model(self, path: Union[str, os.PathLike],
-                             backend: Optional[str] = None) -> None:
+                             backend: Optional[str] = None, *, sha256: Optional[str] = None,
+                             sha256_source: str = "the solver state") -> None:
         """Load the ONNX policy: a ``.onnx`` file, or a directory holding ``model.onnx``.
 
         ``backend`` (``"auto"``, ``"native"`` or ``"onnxruntime"``) chooses
         the forward pass of :meth:`predict` (see :class:`~evokit.policy.onnx_policy.OnnxPolicy`);
         by default the config's ``solver.backend``, ``"auto"`` without a config.
+        With ``sha256`` (hex), the file's bytes must have that digest (what a
+        warehouse's solver.pb, ``sha256_source``, records of the model.onnx
+        beside it).
         """
         self._require_original("load_inference_model")
         path = os.fspath(path)
@@ -118,7 +122,8 @@ class ESAgent:
         pattern = self._config.solver.param_pattern if self._config is not None else ".*"
         if backend is None:
             backend = self._config.solver.backend if self._config is not None else "auto"
-        self._policy = OnnxPolicy.load(path, param_pattern=pattern, backend=backend)
+        self._policy = OnnxPolicy.load(path, param_pattern=pattern, backend=backend, sha256=sha256,
+                                       sha256_source=sha256_source)
         self._initial = self._policy.initial_params()
         self._set_core(None)
 

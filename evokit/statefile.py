@@ -17,8 +17,10 @@ or written by an EvoKit before state files were checksummed, and nothing in
 it could tell a damaged one from an intact one. ``evokit seal PATH`` adds the
 trailer to an intact older file (:func:`seal_file`).
 
-A model.onnx stays plain ONNX; the ``solver.pb`` beside it records the
-fingerprint of the exact model (``params_fingerprint``), compared on load.
+A model.onnx stays plain ONNX; the ``solver.pb`` of a warehouse iteration
+records the sha256 of its bytes (``model_sha256``), and every ``solver.pb``
+the fingerprint of the exact model (``params_fingerprint``): both are
+compared when the model is loaded with the state.
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ An iteration's files never change once it is committed: a :class:`Warehouse`
 reads each one at most once (its model and its solver state), and a model
 loaded for an agent serves as that iteration's model too. Each is verified as
 it is read: warehouse.pb, solver.pb and consumed.pb by their sha256 trailer
-(:mod:`evokit.statefile`), a model.onnx against the params_fingerprint its
-solver.pb records; a file that does not match is refused, naming it.
+(:mod:`evokit.statefile`), a model.onnx by the sha256 of its bytes its
+solver.pb records (model_sha256) and by the params_fingerprint (the exact
+model); a file that does not match is refused, naming it.
 
 Crash safety: a new iteration is written into a temporary directory beside
 the others, every file fsynced, then renamed into place in one step (and the
@@ -47,7 +48,7 @@ from ..agent import (MODEL_FILE, SOLVER_FILE, ESAgent, check_params_fingerprint,
 from ..config import config_to_text, load_config, parse_config
 from ..errors import ConfigError, SolverFileError, WarehouseError
 from ..policy.fingerprint import FINGERPRINT_VERSION
-from ..policy.onnx_policy import OnnxPolicy
+from ..policy.onnx_policy import OnnxPolicy, write_model_bytes
 from ..solvers import solver_options
 from ..statefile import read_state_file, write_state_file
 from ..util import fsync_dir
@@ -232,8 +233,11 @@ class Warehouse:
         if k not in self._policies:
             d = self._require(k)
             pattern = self.initial_config.solver.param_pattern
-            policy = OnnxPolicy.load(os.path.join(d, MODEL_FILE), param_pattern=pattern)
-            check_params_fingerprint(self._solver_state(k), policy, policy.initial_params(),
+            state = self._solver_state(k)
+            policy = OnnxPolicy.load(os.path.join(d, MODEL_FILE), param_pattern=pattern,
+                                     sha256=state.model_sha256 or None,
+                                     sha256_source=os.path.join(d, SOLVER_FILE))
+            check_params_fingerprint(state, policy, policy.initial_params(),
                                      os.path.join(d, SOLVER_FILE))
             self._policies[k] = policy
         return self._policies[k]
@@ -273,7 +277,9 @@ class Warehouse:
             agent_config = self.config(k)
         agent = ESAgent()
         agent.load_config(agent_config, validate=False)
-        agent.load_inference_model(os.path.join(d, MODEL_FILE))
+        agent.load_inference_model(os.path.join(d, MODEL_FILE),
+                                   sha256=self._solver_state(k).model_sha256 or None,
+                                   sha256_source=os.path.join(d, SOLVER_FILE))
         agent.init_solver()
         agent.load_solver_state(self._solver_state(k), os.path.join(d, SOLVER_FILE), exact_model=True)
         if agent.model_iter_id != k:
@@ -340,10 +346,15 @@ class Warehouse:
 
 
 def _write_iteration(directory: str, agent: ESAgent, consumed: Iterable[bytes]) -> None:
+    """model.onnx, then solver.pb recording the model file's sha256, then
+    consumed.pb (if any record was used)."""
     os.makedirs(directory, exist_ok=True)
-    agent.save_inference_model(directory)
+    model = agent.policy.to_model(agent.center).SerializeToString()
+    write_model_bytes(os.path.join(directory, MODEL_FILE), model)
     _crash_point("after-model")
-    agent.save_solver(directory)
+    state = agent.solver_state()
+    state.model_sha256 = hashlib.sha256(model).hexdigest()
+    write_state_file(os.path.join(directory, SOLVER_FILE), state)
     _crash_point("after-solver")
     ids = sorted(set(consumed))
     if ids:

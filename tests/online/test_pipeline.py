@@ -16,7 +16,7 @@ from evokit.online.pipeline import sample, update
 from evokit.online.samplelog import append_records, read_log
 from evokit.online.warehouse import ITER_PREFIX, Warehouse
 from evokit.policy.mlp import init_mlp
-from evokit.statefile import write_state_file
+from evokit.statefile import read_state_file, write_state_file
 
 from helpers import ROOT, count_calls, count_reads
 
@@ -400,6 +400,14 @@ def test_solver_file_from_another_model(setup):
     dst = os.path.join(wh, f"{ITER_PREFIX}0", "solver.pb")
     with open(src, "rb") as f, open(dst, "wb") as g:
         g.write(f.read())
+    model = os.path.join(wh, f"{ITER_PREFIX}0", "model.onnx")
+    with pytest.raises(evokit.ModelError, match=rf"^{model}: its sha256 is [0-9a-f]{{64}}, {dst} "
+                                                rf"records [0-9a-f]{{64}} for its model \(model_sha256\): "
+                                                rf"the file is damaged, or the state is another model's$"):
+        Warehouse(wh).load_agent()
+    state = read_state_file(dst, pb.SolverState())  # without the file's digest: the count differs
+    state.ClearField("model_sha256")
+    write_state_file(dst, state)
     with pytest.raises(evokit.SolverFileError, match=r"solver state is for a model with 37 parameters, "
                                                      r"the loaded model has 58"):
         Warehouse(wh).load_agent()

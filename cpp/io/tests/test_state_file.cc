@@ -68,5 +68,13 @@ TEST(StateFile, RefusalsNameTheFileAndTheDigests) {
                     path + ": empty file, expected a state file ending with its sha256 trailer");
 }
 
+// A name taken from a damaged file may hold any byte: every io error is one
+// line all the same, its control characters escaped.
+TEST(StateFile, ErrorsAreOneLine) {
+  EXPECT_STREQ(ModelError("m.onnx: output 'ac\nion\x1b' is not a value of the graph").what(),
+               "m.onnx: output 'ac\\nion\\x1b' is not a value of the graph");
+  EXPECT_STREQ(WarehouseError(std::string("W: a\0b\r\t", 8)).what(), "W: a\\x00b\\r\\t");
+}
+
 }  // namespace
 }  // namespace evokit::io

@@ -12,6 +12,7 @@
 
 #include "evokit/io/config.h"
 #include "evokit/io/errors.h"
+#include "evokit/io/sha256.h"
 #include "evokit/io/solver_state.h"
 #include "evokit/io/state_file.h"
 #include "evokit/noise.h"
@@ -29,7 +30,10 @@ using testing::TempDir;
 void MakeWarehouse(const std::string& w, int noise_version = kNoiseVersion) {
   fs::create_directories(w + "/model_iter_id-1");
   fs::copy_file(data_path("iter1/model.onnx"), w + "/model_iter_id-1/model.onnx");
-  fs::copy_file(data_path("iter1/solver.pb"), w + "/model_iter_id-1/solver.pb");
+  // solver.pb records the model file's sha256, as a warehouse iteration's does
+  proto::SolverState state = read_solver_state(data_path("iter1/solver.pb"));
+  state.set_model_sha256(sha256_hex(testing::read_bytes(data_path("iter1/model.onnx"))));
+  write_solver_state(w + "/model_iter_id-1/solver.pb", state);
   proto::WarehouseInfo info;
   info.set_config(read_solver_state(data_path("iter1/solver.pb")).config());
   info.set_config_fingerprint(std::string(64, 'f'));
@@ -166,7 +170,8 @@ TEST(WarehouseErrors, InconsistentIteration) {
 // ---- damage replay -------------------------------------------------------
 // Seeded random damages (a bit flipped, a byte changed, the file cut short)
 // of every file a warehouse is read from (warehouse.pb, solver.pb,
-// model.onnx): each is refused with one line naming the file, or harmless
+// model.onnx): each is refused with one line naming the file (every byte is
+// under a trailer or the model_sha256 solver.pb records), or else harmless
 // (the loaded agent is bit-identical); never accepted silently, never
 // another exception (proto/evokit.proto, "State files").
 
@@ -237,9 +242,7 @@ TEST(WarehouseDamage, RefusedOrHarmlessNeverSilent) {
               << f.crashes << "\n";
     EXPECT_EQ(f.silent, 0) << file;
     EXPECT_EQ(f.crashes, 0) << file;
-    if (std::string(file).find(".pb") != std::string::npos) {  // every byte under the trailer
-      EXPECT_EQ(f.refused, f.trials) << file;
-    }
+    EXPECT_EQ(f.refused, f.trials) << file;  // every byte under a trailer or model_sha256
   }
 }
 

@@ -61,7 +61,9 @@ class Warehouse {
   // An agent at iteration k with its config, model and solver state, for
   // any sampling family (the config's solver, restored by
   // ESAgent::load_solver as Python's Warehouse.load_agent does). Checks
-  // that the solver state is at iteration k. Unlike Python, does not
+  // the model file against the sha256 solver.pb records (model_sha256,
+  // where present; ModelError naming the file) and that the solver state is
+  // at iteration k. Unlike Python, does not
   // recompute the config fingerprint (see above).
   ESAgent load_agent(std::int64_t k) const;
   ESAgent load_agent() const { return load_agent(latest()); }
