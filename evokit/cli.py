@@ -30,8 +30,8 @@ from .evaluation.envs import init_model
 from .evaluation.factory import EVALUATOR_KINDS
 from .online.pipeline import evaluate, sample, update
 from .online.warehouse import Warehouse
-from .statefile import seal_file, state_files
 from .policy.mlp import ACTION_MAPPINGS, ACTIVATIONS
+from .statefile import seal_file, state_files
 from .training.loop import EVALUATION_BACKENDS, TrainingInterrupted, train
 from .training.metrics import FORMATS as METRICS_FORMATS
 from .training.plot import plot_run

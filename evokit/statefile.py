@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Callable, Type, TypeVar
+from typing import Callable, NoReturn, Type, TypeVar
 
 from google.protobuf import message as _message
 
@@ -65,7 +65,7 @@ def unseal(path: str, data: bytes) -> bytes:
     (one line, starting with ``path``) if its trailer is missing or does not
     match."""
     if len(data) < TRAILER_SIZE or data[-TRAILER_SIZE:-32] != _TAG:
-        return _no_trailer(path, data)
+        _no_trailer(path, data)
     body, recorded = data[:-TRAILER_SIZE], data[-32:]
     actual = hashlib.sha256(body).digest()
     if actual != recorded:
@@ -74,7 +74,7 @@ def unseal(path: str, data: bytes) -> bytes:
     return body
 
 
-def _no_trailer(path: str, data: bytes) -> bytes:
+def _no_trailer(path: str, data: bytes) -> NoReturn:
     if not data:
         raise ValueError(f"{path}: empty file, expected a state file ending with its sha256 trailer")
     raise ValueError(f"{path}: no sha256 trailer at its end (of {len(data)} bytes): cut short or "

@@ -229,7 +229,7 @@ class Warehouse:
     def policy(self, k: int) -> OnnxPolicy:
         """The model of iteration k (loaded once: the model of an agent
         :meth:`load_agent` made at k, else its model.onnx, checked against
-        the params_fingerprint its solver.pb records)."""
+        the model_sha256 and params_fingerprint its solver.pb records)."""
         if k not in self._policies:
             d = self._require(k)
             pattern = self.initial_config.solver.param_pattern
