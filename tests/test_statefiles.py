@@ -35,20 +35,10 @@ from evokit.statefile import TRAILER_SIZE, read_state_file, seal, unseal, write_
 from evokit.training.checkpoint import read_checkpoint
 from evokit.training.loop import train
 
-from helpers import ROOT, quiet, read
+from helpers import CARTPOLE, files, quiet, read
 
-CARTPOLE = os.path.join(ROOT, "configs", "cartpole.prototxt")
 DAMAGES = ("bit flip", "byte change", "truncation")
 OBS = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
-
-
-def files(path):
-    """Every file under ``path`` with its bytes, to check nothing changed."""
-    out = {}
-    for d, _, names in os.walk(path):
-        for n in names:
-            out[os.path.relpath(os.path.join(d, n), path)] = read(os.path.join(d, n))
-    return out
 
 
 def write(path, data: bytes) -> None:

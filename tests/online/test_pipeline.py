@@ -18,7 +18,7 @@ from evokit.online.warehouse import ITER_PREFIX, Warehouse
 from evokit.policy.mlp import init_mlp
 from evokit.statefile import read_state_file, write_state_file
 
-from helpers import ROOT, count_calls, count_reads
+from helpers import ROOT, count_calls, count_reads, files
 
 CONFIG = """solver {
   optimizer { type: ADAM base_lr: 0.05 }
@@ -27,16 +27,6 @@ CONFIG = """solver {
 }
 async_es { max_to_keep: 3 }
 """
-
-
-def files(path):
-    """Every file under path with its bytes, to check nothing changed."""
-    out = {}
-    for d, _, names in os.walk(path):
-        for n in names:
-            with open(os.path.join(d, n), "rb") as f:
-                out[os.path.relpath(os.path.join(d, n), path)] = f.read()
-    return out
 
 
 @pytest.fixture
