@@ -45,7 +45,7 @@ from .errors import SolverFileError
 from .policy.fingerprint import FINGERPRINT_VERSION, params_digest
 from .policy.onnx_policy import OnnxPolicy, select_action
 from .solvers import solver_options, state_from_proto, state_to_proto
-from .util import atomic_write_bytes
+from .statefile import read_state_file, write_state_file
 
 __all__ = ["ESAgent", "SamplingInfo", "SolverFileError", "params_fingerprint"]
 
@@ -104,12 +104,16 @@ class ESAgent:
         return self._config
 
     def load_inference_model(self, path: Union[str, os.PathLike],
-                             backend: Optional[str] = None) -> None:
+                             backend: Optional[str] = None, *, sha256: Optional[str] = None,
+                             sha256_source: str = "the solver state") -> None:
         """Load the ONNX policy: a ``.onnx`` file, or a directory holding ``model.onnx``.
 
         ``backend`` (``"auto"``, ``"native"`` or ``"onnxruntime"``) chooses
         the forward pass of :meth:`predict` (see :class:`~evokit.policy.onnx_policy.OnnxPolicy`);
         by default the config's ``solver.backend``, ``"auto"`` without a config.
+        With ``sha256`` (hex), the file's bytes must have that digest (what a
+        warehouse's solver.pb, ``sha256_source``, records of the model.onnx
+        beside it).
         """
         self._require_original("load_inference_model")
         path = os.fspath(path)
@@ -118,7 +122,8 @@ class ESAgent:
         pattern = self._config.solver.param_pattern if self._config is not None else ".*"
         if backend is None:
             backend = self._config.solver.backend if self._config is not None else "auto"
-        self._policy = OnnxPolicy.load(path, param_pattern=pattern, backend=backend)
+        self._policy = OnnxPolicy.load(path, param_pattern=pattern, backend=backend, sha256=sha256,
+                                       sha256_source=sha256_source)
         self._initial = self._policy.initial_params()
         self._set_core(None)
 
@@ -395,14 +400,14 @@ class ESAgent:
 
     def save_solver(self, directory: Union[str, os.PathLike]) -> str:
         """Write :meth:`solver_state` to ``directory/solver.pb``, atomically."""
-        path = os.path.join(os.fspath(directory), SOLVER_FILE)
-        atomic_write_bytes(path, self.solver_state().SerializeToString())
-        return path
+        return write_state_file(os.path.join(os.fspath(directory), SOLVER_FILE), self.solver_state())
 
     def load_solver(self, directory: Union[str, os.PathLike]) -> None:
-        """Restore the solver state written by :meth:`save_solver`. The model
-        loaded must be the one the state was saved with (same graph and
-        parameter count) and the optimizer type must match the config.
+        """Restore the solver state written by :meth:`save_solver` (its sha256
+        trailer verified, :mod:`evokit.statefile`). The model loaded must be
+        the one the state was saved with (same graph, and the same parameter
+        values where the state records their fingerprint) and the optimizer
+        type must match the config.
         A reloaded agent continues as the saved one would have: the same keys
         and the same updates, bit for bit."""
         self._require_original("load_solver")
@@ -410,18 +415,16 @@ class ESAgent:
         path = os.path.join(os.fspath(directory), SOLVER_FILE)
         if not os.path.isfile(path):
             raise SolverFileError(f"{path}: no such solver file")
-        with open(path, "rb") as f:
-            data = f.read()
-        state = pb.SolverState()
-        try:
-            state.ParseFromString(data)
-        except Exception as exc:  # google.protobuf.message.DecodeError
-            raise SolverFileError(f"{path}: not a solver state file ({exc})") from None
-        self.load_solver_state(state, path)
+        self.load_solver_state(read_solver_file(path), path, exact_model=True)
 
-    def load_solver_state(self, state: pb.SolverState, path: str = "<solver state>") -> None:
+    def load_solver_state(self, state: pb.SolverState, path: str = "<solver state>", *,
+                          exact_model: bool = False) -> None:
         """Restore a :meth:`solver_state` message (checked as
-        :meth:`load_solver` checks a file; ``path`` names it in errors)."""
+        :meth:`load_solver` checks a file; ``path`` names it in errors).
+        With ``exact_model`` (as :meth:`load_solver`), the agent's centre (the
+        loaded model's parameters, until an update) must also be the one the
+        state records (its params_fingerprint): the model the state was saved
+        with, not just one of the same graph."""
         if not state.HasField("num_params"):
             raise SolverFileError(f"{path}: not a solver state file (no num_params)")
         if state.num_params != self.num_params:
@@ -435,9 +438,11 @@ class ESAgent:
         # Version 1 (EvoKit before the C++ fingerprint) is still verified here.
         expect = self.policy.fingerprint(version)
         if state.model_fingerprint != expect:
-            raise SolverFileError(f"{path}: solver state belongs to another model "
-                                  f"(graph fingerprint {state.model_fingerprint[:12]}, "
+            raise SolverFileError(f"{path}: solver state belongs to another model than "
+                                  f"{self.policy.source} (graph fingerprint {state.model_fingerprint[:12]}, "
                                   f"loaded model {expect[:12]}, fingerprint version {version})")
+        if exact_model:
+            check_params_fingerprint(state, self.policy, self.center, path)
         want = self._config.solver.optimizer.type
         if state.optimizer != want:
             name = pb.OptimizerConfig.Type.Name
@@ -476,6 +481,25 @@ class ESAgent:
     def _require_solver(self, what: str) -> None:
         if self._root()._core is None:
             raise RuntimeError(f"{what}() needs the solver: call init_solver() first")
+
+
+def read_solver_file(path: str) -> pb.SolverState:
+    """The SolverState of the checksummed file ``path`` (SolverFileError naming it)."""
+    return read_state_file(path, pb.SolverState(), SolverFileError, "solver state file")
+
+
+def check_params_fingerprint(state: pb.SolverState, policy: OnnxPolicy, params: np.ndarray,
+                             path: str) -> None:
+    """Refuse a model whose parameters are not the ones ``state`` (read from
+    ``path``) recorded: its params_fingerprint, where it records one, is the
+    fingerprint of the exact model saved beside it."""
+    if not state.params_fingerprint:
+        return
+    actual = params_fingerprint(policy, params, state.fingerprint_version)
+    if actual != state.params_fingerprint:
+        raise SolverFileError(f"{policy.source}: its parameters are not those of the model {path} "
+                              f"was saved with (params fingerprint {actual[:16]}, {os.path.basename(path)} "
+                              f"records {state.params_fingerprint[:16]})")
 
 
 def params_fingerprint(policy: OnnxPolicy, params: np.ndarray,

@@ -10,6 +10,7 @@
     evokit init-solver --config C --model M --warehouse W
     evokit sample --warehouse W --env ID --num-samples N --log L [--seed S]
     evokit update --warehouse W --log L [L ...]
+    evokit seal FILE|DIR [...]
 
 Errors a user can cause print one line, ``evokit: error: ...``, and exit 1
 (2 for bad usage); ``--debug`` shows the traceback instead.
@@ -30,6 +31,7 @@ from .evaluation.factory import EVALUATOR_KINDS
 from .online.pipeline import evaluate, sample, update
 from .online.warehouse import Warehouse
 from .policy.mlp import ACTION_MAPPINGS, ACTIVATIONS
+from .statefile import seal_file, state_files
 from .training.loop import EVALUATION_BACKENDS, TrainingInterrupted, train
 from .training.metrics import FORMATS as METRICS_FORMATS
 from .training.plot import plot_run
@@ -116,6 +118,13 @@ def _cmd_check_config(args) -> int:
         print(f"{path}: ok")
         if args.show:
             print(config_with_defaults(cfg))
+    return 0
+
+
+def _cmd_seal(args) -> int:
+    for path in args.path:
+        for f in state_files(path) if os.path.isdir(path) else [path]:
+            print(seal_file(f))
     return 0
 
 
@@ -299,6 +308,16 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("config", nargs="+", help="config files (.prototxt)")
     c.add_argument("--show", action="store_true", help="print each config with its defaults")
     c.set_defaults(func=_cmd_check_config)
+    se = sub.add_parser("seal", help="add the sha256 trailer to state files of an older EvoKit",
+                        description="State files (solver.pb, warehouse.pb, consumed.pb, "
+                                    "checkpoint.pb, obs_norm.pb) end with a sha256 trailer, checked "
+                                    "on every load; files written by an EvoKit before it are refused. "
+                                    "This adds the trailer to such files (a directory: the state "
+                                    "files in it and in its subdirectories, e.g. a warehouse's "
+                                    "iterations), after checking that each parses. It cannot tell "
+                                    "an old file that was damaged: seal only files you trust.")
+    se.add_argument("path", nargs="+", help="state files, warehouses or run directories")
+    se.set_defaults(func=_cmd_seal)
     for command in sub.choices.values():  # `evokit COMMAND ... --debug` works too
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help="show tracebacks on errors")

@@ -18,6 +18,12 @@ def read(path) -> bytes:
         return f.read()
 
 
+def files(path) -> dict:
+    """Every file under ``path`` with its bytes, to check nothing changed."""
+    return {os.path.relpath(os.path.join(d, n), path): read(os.path.join(d, n))
+            for d, _, names in os.walk(path) for n in names}
+
+
 def mlp_agent(tmp_path, cfg):
     """An ESAgent of ``cfg`` (solver initialised) on a 4-8-2 MLP for
     CartPole, written to ``tmp_path/mlp.onnx``."""

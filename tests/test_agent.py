@@ -11,6 +11,7 @@ from helpers import count_calls
 import evokit
 from evokit import ConfigError, ESAgent, ModelError, SolverFileError, parse_config
 from evokit import evokit_pb2 as pb
+from evokit.statefile import seal
 
 from conftest import SEED_EXAMPLE
 
@@ -151,7 +152,10 @@ def test_solver_file_from_another_model(mlp_path, tmp_path):
                                               r"the loaded model has 37"):
         b.load_solver(tmp_path)
     (tmp_path / "solver.pb").write_bytes(b"\x00garbage\xff" * 3)
-    with pytest.raises(SolverFileError, match=r"solver.pb: not a solver state file"):
+    with pytest.raises(SolverFileError, match=r"solver.pb: no sha256 trailer at its end \(of 27 bytes\)"):
+        a.load_solver(tmp_path)
+    (tmp_path / "solver.pb").write_bytes(seal(b"\x00garbage\xff" * 3))  # a sound trailer over garbage
+    with pytest.raises(SolverFileError, match=r"solver.pb: not a solver state file \(Error parsing"):
         a.load_solver(tmp_path)
     with pytest.raises(SolverFileError, match=r"no such solver file"):
         a.load_solver(tmp_path / "missing")

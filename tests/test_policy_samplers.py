@@ -15,6 +15,7 @@ from evokit.online.pipeline import update
 from evokit.online.samplelog import append_records, read_log
 from evokit.online.warehouse import Warehouse
 from evokit.policy.mlp import init_mlp
+from evokit.statefile import read_state_file, write_state_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -277,7 +278,7 @@ def test_strategy_state_of_another_noise_version_is_refused(tmp_path, model):
     for config in (cma_config(), ga_config()):
         a = ESAgent(config, model)
         a.save_solver(tmp_path)
-        state = pb.SolverState.FromString((tmp_path / "solver.pb").read_bytes())
+        state = read_state_file(tmp_path / "solver.pb", pb.SolverState())
         assert state.noise_version == _core.NOISE_VERSION
         # absent: as EvoKit before noise version 3 wrote it; 3: the EvoKit of ARS4x32-7
         for version, name in ((None, r"2 \(Philox4x32-10, EvoKit before noise version 3\)"),
@@ -286,7 +287,7 @@ def test_strategy_state_of_another_noise_version_is_refused(tmp_path, model):
                 state.ClearField("noise_version")
             else:
                 state.noise_version = version
-            (tmp_path / "solver.pb").write_bytes(state.SerializeToString())
+            write_state_file(tmp_path / "solver.pb", state)
             with pytest.raises(evokit.SolverFileError,
                                match=rf"solver.pb: invalid solver state: the state refers to noise "
                                      rf"version {name}, this EvoKit rebuilds noise version 4 "
@@ -295,9 +296,9 @@ def test_strategy_state_of_another_noise_version_is_refused(tmp_path, model):
     gaussian = load_config(os.path.join(os.path.dirname(__file__), "..", "configs", "cartpole.prototxt"))
     a = ESAgent(gaussian, model)
     a.save_solver(tmp_path)
-    state = pb.SolverState.FromString((tmp_path / "solver.pb").read_bytes())
+    state = read_state_file(tmp_path / "solver.pb", pb.SolverState())
     state.ClearField("noise_version")
-    (tmp_path / "solver.pb").write_bytes(state.SerializeToString())
+    write_state_file(tmp_path / "solver.pb", state)
     b = ESAgent(gaussian, model)
     b.load_solver(tmp_path)
     np.testing.assert_array_equal(b.center, a.center)
@@ -310,9 +311,9 @@ def test_solver_file_of_another_sampler_is_refused(tmp_path, model):
     with pytest.raises(evokit.SolverFileError, match=r"solver.pb: invalid solver state: the state is "
                                                      r"of GA_SAMPLING, this solver is CMA_SAMPLING$"):
         b.load_solver(tmp_path)
-    state = pb.SolverState.FromString((tmp_path / "solver.pb").read_bytes())
+    state = read_state_file(tmp_path / "solver.pb", pb.SolverState())
     del state.vectors[:]
-    (tmp_path / "solver.pb").write_bytes(state.SerializeToString())
+    write_state_file(tmp_path / "solver.pb", state)
     with pytest.raises(evokit.SolverFileError, match=r"state entry 'draws' \(int64\) is missing"):
         a.load_solver(tmp_path)
 

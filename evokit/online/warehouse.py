@@ -14,7 +14,11 @@ apply them twice. Only the last ``async_es.max_to_keep`` iterations are kept.
 
 An iteration's files never change once it is committed: a :class:`Warehouse`
 reads each one at most once (its model and its solver state), and a model
-loaded for an agent serves as that iteration's model too.
+loaded for an agent serves as that iteration's model too. Each is verified as
+it is read: warehouse.pb, solver.pb and consumed.pb by their sha256 trailer
+(:mod:`evokit.statefile`), a model.onnx by the sha256 of its bytes its
+solver.pb records (model_sha256) and by the params_fingerprint (the exact
+model); a file that does not match is refused, naming it.
 
 Crash safety: a new iteration is written into a temporary directory beside
 the others, every file fsynced, then renamed into place in one step (and the
@@ -39,13 +43,15 @@ import numpy as np
 
 from .. import evokit_pb2 as pb
 from .. import _core
-from ..agent import MODEL_FILE, SOLVER_FILE, ESAgent, noise_version_message, params_fingerprint
+from ..agent import (MODEL_FILE, SOLVER_FILE, ESAgent, check_params_fingerprint, noise_version_message,
+                     params_fingerprint, read_solver_file)
 from ..config import config_to_text, load_config, parse_config
 from ..errors import ConfigError, SolverFileError, WarehouseError
 from ..policy.fingerprint import FINGERPRINT_VERSION
-from ..policy.onnx_policy import OnnxPolicy
+from ..policy.onnx_policy import OnnxPolicy, write_model_bytes
 from ..solvers import solver_options
-from ..util import atomic_write_bytes, fsync_dir
+from ..statefile import read_state_file, write_state_file
+from ..util import fsync_dir
 
 __all__ = ["Warehouse", "config_fingerprint",
            "ITER_PREFIX", "INFO_FILE", "CONSUMED_FILE"]
@@ -112,14 +118,12 @@ class Warehouse:
                 raise WarehouseError(f"{self.path}: empty directory, not a warehouse "
                                      f"(create one with `evokit init-solver`)")
             raise WarehouseError(f"{self.path}: not a warehouse ({INFO_FILE} is missing)")
-        self.info = pb.WarehouseInfo()
+        self.info = read_state_file(info_path, pb.WarehouseInfo(), WarehouseError, "warehouse info")
         try:
-            with open(info_path, "rb") as f:
-                self.info.ParseFromString(f.read())
             # Validated when the warehouse was created; the config an agent
             # runs with is validated when it is loaded (load_agent).
             self.initial_config = parse_config(self.info.config, source=info_path, validate=False)
-        except Exception as exc:  # DecodeError, ConfigError
+        except ConfigError as exc:
             raise WarehouseError(f"{info_path}: corrupt warehouse info ({exc})") from None
         if self.info.noise_version != _core.NOISE_VERSION:
             raise WarehouseError(noise_version_message(self.path, "warehouse",
@@ -153,7 +157,7 @@ class Warehouse:
                                     config_fingerprint=config_fingerprint(cfg, agent.policy),
                                     created_iteration=0, fingerprint_version=FINGERPRINT_VERSION,
                                     noise_version=_core.NOISE_VERSION)
-            atomic_write_bytes(os.path.join(tmp, INFO_FILE), info.SerializeToString())
+            write_state_file(os.path.join(tmp, INFO_FILE), info)
             _write_iteration(os.path.join(tmp, ITER_PREFIX + "0"), agent, consumed=())
             if os.path.isdir(path):
                 os.rmdir(path)  # empty, checked above
@@ -218,19 +222,24 @@ class Warehouse:
         state = self._states.get(k)
         if state is not None:
             return state
-        path = os.path.join(self._require(k), SOLVER_FILE)
-        state = _parse_file(path, pb.SolverState(),
-                            lambda exc: SolverFileError(f"{path}: not a solver state file ({exc})"))
+        state = read_solver_file(os.path.join(self._require(k), SOLVER_FILE))
         self._states[k] = state
         return state
 
     def policy(self, k: int) -> OnnxPolicy:
         """The model of iteration k (loaded once: the model of an agent
-        :meth:`load_agent` made at k, else its model.onnx)."""
+        :meth:`load_agent` made at k, else its model.onnx, checked against
+        the model_sha256 and params_fingerprint its solver.pb records)."""
         if k not in self._policies:
             d = self._require(k)
             pattern = self.initial_config.solver.param_pattern
-            self._policies[k] = OnnxPolicy.load(os.path.join(d, MODEL_FILE), param_pattern=pattern)
+            state = self._solver_state(k)
+            policy = OnnxPolicy.load(os.path.join(d, MODEL_FILE), param_pattern=pattern,
+                                     sha256=state.model_sha256 or None,
+                                     sha256_source=os.path.join(d, SOLVER_FILE))
+            check_params_fingerprint(state, policy, policy.initial_params(),
+                                     os.path.join(d, SOLVER_FILE))
+            self._policies[k] = policy
         return self._policies[k]
 
     def params(self, k: int) -> np.ndarray:
@@ -240,16 +249,17 @@ class Warehouse:
     def model_fingerprint(self, k: int) -> str:
         """What SampleRecord.model_fingerprint of a sample drawn at iteration k
         holds: its params_fingerprint, of the version its solver.pb has."""
-        p = self.policy(k)
-        return params_fingerprint(p, p.initial_params(), self._solver_state(k).fingerprint_version)
+        p = self.policy(k)  # checked against the params_fingerprint solver.pb records
+        state = self._solver_state(k)
+        return state.params_fingerprint or params_fingerprint(p, p.initial_params(),
+                                                              state.fingerprint_version)
 
     def consumed(self, k: int) -> Set[bytes]:
         """Ids of the records the update that produced iteration k used."""
         path = os.path.join(self._require(k), CONSUMED_FILE)
         if not os.path.exists(path):
             return set()
-        msg = _parse_file(path, pb.ConsumedSamples(), lambda exc: WarehouseError(
-            f"{path}: corrupt consumed-samples file ({exc})"))
+        msg = read_state_file(path, pb.ConsumedSamples(), WarehouseError, "consumed-samples file")
         return set(msg.record_ids)
 
     def load_agent(self, k: Optional[int] = None, config=None) -> ESAgent:
@@ -267,9 +277,11 @@ class Warehouse:
             agent_config = self.config(k)
         agent = ESAgent()
         agent.load_config(agent_config, validate=False)
-        agent.load_inference_model(os.path.join(d, MODEL_FILE))
+        agent.load_inference_model(os.path.join(d, MODEL_FILE),
+                                   sha256=self._solver_state(k).model_sha256 or None,
+                                   sha256_source=os.path.join(d, SOLVER_FILE))
         agent.init_solver()
-        agent.load_solver_state(self._solver_state(k), os.path.join(d, SOLVER_FILE))
+        agent.load_solver_state(self._solver_state(k), os.path.join(d, SOLVER_FILE), exact_model=True)
         if agent.model_iter_id != k:
             raise WarehouseError(f"{d}: solver state is at iteration {agent.model_iter_id}, "
                                  f"the directory says {k}")
@@ -333,27 +345,20 @@ class Warehouse:
         fsync_dir(self.path)
 
 
-def _parse_file(path: str, message, error):
-    """``message`` parsed from the file at ``path``; ``error(exc)`` is the
-    exception raised (naming the path) when it cannot be read or parsed."""
-    try:
-        with open(path, "rb") as f:
-            message.ParseFromString(f.read())
-    except Exception as exc:  # OSError, DecodeError
-        raise error(exc) from None
-    return message
-
-
 def _write_iteration(directory: str, agent: ESAgent, consumed: Iterable[bytes]) -> None:
+    """model.onnx, then solver.pb recording the model file's sha256, then
+    consumed.pb (if any record was used)."""
     os.makedirs(directory, exist_ok=True)
-    agent.save_inference_model(directory)
+    model = agent.policy.to_model(agent.center).SerializeToString()
+    write_model_bytes(os.path.join(directory, MODEL_FILE), model)
     _crash_point("after-model")
-    agent.save_solver(directory)
+    state = agent.solver_state()
+    state.model_sha256 = hashlib.sha256(model).hexdigest()
+    write_state_file(os.path.join(directory, SOLVER_FILE), state)
     _crash_point("after-solver")
     ids = sorted(set(consumed))
     if ids:
-        atomic_write_bytes(os.path.join(directory, CONSUMED_FILE),
-                           pb.ConsumedSamples(record_ids=ids).SerializeToString())
+        write_state_file(os.path.join(directory, CONSUMED_FILE), pb.ConsumedSamples(record_ids=ids))
     fsync_dir(directory)
 
 

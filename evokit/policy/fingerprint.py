@@ -66,7 +66,9 @@ class _Encoder:
         self.h.update(b)
 
     def str(self, s: str) -> None:
-        self.bytes(s.encode("utf-8"))
+        # A proto2 string field holding bytes that are not UTF-8 (a damaged
+        # file) reads as bytes: hashed as stored, as C++ hashes every string.
+        self.bytes(s if isinstance(s, bytes) else s.encode("utf-8"))
 
     def strs(self, items: Iterable[str]) -> None:
         items = list(items)

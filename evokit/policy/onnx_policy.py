@@ -35,12 +35,13 @@ name, or ``<memory>`` for in-memory models.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
 import threading
 import warnings
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 import onnx
@@ -169,15 +170,24 @@ class OnnxPolicy:
 
     @classmethod
     def load(cls, path: str | os.PathLike, param_pattern: str = ".*",
-             backend: str = "auto") -> "OnnxPolicy":
-        """Load an ONNX file (external data next to it is loaded too)."""
+             backend: str = "auto", sha256: Optional[str] = None,
+             sha256_source: str = "the solver state") -> "OnnxPolicy":
+        """Load an ONNX file (external data next to it is loaded too). With
+        ``sha256`` (hex), the file's bytes must have that digest (a model
+        whose digest ``sha256_source``, a solver.pb, records; it has no
+        external data)."""
         source = os.fspath(path)
         if not os.path.exists(source):
             raise ModelError(f"{source}: no such file")
         if os.path.isdir(source):
             raise ModelError(f"{source}: is a directory, not an ONNX model file")
         try:
-            model = onnx.load(source)
+            if sha256 is None:
+                model = onnx.load(source)
+            else:
+                model = onnx.load_model_from_string(_read_verified(source, sha256, sha256_source))
+        except ModelError:
+            raise
         except OSError as e:
             raise ModelError(f"{source}: cannot read: {e}") from e
         except Exception as e:  # DecodeError, RuntimeError, ValueError, ...
@@ -587,6 +597,18 @@ def select_action(output: np.ndarray, discrete: bool):
     if out.ndim == 1:
         return int(np.argmax(out))
     return np.argmax(out, axis=-1)
+
+
+def _read_verified(path: str, sha256: str, source: str) -> bytes:
+    """The bytes of the file at ``path``, whose sha256 must be ``sha256``
+    (recorded by ``source``)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != sha256:
+        raise ModelError(f"{path}: its sha256 is {actual}, {source} records {sha256} for its model "
+                         f"(model_sha256): the file is damaged, or the state is another model's")
+    return data
 
 
 def write_model_bytes(path, data: bytes) -> None:

@@ -2,7 +2,9 @@
 
 One ``TrainCheckpoint`` message (``proto/evokit.proto``) written with one
 atomic write (temporary file, fsync, rename): a run killed at any moment
-leaves the previous checkpoint or the new one, never a mix. It holds the
+leaves the previous checkpoint or the new one, never a mix. It ends with its
+sha256 trailer (:mod:`evokit.statefile`): a damaged checkpoint is refused
+before anything in the run directory is written. It holds the
 centre model, the solver state (optimizer vectors and the step count, i.e.
 the model_iter_id), the metrics so far and the counters; nothing else is
 needed, because every random draw of a run is a pure function of the config,
@@ -14,12 +16,10 @@ from __future__ import annotations
 import os
 from typing import List, Optional, Tuple
 
-from google.protobuf import message as _message
-
 from .. import evokit_pb2 as pb
 from ..config import parse_config
 from ..errors import CheckpointError, ConfigError
-from ..util import atomic_write_bytes
+from ..statefile import read_state_file, write_state_file
 
 __all__ = ["CHECKPOINT_FILE", "read_checkpoint", "write_checkpoint",
            "config_differences", "check_resumable"]
@@ -33,9 +33,7 @@ RESUME_MAY_CHANGE = ("train.num_workers", "train.max_generations")
 
 
 def write_checkpoint(run_dir: str, ckpt: pb.TrainCheckpoint) -> str:
-    path = os.path.join(run_dir, CHECKPOINT_FILE)
-    atomic_write_bytes(path, ckpt.SerializeToString())
-    return path
+    return write_state_file(os.path.join(run_dir, CHECKPOINT_FILE), ckpt)
 
 
 def read_checkpoint(run_dir: str) -> pb.TrainCheckpoint:
@@ -49,13 +47,7 @@ def read_checkpoint(run_dir: str) -> pb.TrainCheckpoint:
     if not os.path.isfile(path):
         raise CheckpointError(f"{run_dir}: no {CHECKPOINT_FILE}: not a run directory of "
                               f"`evokit train`, or the run ended before its first checkpoint")
-    with open(path, "rb") as f:
-        data = f.read()
-    ckpt = pb.TrainCheckpoint()
-    try:
-        ckpt.ParseFromString(data)
-    except _message.DecodeError as exc:
-        raise CheckpointError(f"{path}: not a training checkpoint ({exc})") from None
+    ckpt = read_state_file(path, pb.TrainCheckpoint(), CheckpointError, "training checkpoint")
     for name in ("generation", "config", "model", "solver"):
         if not ckpt.HasField(name):
             raise CheckpointError(f"{path}: not a training checkpoint (no {name})")

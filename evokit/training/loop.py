@@ -65,6 +65,7 @@ from ..evaluation.ray_backend import RayEvaluator
 from ..evaluation.seeds import EVAL_TAG, SAMPLE_TAG, episode_seeds
 from ..policy.mlp import policy_for_spaces
 from ..policy.onnx_policy import write_model_bytes
+from ..statefile import write_state_file
 from ..util import atomic_write_bytes
 from .checkpoint import CHECKPOINT_FILE, check_resumable, read_checkpoint, write_checkpoint
 from .metrics import COLUMNS as METRICS_COLUMNS
@@ -146,9 +147,8 @@ class _Run:
             clip = cfg.train.observation_clip
             write_model_bytes(os.path.join(out_dir, MODEL_FILE), with_obs_norm(
                 plain, self.obs_stat.normalizer(clip)).SerializeToString())
-            atomic_write_bytes(os.path.join(out_dir, OBS_NORM_FILE),
-                               self.obs_stat.to_proto(clip).SerializeToString())
-        atomic_write_bytes(os.path.join(out_dir, SOLVER_FILE), state.SerializeToString())
+            write_state_file(os.path.join(out_dir, OBS_NORM_FILE), self.obs_stat.to_proto(clip))
+        write_state_file(os.path.join(out_dir, SOLVER_FILE), state)
         ckpt = self._ckpt
         ckpt.generation = self.generation
         ckpt.env_steps = self.env_steps
@@ -340,7 +340,7 @@ def _open_run(config, overrides, out_dir: Optional[str], model, resume: bool,
         cfg = check_resumable(out_dir, ckpt, wanted)
         model = os.path.join(out_dir, MODEL_FILE)
         atomic_write_bytes(model, ckpt.model)
-        atomic_write_bytes(os.path.join(out_dir, SOLVER_FILE), ckpt.solver.SerializeToString())
+        write_state_file(os.path.join(out_dir, SOLVER_FILE), ckpt.solver)
         return cfg, _Run(cfg, ckpt), out_dir, model
     if config is None:
         raise ValueError("a config is needed (it may be left out only to resume a run)")
@@ -391,7 +391,8 @@ def _make_agent(cfg: pb.EvoKitConfig, model, out_dir: str, run: _Run) -> ESAgent
         agent.init_solver()
         agent.sampling_stream = t.seed
         if run.resumed_solver is not None:
-            agent.load_solver_state(run.resumed_solver, os.path.join(out_dir, SOLVER_FILE))
+            agent.load_solver_state(run.resumed_solver, os.path.join(out_dir, SOLVER_FILE),
+                                    exact_model=True)
             if run.history and agent.model_iter_id != run.history[-1]["model_iter_id"]:
                 raise ValueError(f"{out_dir}: the checkpoint's solver is at iteration "
                                  f"{agent.model_iter_id}, its metrics at "

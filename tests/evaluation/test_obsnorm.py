@@ -17,6 +17,7 @@ from evokit.evaluation.serial import SerialEvaluator
 from evokit.evaluation.vector import VectorEvaluator
 from evokit.policy.mlp import init_mlp
 from evokit.policy.onnx_policy import OnnxPolicy
+from evokit.statefile import read_state_file
 
 from helpers import CARTPOLE, mlp_agent, quiet, read  # noqa: E402
 
@@ -334,7 +335,7 @@ def test_a_run_that_stops_early_leaves_the_complete_policy(tmp_path):
     evokit.train(cfg, out_dir=str(tmp_path / "b"), evaluator_kind="serial", log=quiet)
     for name in ("model.onnx", OBS_NORM_FILE):
         assert read(tmp_path / "a" / name) == read(tmp_path / "b" / name), name
-    states = [pb.SolverState.FromString(read(tmp_path / d / "solver.pb")) for d in "ab"]
+    states = [read_state_file(tmp_path / d / "solver.pb", pb.SolverState()) for d in "ab"]
     for state in states:
         state.ClearField("config")
     assert states[0] == states[1]

@@ -16,8 +16,9 @@ from evokit.online.pipeline import sample, update
 from evokit.online.samplelog import append_records, read_log
 from evokit.online.warehouse import ITER_PREFIX, Warehouse
 from evokit.policy.mlp import init_mlp
+from evokit.statefile import read_state_file, write_state_file
 
-from helpers import ROOT, count_calls, count_reads
+from helpers import ROOT, count_calls, count_reads, files
 
 CONFIG = """solver {
   optimizer { type: ADAM base_lr: 0.05 }
@@ -26,16 +27,6 @@ CONFIG = """solver {
 }
 async_es { max_to_keep: 3 }
 """
-
-
-def files(path):
-    """Every file under path with its bytes, to check nothing changed."""
-    out = {}
-    for d, _, names in os.walk(path):
-        for n in names:
-            with open(os.path.join(d, n), "rb") as f:
-                out[os.path.relpath(os.path.join(d, n), path)] = f.read()
-    return out
 
 
 @pytest.fixture
@@ -376,8 +367,7 @@ def test_warehouse_of_another_noise_version_is_refused(setup, tmp_path):
             info.ClearField("noise_version")
         else:
             info.noise_version = version
-        with open(info_path, "wb") as f:
-            f.write(info.SerializeToString())
+        write_state_file(info_path, info)
         before = files(wh)
         want = (f"{wh}: warehouse refers to noise version {name}, this EvoKit rebuilds noise "
                 f"version 4 (ARS4x32-5): its keys would give different noise; finish it with the "
@@ -400,6 +390,14 @@ def test_solver_file_from_another_model(setup):
     dst = os.path.join(wh, f"{ITER_PREFIX}0", "solver.pb")
     with open(src, "rb") as f, open(dst, "wb") as g:
         g.write(f.read())
+    model = os.path.join(wh, f"{ITER_PREFIX}0", "model.onnx")
+    with pytest.raises(evokit.ModelError, match=rf"^{model}: its sha256 is [0-9a-f]{{64}}, {dst} "
+                                                rf"records [0-9a-f]{{64}} for its model \(model_sha256\): "
+                                                rf"the file is damaged, or the state is another model's$"):
+        Warehouse(wh).load_agent()
+    state = read_state_file(dst, pb.SolverState())  # without the file's digest: the count differs
+    state.ClearField("model_sha256")
+    write_state_file(dst, state)
     with pytest.raises(evokit.SolverFileError, match=r"solver state is for a model with 37 parameters, "
                                                      r"the loaded model has 58"):
         Warehouse(wh).load_agent()

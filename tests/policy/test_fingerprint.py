@@ -17,6 +17,7 @@ from evokit import evokit_pb2 as pb
 from evokit.agent import params_fingerprint
 from evokit.policy.mlp import init_mlp
 from evokit.policy.onnx_policy import OnnxPolicy
+from evokit.statefile import read_state_file, write_state_file
 
 from helpers import ROOT
 IO_DATA = os.path.join(ROOT, "cpp", "io", "tests", "data")
@@ -166,7 +167,7 @@ def test_solver_files_carry_version_2(tmp_path):
     agent = _agent(os.path.join(IO_DATA, "iter1"))
     agent.save_solver(tmp_path)
     state = pb.SolverState()
-    state.ParseFromString((tmp_path / "solver.pb").read_bytes())
+    read_state_file(tmp_path / "solver.pb", state)
     assert state.fingerprint_version == 2
     assert state.model_fingerprint == agent.policy.fingerprint()
     assert state.params_fingerprint == params_fingerprint(agent.policy, agent.center)
@@ -177,7 +178,7 @@ def test_previous_version_solver_still_verifies(tmp_path):
     shutil.copy(os.path.join(IO_DATA, "iter1", "model.onnx"), tmp_path / "model.onnx")
     shutil.copy(os.path.join(IO_DATA, "solver_v1.pb"), tmp_path / "solver.pb")
     old = pb.SolverState()
-    old.ParseFromString((tmp_path / "solver.pb").read_bytes())
+    read_state_file(tmp_path / "solver.pb", old)
     assert not old.HasField("fingerprint_version") and old.fingerprint_version == 1
     agent = _agent(str(tmp_path))
     agent.load_solver(tmp_path)
@@ -185,13 +186,13 @@ def test_previous_version_solver_still_verifies(tmp_path):
     # Saved again: version 2, as C++ reads it.
     agent.save_solver(tmp_path)
     new = pb.SolverState()
-    new.ParseFromString((tmp_path / "solver.pb").read_bytes())
+    read_state_file(tmp_path / "solver.pb", new)
     assert new.fingerprint_version == 2 and new.model_fingerprint != old.model_fingerprint
     _agent(str(tmp_path)).load_solver(tmp_path)
 
     old.model_fingerprint = "0" * 64
-    (tmp_path / "solver.pb").write_bytes(old.SerializeToString())
-    with pytest.raises(SolverFileError, match=r"solver state belongs to another model \(graph "
+    write_state_file(tmp_path / "solver.pb", old)
+    with pytest.raises(SolverFileError, match=r"solver state belongs to another model than \S+model.onnx \(graph "
                                               r"fingerprint 000000000000, loaded model [0-9a-f]{12}, "
                                               r"fingerprint version 1\)"):
         _agent(str(tmp_path)).load_solver(tmp_path)
@@ -201,9 +202,9 @@ def test_newer_version_is_refused(tmp_path):
     agent = _agent(os.path.join(IO_DATA, "iter1"))
     agent.save_solver(tmp_path)
     state = pb.SolverState()
-    state.ParseFromString((tmp_path / "solver.pb").read_bytes())
+    read_state_file(tmp_path / "solver.pb", state)
     state.fingerprint_version = 3
-    (tmp_path / "solver.pb").write_bytes(state.SerializeToString())
+    write_state_file(tmp_path / "solver.pb", state)
     with pytest.raises(SolverFileError, match=r"solver.pb: solver state has fingerprint version 3, "
                                               r"this EvoKit reads versions 1 and 2 \(a newer EvoKit "
                                               r"wrote it\)"):
@@ -228,20 +229,21 @@ def test_previous_version_warehouse_and_logs_still_update(tmp_path):
     new_log, old_log = tmp_path / "new.log", tmp_path / "old.log"
     sample(str(wh), "CartPole-v1", 8, new_log, seed=0)
 
-    # Rewrite the warehouse and the records as the previous EvoKit wrote them.
+    # Rewrite the warehouse and the records as the previous EvoKit wrote them
+    # (its state files with the trailer `evokit seal` adds).
     policy, params = w.policy(0), w.params(0)
     info = pb.WarehouseInfo()
-    info.ParseFromString((wh / INFO_FILE).read_bytes())
+    read_state_file(wh / INFO_FILE, info)
     info.config_fingerprint = config_fingerprint(w.config(0), policy, 1)
     info.ClearField("fingerprint_version")
-    (wh / INFO_FILE).write_bytes(info.SerializeToString())
+    write_state_file(wh / INFO_FILE, info)
     solver = wh / "model_iter_id-0" / "solver.pb"
     state = pb.SolverState()
-    state.ParseFromString(solver.read_bytes())
+    read_state_file(solver, state)
     state.model_fingerprint = policy.fingerprint(1)
     state.params_fingerprint = params_fingerprint(policy, params, 1)
     state.ClearField("fingerprint_version")
-    solver.write_bytes(state.SerializeToString())
+    write_state_file(solver, state)
     records = [r.record for r in read_log(new_log).records]
     for r in records:
         r.config_fingerprint = info.config_fingerprint

@@ -20,6 +20,7 @@ import evokit
 from evokit import evokit_pb2 as pb
 from evokit.config import config_to_text
 from evokit.errors import MetricsError
+from evokit.statefile import read_state_file, seal
 from evokit.training.checkpoint import CHECKPOINT_FILE, config_differences, read_checkpoint
 from evokit.training.metrics import COLUMNS, read_metrics
 from evokit.training.progress import NORMAL, QUIET, VERBOSE, Progress, format_duration
@@ -457,7 +458,7 @@ def test_train_validates_once_makes_the_env_once_and_reads_no_checkpoint_back(tm
     # read; the initial model is read once, to load it
     assert reads == ["init_model.onnx"]
     ckpt = read_checkpoint(str(run))
-    assert ckpt.solver.SerializeToString() == (run / "solver.pb").read_bytes()
+    assert seal(ckpt.solver.SerializeToString()) == (run / "solver.pb").read_bytes()
     assert ckpt.HasField("obs_stats") == normalize
     if not normalize:  # else model.onnx has the normaliser in front, the checkpoint's not
         assert ckpt.model == (run / "model.onnx").read_bytes()
@@ -480,11 +481,10 @@ def test_resume_validates_once_and_reads_the_checkpoint_only(tmp_path, monkeypat
 
 def test_checkpoint_is_one_message_with_model_and_solver(tmp_path):
     res = evokit.train(small_config(generations=2), out_dir=str(tmp_path), log=quiet)
-    ckpt = pb.TrainCheckpoint()
-    ckpt.ParseFromString((tmp_path / CHECKPOINT_FILE).read_bytes())
+    ckpt = read_state_file(tmp_path / CHECKPOINT_FILE, pb.TrainCheckpoint())
     assert (ckpt.generation, ckpt.env_steps, ckpt.solved) == (2, res.env_steps, False)
     assert ckpt.model == (tmp_path / "model.onnx").read_bytes()
-    assert ckpt.solver.SerializeToString() == (tmp_path / "solver.pb").read_bytes()
+    assert seal(ckpt.solver.SerializeToString()) == (tmp_path / "solver.pb").read_bytes()
     assert ckpt.solver.steps == 2 and len(ckpt.metrics) == 2
     assert ckpt.eval_mean == res.eval_mean
 

@@ -208,10 +208,11 @@ void ESAgent::load_solver(const std::string& dir) {
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw SolverFileError(path + ": no such solver file");
   }
-  load_solver_state(read_solver_state(path), path);
+  load_solver_state(read_solver_state(path), path, /*exact_model=*/true);
 }
 
-void ESAgent::load_solver_state(const proto::SolverState& state, const std::string& path) {
+void ESAgent::load_solver_state(const proto::SolverState& state, const std::string& path,
+                                bool exact_model) {
   require_original("load_solver_state");
   require_solver("load_solver_state");
   if (!state.has_num_params()) {
@@ -234,10 +235,22 @@ void ESAgent::load_solver_state(const proto::SolverState& state, const std::stri
   }
   const std::string expect = model_fingerprint(model());
   if (state.model_fingerprint() != expect) {
-    throw SolverFileError(path + ": solver state belongs to another model (graph fingerprint " +
+    throw SolverFileError(path + ": solver state belongs to another model than " +
+                          model().source() + " (graph fingerprint " +
                           state.model_fingerprint().substr(0, 12) + ", loaded model " +
                           expect.substr(0, 12) + ", fingerprint version " +
                           std::to_string(kFingerprintVersion) + ")");
+  }
+  // The exact model the state was saved with, where the state records it.
+  if (exact_model && !state.params_fingerprint().empty()) {
+    const std::string actual = params_fingerprint(expect, core_->center());
+    if (actual != state.params_fingerprint()) {
+      const std::string name = path.substr(path.find_last_of('/') + 1);
+      throw SolverFileError(model().source() + ": its parameters are not those of the model " +
+                            path + " was saved with (params fingerprint " + actual.substr(0, 16) +
+                            ", " + name + " records " + state.params_fingerprint().substr(0, 16) +
+                            ")");
+    }
   }
   const proto::OptimizerConfig::Type want = config_->solver().optimizer().type();
   if (state.optimizer() != want) {

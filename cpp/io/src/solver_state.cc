@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "evokit/io/errors.h"
+#include "evokit/io/state_file.h"
 #include "file_util.h"
 
 namespace evokit::io {
@@ -63,15 +64,8 @@ template std::vector<double> decode_le<double>(const std::string&);
 template std::vector<std::int64_t> decode_le<std::int64_t>(const std::string&);
 
 proto::SolverState read_solver_state(const std::string& path) {
-  std::string bytes, error;
-  if (!detail::read_file(path, bytes, error)) {
-    throw SolverFileError(path + ": cannot read solver state: " + error);
-  }
   proto::SolverState state;
-  if (!state.ParseFromString(bytes)) {
-    throw SolverFileError(path + ": not a solver state file (the bytes do not parse as "
-                                 "evokit.proto.SolverState)");
-  }
+  read_state_file<SolverFileError>(path, state, "solver state file");
   if (!state.has_num_params()) {
     throw SolverFileError(path + ": not a solver state file (no num_params)");
   }
@@ -79,11 +73,7 @@ proto::SolverState read_solver_state(const std::string& path) {
 }
 
 void write_solver_state(const std::string& path, const proto::SolverState& state) {
-  std::string bytes;
-  if (!state.SerializeToString(&bytes)) {
-    throw SolverFileError(path + ": cannot serialize the solver state");
-  }
-  detail::atomic_write(path, bytes);
+  write_state_file(path, state);
 }
 
 namespace {

@@ -9,7 +9,9 @@
 #include "evokit/noise.h"
 #include "evokit/io/config.h"
 #include "evokit/io/errors.h"
+#include "evokit/io/sha256.h"
 #include "evokit/io/solver_state.h"
+#include "evokit/io/state_file.h"
 #include "file_util.h"
 
 namespace evokit::io {
@@ -54,14 +56,7 @@ Warehouse::Warehouse(std::string path) : path_(std::move(path)) {
     throw WarehouseError(path_ + ": not a warehouse (" + std::string(kWarehouseInfoFile) +
                          " is missing)");
   }
-  std::string bytes, error;
-  if (!detail::read_file(info_path, bytes, error)) {
-    throw WarehouseError(info_path + ": cannot read warehouse info: " + error);
-  }
-  if (!info_.ParseFromString(bytes)) {
-    throw WarehouseError(info_path + ": corrupt warehouse info (the bytes do not parse as "
-                                     "evokit.proto.WarehouseInfo)");
-  }
+  read_state_file<WarehouseError>(info_path, info_, "warehouse info");
   if (info_.config_fingerprint().empty()) {
     throw WarehouseError(info_path + ": corrupt warehouse info (no config_fingerprint)");
   }
@@ -150,7 +145,19 @@ ESAgent Warehouse::load_agent(std::int64_t k) const {
   const proto::SolverState state = solver_state(k);
   ESAgent agent;
   agent.set_config(parse_config(state.config(), solver_path), solver_path);
-  agent.load_inference_model(detail::join_path(dir, kModelFile));
+  const std::string model_path = detail::join_path(dir, kModelFile);
+  if (!state.model_sha256().empty()) {  // the model file's bytes, as solver.pb records them
+    std::string bytes, error;
+    if (!detail::read_file(model_path, bytes, error)) throw ModelError(model_path + ": " + error);
+    const std::string actual = sha256_hex(bytes);
+    if (actual != state.model_sha256()) {
+      throw ModelError(model_path + ": its sha256 is " + actual + ", " + solver_path +
+                       " records " + state.model_sha256() +
+                       " for its model (model_sha256): the file is damaged, or the state is "
+                       "another model's");
+    }
+  }
+  agent.load_inference_model(model_path);
   agent.init_solver();
   agent.load_solver(dir);
   if (agent.model_iter_id() != k) {

@@ -286,7 +286,8 @@ TEST(IoESAgentErrors, BadGaussianStatesChangeNothing) {
                         "verifies only version 2 (a newer EvoKit wrote it)");
   s = good;
   s.set_model_fingerprint(std::string(64, '0'));
-  EXPECT_EQ(refusal(s), "it/solver.pb: solver state belongs to another model (graph fingerprint "
+  EXPECT_EQ(refusal(s), "it/solver.pb: solver state belongs to another model than " +
+                        data_path("iter1/model.onnx") + " (graph fingerprint "
                         "000000000000, loaded model " + good.model_fingerprint().substr(0, 12) +
                         ", fingerprint version 2)");
   s = good;
@@ -519,11 +520,13 @@ TEST(IoESAgentErrors, BadStrategyStatesNameTheFileAndTheEntry) {
                                "it with the EvoKit that wrote it, or start afresh from its model "
                                "with `evokit init-solver`");
 
-  // Another family's state (same model, same optimizer type in the config).
+  // Another family's state (same model, same optimizer type in the config),
+  // loaded by a CMA agent at the same centre.
   ESAgent ga = make(kFamilies[3]);
   write_solver_state(path, ga.solver_state());
+  ESAgent fresh = make(kFamilies[1]);
   EXPECT_TRUE(InvalidState(
-      evokit::testing::MessageOf<SolverFileError>([&] { cma.load_solver(dir.path()); }), path,
+      evokit::testing::MessageOf<SolverFileError>([&] { fresh.load_solver(dir.path()); }), path,
       "the state is of GA_SAMPLING, this solver is CMA_SAMPLING"));
   EXPECT_EQ(cma.solver_state().SerializeAsString(), before);
 }

@@ -144,8 +144,9 @@ TEST(IoFingerprint, RefusesAnotherModelOrVersion) {
   proto::SolverState other = state;
   other.set_model_fingerprint(std::string(64, 'a'));
   EXPECT_THROW_WITH(load(other), SolverFileError,
-                    "solver.pb: solver state belongs to another model (graph fingerprint "
-                    "aaaaaaaaaaaa, loaded model " +
+                    "solver.pb: solver state belongs to another model than " +
+                        data_path("iter1/model.onnx") + " (graph fingerprint "
+                        "aaaaaaaaaaaa, loaded model " +
                         state.model_fingerprint().substr(0, 12) + ", fingerprint version 2)");
   // A file of the previous Python version (no fingerprint_version).
   EXPECT_THROW_WITH(load(read_solver_state(data_path("solver_v1.pb"))), SolverFileError,

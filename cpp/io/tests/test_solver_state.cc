@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "evokit/io/config.h"
+#include "evokit/io/state_file.h"
 #include "evokit/io/errors.h"
 #include "evokit/io/onnx_model.h"
 #include "io_test_util.h"
@@ -144,11 +145,16 @@ TEST(SolverState, ElementsAreLittleEndian) {
 TEST(SolverStateErrors, BadFiles) {
   TempDir dir;
   EXPECT_THROW_WITH(read_solver_state(dir.file("solver.pb")), SolverFileError,
-                    "solver.pb: cannot read solver state: no such file");
+                    "solver.pb: cannot read solver state file: no such file");
   testing::write_bytes(dir.file("junk.pb"), "\xff\xff\xff garbage");
   EXPECT_THROW_WITH(read_solver_state(dir.file("junk.pb")), SolverFileError,
-                    "junk.pb: not a solver state file");
-  testing::write_bytes(dir.file("empty.pb"), "");
+                    "junk.pb: no sha256 trailer at its end (of 11 bytes)");
+  // Sound trailers over bytes that are not a SolverState, or lack num_params.
+  testing::write_bytes(dir.file("junk.pb"), seal_state("\xff\xff\xff garbage"));
+  EXPECT_THROW_WITH(read_solver_state(dir.file("junk.pb")), SolverFileError,
+                    "junk.pb: not a solver state file (the bytes do not parse as "
+                    "evokit.proto.SolverState)");
+  testing::write_bytes(dir.file("empty.pb"), seal_state(""));
   EXPECT_THROW_WITH(read_solver_state(dir.file("empty.pb")), SolverFileError,
                     "empty.pb: not a solver state file (no num_params)");
 }

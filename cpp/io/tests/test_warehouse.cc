@@ -2,13 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <filesystem>
+#include <iostream>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "evokit/io/config.h"
 #include "evokit/io/errors.h"
+#include "evokit/io/sha256.h"
 #include "evokit/io/solver_state.h"
+#include "evokit/io/state_file.h"
 #include "evokit/noise.h"
 #include "io_test_util.h"
 
@@ -24,12 +30,15 @@ using testing::TempDir;
 void MakeWarehouse(const std::string& w, int noise_version = kNoiseVersion) {
   fs::create_directories(w + "/model_iter_id-1");
   fs::copy_file(data_path("iter1/model.onnx"), w + "/model_iter_id-1/model.onnx");
-  fs::copy_file(data_path("iter1/solver.pb"), w + "/model_iter_id-1/solver.pb");
+  // solver.pb records the model file's sha256, as a warehouse iteration's does
+  proto::SolverState state = read_solver_state(data_path("iter1/solver.pb"));
+  state.set_model_sha256(sha256_hex(testing::read_bytes(data_path("iter1/model.onnx"))));
+  write_solver_state(w + "/model_iter_id-1/solver.pb", state);
   proto::WarehouseInfo info;
   info.set_config(read_solver_state(data_path("iter1/solver.pb")).config());
   info.set_config_fingerprint(std::string(64, 'f'));
   if (noise_version != 0) info.set_noise_version(noise_version);  // 0: absent, as before version 3
-  testing::write_bytes(w + "/warehouse.pb", info.SerializeAsString());
+  write_state_file(w + "/warehouse.pb", info);
 }
 
 TEST(Warehouse, FindsTheNewestCompleteIteration) {
@@ -83,7 +92,7 @@ TEST(Warehouse, LoadsAnAgentOfAnyFamily) {
   info.set_config(config_to_text(agent.config()));
   info.set_config_fingerprint(std::string(64, 'c'));
   info.set_noise_version(kNoiseVersion);
-  testing::write_bytes(w + "/warehouse.pb", info.SerializeAsString());
+  write_state_file(w + "/warehouse.pb", info);
 
   const Warehouse wh(w);
   EXPECT_EQ(wh.latest(), 1);
@@ -106,7 +115,12 @@ TEST(WarehouseErrors, NotAWarehouse) {
   EXPECT_THROW_WITH(Warehouse(dir.file("f")), WarehouseError, "is not a directory");
   EXPECT_THROW_WITH(Warehouse(dir.path()), WarehouseError, "not a warehouse (warehouse.pb is missing)");
   testing::write_bytes(dir.file("warehouse.pb"), "\xff\xff\xff");
-  EXPECT_THROW_WITH(Warehouse(dir.path()), WarehouseError, "warehouse.pb: corrupt warehouse info");
+  EXPECT_THROW_WITH(Warehouse(dir.path()), WarehouseError,
+                    "warehouse.pb: no sha256 trailer at its end (of 3 bytes)");
+  testing::write_bytes(dir.file("warehouse.pb"), seal_state("\xff\xff\xff"));
+  EXPECT_THROW_WITH(Warehouse(dir.path()), WarehouseError,
+                    "warehouse.pb: not a warehouse info (the bytes do not parse as "
+                    "evokit.proto.WarehouseInfo)");
 }
 
 // A warehouse of another noise definition: its logged keys would be rebuilt
@@ -151,6 +165,85 @@ TEST(WarehouseErrors, InconsistentIteration) {
   s.clear_params_fingerprint();
   write_solver_state(w + "/model_iter_id-4/solver.pb", s);
   EXPECT_THROW_WITH(Warehouse(w).model_fingerprint(4), WarehouseError, "has no params_fingerprint");
+}
+
+// ---- damage replay -------------------------------------------------------
+// Seeded random damages (a bit flipped, a byte changed, the file cut short)
+// of every file a warehouse is read from (warehouse.pb, solver.pb,
+// model.onnx): each is refused with one line naming the file (every byte is
+// under a trailer or the model_sha256 solver.pb records), or else harmless
+// (the loaded agent is bit-identical); never accepted silently, never
+// another exception (proto/evokit.proto, "State files").
+
+// What a load gives, to compare with the undamaged warehouse's.
+std::string LoadAll(const std::string& w) {
+  const Warehouse wh(w);
+  ESAgent agent = wh.load_agent(1);
+  const std::vector<float>& p = agent.params();
+  return wh.info().SerializeAsString() + "|" + wh.model_fingerprint(1) + "|" +
+         agent.solver_state().SerializeAsString() + "|" +
+         std::string(reinterpret_cast<const char*>(p.data()), p.size() * sizeof(float));
+}
+
+struct Figures {
+  int trials = 0, refused = 0, harmless = 0, silent = 0, crashes = 0;
+};
+
+Figures Replay(const std::string& w, const std::string& file, int trials, std::uint64_t seed) {
+  const std::string path = w + "/" + file;
+  const std::string good = testing::read_bytes(path);
+  const std::string baseline = LoadAll(w);
+  std::mt19937_64 rng(seed);
+  Figures f;
+  for (int t = 0; t < trials; ++t) {
+    std::string data = good;
+    const std::size_t at = rng() % data.size();
+    switch (t % 3) {
+      case 0: data[at] = static_cast<char>(data[at] ^ (1u << (rng() % 8))); break;
+      case 1: data[at] = static_cast<char>(data[at] + 1 + rng() % 255); break;
+      default: data.resize(at);
+    }
+    testing::write_bytes(path, data);
+    ++f.trials;
+    try {
+      if (LoadAll(w) == baseline) {
+        ++f.harmless;
+      } else {
+        ++f.silent;
+        ADD_FAILURE() << file << " trial " << t << ": accepted, and loads something else";
+      }
+    } catch (const std::invalid_argument& e) {  // every io error type is one
+      ++f.refused;
+      const std::string message = e.what();
+      EXPECT_NE(message.find(path), std::string::npos) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    } catch (const std::exception& e) {
+      ++f.crashes;
+      ADD_FAILURE() << file << " trial " << t << ": " << e.what();
+    }
+  }
+  testing::write_bytes(path, good);
+  EXPECT_EQ(LoadAll(w), baseline);
+  return f;
+}
+
+// 60 damages per file; EVOKIT_DAMAGE_TRIALS=N for more (the figures are printed).
+TEST(WarehouseDamage, RefusedOrHarmlessNeverSilent) {
+  TempDir dir;
+  const std::string w = dir.file("W");
+  MakeWarehouse(w);
+  const char* env = std::getenv("EVOKIT_DAMAGE_TRIALS");
+  const int trials = env != nullptr ? std::atoi(env) : 60;
+  for (const char* file :
+       {"warehouse.pb", "model_iter_id-1/solver.pb", "model_iter_id-1/model.onnx"}) {
+    const Figures f = Replay(w, file, trials, 16);
+    std::cout << "damage replay " << file << ": trials " << f.trials << ", refused " << f.refused
+              << ", harmless " << f.harmless << ", silent " << f.silent << ", crashes "
+              << f.crashes << "\n";
+    EXPECT_EQ(f.silent, 0) << file;
+    EXPECT_EQ(f.crashes, 0) << file;
+    EXPECT_EQ(f.refused, f.trials) << file;  // every byte under a trailer or model_sha256
+  }
 }
 
 }  // namespace

@@ -234,13 +234,13 @@ _allow("state", "fingerprint_version_3 fingerprint_version_absent", "load", Allo
     "says what it verifies (an absent version is 1: Python computes the version 1 fingerprint, "
     "which differs; C++ refuses the version)",
     py=r"states/\w+/solver\.pb: solver state (has fingerprint version 3, this EvoKit reads versions 1 "
-       r"and 2 \(a newer EvoKit wrote it\)|belongs to another model \(graph fingerprint \w+, loaded "
+       r"and 2 \(a newer EvoKit wrote it\)|belongs to another model than \S+ \(graph fingerprint \w+, loaded "
        r"model \w+, fingerprint version 1\))",
     cpp=r"states/\w+/solver\.pb: solver state has fingerprint version [13], this library verifies only "
         r"version 2 .+"))
-_allow("state", "garbage_file truncated_file", "load", Allowed(
+_allow("state", "garbage_file", "load", Allowed(
     "wording",
-    "bytes that do not parse as a SolverState: Python names the protobuf runtime's error, C++'s "
+    "bytes that do not parse as a SolverState (under a sound trailer): Python names the protobuf runtime's error, C++'s "
     "ParseFromString says only false",
     py=r"states/\w+/solver\.pb: not a solver state file \(Error parsing message .+\)",
     cpp=r"states/\w+/solver\.pb: not a solver state file \(the bytes do not parse as "

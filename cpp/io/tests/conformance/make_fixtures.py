@@ -57,7 +57,10 @@ What is written:
   re-evaluation; each saved mid-generation), state version 1 files, and
   damaged ones (wrong family, missing entry, wrong size, unknown element type,
   state version 3, v1 CMA / GA, another noise version, a model of another
-  fingerprint or size, another optimizer, ...).
+  fingerprint or size, another optimizer, ...), each under a sound sha256
+  trailer; and damage to the bytes as stored (a bit flipped in the body or
+  the digest, the trailer cut short, missing or alone, a bit flipped inside
+  a parameter of the model beside the state).
 """
 
 from __future__ import annotations
@@ -507,6 +510,14 @@ def model_fixtures(out: str):
 
     # the fingerprint
     fx.append(("fp_renamed_copy", save("fp_renamed_copy", renamed_copy(cartpole)), ".*"))
+    # a string that is not UTF-8 (a damaged byte): hashed as stored
+    m = onnx.load(cartpole)
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "zzbatch"
+    raw = m.SerializeToString()
+    assert raw.count(b"zzbatch") == 1
+    path = "models/fp_dim_param_not_utf8.onnx"
+    write_bytes(os.path.join(out, path), raw.replace(b"zzbatch", b"zz\xffatch"))
+    fx.append(("fp_dim_param_not_utf8", path, ".*"))
     fx.append(("fp_relu_copy", save("fp_relu_copy", relu_copy(cartpole)), ".*"))
     fx.append(("fp_typed_initializers", save("fp_typed_initializers", typed_initializers_model()), ".*"))
     m = _model([_matmul()], [_obs()], [_out()], [_w()], check=False,
@@ -759,11 +770,6 @@ def write_logs(out: str, manifest: Manifest) -> None:
         at += 16 + struct.unpack_from("<I", clean, at + 4)[0]
     r2, r3 = offsets[2], offsets[3]
 
-    def flip(data: bytes, at: int, mask: int = 0x01) -> bytes:
-        b = bytearray(data)
-        b[at] ^= mask
-        return bytes(b)
-
     extra = _good(1)
     noise = bytes((i * 167 + 13) % 251 for i in range(700))  # no b"EKR1" inside
     assert b"EKR1" not in noise
@@ -808,6 +814,13 @@ def write_logs(out: str, manifest: Manifest) -> None:
     add("missing", None)
     os.makedirs(os.path.join(out, "logs", "directory.log"))
     manifest.add("log", "directory", "logs/directory.log")
+
+
+def flip(data: bytes, at: int, mask: int = 0x01) -> bytes:
+    """``data`` with the bits of ``mask`` flipped in byte ``at``."""
+    b = bytearray(data)
+    b[at] ^= mask
+    return bytes(b)
 
 
 def _fix_header(frame: bytes) -> bytes:
@@ -882,6 +895,8 @@ def _members_needed(config: str, model: str, state_dir: str, stream: int) -> int
 
 def write_states(out: str, manifest: Manifest) -> None:
     from evokit import evokit_pb2 as pb
+    import onnx
+    from evokit.statefile import TRAILER_SIZE, read_state_file, seal
 
     cfg_dir = os.path.join(out, "states", "configs")
     os.makedirs(cfg_dir)
@@ -947,9 +962,7 @@ def write_states(out: str, manifest: Manifest) -> None:
 
     # ---- damaged copies ---------------------------------------------------------
     def load_state(name) -> pb.SolverState:
-        s = pb.SolverState()
-        s.ParseFromString(read_bytes(os.path.join(out, good[name][1], "solver.pb")))
-        return s
+        return read_state_file(os.path.join(out, good[name][1], "solver.pb"), pb.SolverState())
 
     def damaged(name, base, edit=None, config=None, model=None, data=None, clones=6):
         """states/NAME/solver.pb: the state of `base` after edit(state) (or
@@ -962,7 +975,7 @@ def write_states(out: str, manifest: Manifest) -> None:
             s = load_state(base)
             if edit is not None:
                 edit(s)
-            data = s.SerializeToString()
+            data = seal(s.SerializeToString())  # a sound file: the edit is what is refused
         if data is not False:
             write_bytes(os.path.join(full, "solver.pb"), data)
         add(name, config or config_path, model or f"{base_dir}/model.onnx", state_dir, stream, clones=clones)
@@ -1071,10 +1084,24 @@ def write_states(out: str, manifest: Manifest) -> None:
     damaged("other_optimizer", "gauss_adam", config=configs["g_adam_wrong_optimizer"])
     damaged("num_params_cleared", "gauss_sgd", clear("num_params"))
     damaged("num_params_wrong", "cma_full", field("num_params", NUM_PARAMS + 1))
-    damaged("garbage_file", "gauss_sgd", data=bytes(range(256)) * 2)
+    damaged("garbage_file", "gauss_sgd", data=seal(bytes(range(256)) * 2))
     damaged("empty_file", "gauss_sgd", data=b"")
     damaged("truncated_file", "cma_full", data=read_bytes(os.path.join(out, "states/cma_full/solver.pb"))[:300])
     damaged("no_file", "gauss_sgd", data=False)
+    # damage to the bytes as stored: the sha256 trailer (proto "State files")
+    sound = read_bytes(os.path.join(out, "states/gauss_adam/solver.pb"))
+    damaged("trailer_body_bit_flip", "gauss_adam", data=flip(sound, len(sound) // 2, 0x10))
+    damaged("trailer_digest_byte_changed", "gauss_adam", data=flip(sound, len(sound) - 1, 0xFF))
+    damaged("trailer_cut_short", "gauss_adam", data=sound[:-1])
+    damaged("trailer_missing", "gauss_adam", data=sound[:-TRAILER_SIZE])  # as an older EvoKit wrote it
+    damaged("trailer_only", "gauss_adam", data=sound[-TRAILER_SIZE:])
+    damaged("trailer_tag_changed", "gauss_adam", data=flip(sound, len(sound) - TRAILER_SIZE, 0x02))
+    # model.onnx with one bit flipped inside a parameter: solver.pb's params_fingerprint
+    model = onnx.load_from_string(read_bytes(os.path.join(out, "states/gauss_adam/model.onnx")))
+    weights = model.graph.initializer[0]
+    weights.raw_data = flip(weights.raw_data, 5, 0x01)
+    write_bytes(os.path.join(out, "states/model_param_bit_flip.onnx"), model.SerializeToString())
+    damaged("model_param_bit_flip", "gauss_adam", data=sound, model="states/model_param_bit_flip.onnx")
 
 
 def write_fixtures(out: str) -> Manifest:

@@ -25,7 +25,10 @@ Writes, next to this script:
                          native backend (evokit/native.py) accepts, and some it
                          refuses (native_cases.txt says which)
   (solver_v1.pb, not written here: iter1/solver.pb as the EvoKit before
-                         fingerprint version 2 wrote it, kept to test old files)
+                         fingerprint version 2 wrote it, kept to test old files,
+                         with the sha256 trailer `evokit seal` adds and its
+                         params_fingerprint (version 1) recomputed for the
+                         iter1/model.onnx written here)
   fingerprints.txt       `name hex` per line: Python's model fingerprint
                          (NAME.model) and params fingerprint (NAME.params) of
                          the models above and of iteration 2 (iter2.params)

@@ -135,18 +135,22 @@ class ESAgent {
   std::string save_solver(const std::string& dir) const;
   // Restores dir/solver.pb as Python's ESAgent.load_solver does; a reloaded
   // agent continues as the saved one would have, bit for bit. Throws
-  // SolverFileError starting with the path: no such file, not a solver
-  // state, then load_solver_state's checks.
+  // SolverFileError starting with the path: no such file, its sha256
+  // trailer missing or wrong (state_file.h), not a solver state, then
+  // load_solver_state's checks with exact_model.
   void load_solver(const std::string& dir);
   // Restores a solver_state() message, checking in this order: num_params
   // present and equal to the model's, fingerprint version (only
-  // kFingerprintVersion can be verified here), model fingerprint, optimizer
-  // type equal to the config's; then the solver's load() of
-  // state_from_proto(state, path), whose errors become SolverFileError
-  // "<path>: invalid solver state: ...". `path` names the state in errors.
-  // Not while clones sample.
+  // kFingerprintVersion can be verified here), model fingerprint, with
+  // `exact_model` the params_fingerprint where the state records one (the
+  // centre, the loaded model's parameters until an update, must be the model
+  // the state was saved with, not just one of the same graph: a refusal
+  // names the model file), optimizer type equal to the config's;
+  // then the solver's load() of state_from_proto(state, path), whose errors
+  // become SolverFileError "<path>: invalid solver state: ...". `path` names
+  // the state in errors. Not while clones sample.
   void load_solver_state(const proto::SolverState& state,
-                         const std::string& path = "<solver state>");
+                         const std::string& path = "<solver state>", bool exact_model = false);
 
   // ---- state ----
   bool is_clone() const noexcept;

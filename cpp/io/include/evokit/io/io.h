@@ -11,4 +11,5 @@
 #include "evokit/io/sample_log.h"
 #include "evokit/io/sha256.h"
 #include "evokit/io/solver_state.h"
+#include "evokit/io/state_file.h"
 #include "evokit/io/warehouse.h"

@@ -26,11 +26,14 @@ namespace evokit::io {
 // The layout of SolverState.vectors this library writes.
 inline constexpr int kStateVersion = 2;
 
-// Reads and parses a solver.pb. Throws SolverFileError naming the file if
-// it is missing, does not parse, or has no num_params.
+// Reads, verifies and parses a solver.pb (its sha256 trailer,
+// state_file.h). Throws SolverFileError naming the file if it is missing,
+// its trailer is missing or does not match, it does not parse, or it has no
+// num_params.
 proto::SolverState read_solver_state(const std::string& path);
 
-// Writes `state` to `path` atomically (temporary file, fsync, rename).
+// Writes `state` with its sha256 trailer to `path` atomically (temporary
+// file, fsync, rename).
 // Throws std::system_error naming the path if it cannot be written.
 void write_solver_state(const std::string& path, const proto::SolverState& state);
 

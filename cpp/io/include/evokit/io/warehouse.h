@@ -29,8 +29,9 @@ inline constexpr char kIterationPrefix[] = "model_iter_id-";
 class Warehouse {
  public:
   // Opens an existing warehouse. Throws WarehouseError naming the path if
-  // it is missing, not a directory, has no (or a corrupt) warehouse.pb, or
-  // holds no complete iteration.
+  // it is missing, not a directory, has no warehouse.pb or one whose sha256
+  // trailer is missing or does not match (state_file.h), or holds no
+  // complete iteration.
   explicit Warehouse(std::string path);
 
   const std::string& path() const noexcept { return path_; }
@@ -60,7 +61,9 @@ class Warehouse {
   // An agent at iteration k with its config, model and solver state, for
   // any sampling family (the config's solver, restored by
   // ESAgent::load_solver as Python's Warehouse.load_agent does). Checks
-  // that the solver state is at iteration k. Unlike Python, does not
+  // the model file against the sha256 solver.pb records (model_sha256,
+  // where present; ModelError naming the file) and that the solver state is
+  // at iteration k. Unlike Python, does not
   // recompute the config fingerprint (see above).
   ESAgent load_agent(std::int64_t k) const;
   ESAgent load_agent() const { return load_agent(latest()); }
