@@ -576,7 +576,13 @@ void gru_forward(const RecurrentArgs& a) noexcept {
     matmul(a.x + t * n * a.input, false, a.w, true, n, g3, a.input, xw);
     // linear_before_reset: h R^T for all three gates; else z and r here,
     // and (r * h) R_h^T once r is known.
-    matmul(h_prev, false, a.r, true, n, a.linear_before_reset ? g3 : 2 * h, h, hr);
+    if (a.linear_before_reset) {
+      matmul(h_prev, false, a.r, true, n, g3, h, hr);
+    } else {  // rows of 3h with the last h filled below
+      for (std::size_t b = 0; b < n; ++b) {
+        matmul(h_prev + b * h, false, a.r, true, 1, 2 * h, h, hr + b * g3);
+      }
+    }
     float* y = a.y + t * n * h;
     for (std::size_t b = 0; b < n; ++b) {
       const float* gx = xw + b * g3;

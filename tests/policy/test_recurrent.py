@@ -173,9 +173,14 @@ def test_lstm_attributes_outside_the_native_subset_are_refused_naming_the_node(a
 # ---- init_mlp(recurrent=...) ------------------------------------------------------
 
 
-@pytest.mark.parametrize("cell", ["lstm", "gru"])
+@pytest.mark.parametrize("cell", ["lstm", "gru", "gru_reset_after"])
 def test_init_mlp_recurrent_runs_natively_like_onnxruntime(cell):
-    model = init_mlp(5, 3, (6, 4), recurrent=cell, seed=2)
+    """gru_reset_after: the GRU with linear_before_reset 0 (ONNX's default)."""
+    model = init_mlp(5, 3, (6, 4), recurrent=cell.split("_")[0], seed=2)
+    if cell == "gru_reset_after":
+        rnn = next(n for n in model.graph.node if n.op_type == "GRU")
+        next(a for a in rnn.attribute if a.name == "linear_before_reset").i = 0
+    cell = cell.split("_")[0]
     native = OnnxPolicy.from_model(model)
     ort = OnnxPolicy.from_model(model, backend="onnxruntime")
     assert native.backend == "native" and native.recurrent
