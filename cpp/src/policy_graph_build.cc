@@ -130,6 +130,8 @@ const std::vector<std::string>& PolicyGraph::supported_ops() {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> names;
     for (const OpInfo& op : kOps) names.emplace_back(op.name);
+    names.emplace_back("Shape");  // integer shape arithmetic (policy_graph_recurrent.cc)
+    names.emplace_back("Concat");
     return names;
   }();
   return ops;
@@ -221,6 +223,7 @@ void PolicyGraph::add_node(const std::string& op_type, const std::vector<std::st
                                    : "node '" + name + "'";
   label += " (" + op_type + ")";
 
+  if (fold_shape_arithmetic(op_type, inputs, outputs, attributes, label)) return;
   std::size_t op_index = 0;
   while (op_index < std::size(kOps) && op_type != kOps[op_index].name) ++op_index;
   if (op_index == std::size(kOps)) {

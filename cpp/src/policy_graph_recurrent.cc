@@ -110,6 +110,7 @@ void PolicyGraph::add_int_constant(const std::string& name, const std::vector<st
   for (std::size_t d : shape) v.shape.push_back(Dim{d, false});
   v.constant = int_constants_.size();
   define(std::move(v), label);
+  int_batch_.emplace_back(data.size(), false);
   int_constants_.push_back(std::move(data));
 }
 
@@ -183,14 +184,155 @@ std::size_t PolicyGraph::state_size() const {
 // ---- building -------------------------------------------------------------
 
 const std::vector<std::int64_t>& PolicyGraph::int_constant(const Node& node, std::size_t input,
-                                                           const char* what) const {
+                                                           const char* what,
+                                                           const std::vector<bool>** batch) const {
   const Value& v = values_[static_cast<std::size_t>(node.inputs[input])];
   if (v.kind != Kind::kIntConstant) {
     throw std::invalid_argument(node.label + ": " + what + " '" + v.name +
                                 "' must be an integer constant (an int64 initializer or "
                                 "Constant), known when the graph is built");
   }
+  const std::vector<bool>& flags = int_batch_[v.constant];
+  if (batch != nullptr) {
+    *batch = &flags;
+  } else if (std::find(flags.begin(), flags.end(), true) != flags.end()) {
+    throw std::invalid_argument(node.label + ": " + what + " '" + v.name +
+                                "' depends on the batch size");
+  }
   return int_constants_[v.constant];
+}
+
+bool PolicyGraph::fold_shape_arithmetic(const std::string& op_type,
+                                        const std::vector<std::string>& inputs,
+                                        const std::vector<std::string>& outputs,
+                                        const NodeAttributes& attributes,
+                                        const std::string& label) {
+  static const char* const kFolded[] = {"Shape", "Concat", "Slice", "Mul", "Reshape",
+                                        "Squeeze", "Unsqueeze", "Identity"};
+  if (std::none_of(std::begin(kFolded), std::end(kFolded),
+                   [&](const char* op) { return op_type == op; })) {
+    return false;
+  }
+  // Integer inputs only (Shape: any first input); else the float op, if any.
+  std::vector<int> ids;
+  for (const std::string& in : inputs) ids.push_back(in.empty() ? -1 : find_value(in));
+  const auto is_int = [&](int id) {
+    return id >= 0 && values_[static_cast<std::size_t>(id)].kind == Kind::kIntConstant;
+  };
+  if (op_type != "Shape" && (ids.empty() || !is_int(ids[0]))) {
+    if (op_type == "Concat") {
+      throw std::invalid_argument(label + ": only integer shape arithmetic is supported (input '" +
+                                  (inputs.empty() ? std::string() : inputs[0]) +
+                                  "' is not an integer constant)");
+    }
+    return false;
+  }
+  if (outputs.size() != 1 || outputs[0].empty()) {
+    throw std::invalid_argument(label + ": expected 1 output, got " + std::to_string(outputs.size()));
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 && !inputs[i].empty()) {
+      throw std::invalid_argument(label + ": input '" + inputs[i] + "' is not defined");
+    }
+  }
+  Node node;  // for int_constant's messages
+  node.label = label;
+  node.inputs = ids;
+  std::vector<std::int64_t> values;
+  std::vector<bool> batch;
+  SymbolicShape shape;
+  const auto input_of = [&](std::size_t i) -> const Value& {
+    return values_[static_cast<std::size_t>(ids[i])];
+  };
+  const auto data = [&](std::size_t i) -> std::pair<const std::vector<std::int64_t>*,
+                                                    const std::vector<bool>*> {
+    const Value& v = input_of(i);
+    return {&int_constants_[v.constant], &int_batch_[v.constant]};
+  };
+  if (op_type == "Shape") {
+    if (ids.size() != 1 || ids[0] < 0) {
+      throw std::invalid_argument(label + ": expected 1 input, got " + std::to_string(ids.size()));
+    }
+    check_known(attributes, label, {"start", "end"}, {}, {});
+    const SymbolicShape& x = input_of(0).shape;
+    const auto rank = static_cast<std::int64_t>(x.size());
+    const auto clamp = [rank](std::int64_t v) {
+      if (v < 0) v += rank;
+      return std::min(std::max<std::int64_t>(v, 0), rank);
+    };
+    const std::int64_t lo = clamp(int_or(attributes, "start", 0));
+    const std::int64_t hi = clamp(int_or(attributes, "end", rank));
+    for (std::int64_t i = lo; i < hi; ++i) {
+      values.push_back(static_cast<std::int64_t>(x[static_cast<std::size_t>(i)].factor));
+      batch.push_back(x[static_cast<std::size_t>(i)].batch);
+    }
+    shape = {Dim{values.size(), false}};
+  } else if (op_type == "Concat") {
+    check_known(attributes, label, {"axis"}, {}, {});
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (!is_int(ids[i]) || input_of(i).shape.size() != 1) {
+        throw std::invalid_argument(label + ": only the concatenation of 1-D integer constants is "
+                                    "supported (input '" + inputs[i] + "')");
+      }
+      const auto [v, b] = data(i);
+      values.insert(values.end(), v->begin(), v->end());
+      batch.insert(batch.end(), b->begin(), b->end());
+    }
+    shape = {Dim{values.size(), false}};
+  } else if (op_type == "Mul") {
+    if (ids.size() != 2 || !is_int(ids[1])) return false;
+    check_known(attributes, label, {}, {}, {});
+    const auto [a, ab] = data(0);
+    const auto [b, bb] = data(1);
+    if (a->size() != b->size() && a->size() != 1 && b->size() != 1) {
+      throw std::invalid_argument(label + ": integer operands of " + std::to_string(a->size()) +
+                                  " and " + std::to_string(b->size()) + " elements");
+    }
+    const std::size_t n = std::max(a->size(), b->size());
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t ia = a->size() == 1 ? 0 : i, ib = b->size() == 1 ? 0 : i;
+      if ((*ab)[ia] && (*bb)[ib]) {
+        throw std::invalid_argument(label + ": multiplies the batch size by itself");
+      }
+      values.push_back((*a)[ia] * (*b)[ib]);
+      batch.push_back((*ab)[ia] || (*bb)[ib]);
+    }
+    shape = a->size() >= b->size() ? input_of(0).shape : input_of(1).shape;
+  } else {  // Slice, Reshape, Squeeze, Unsqueeze, Identity of an integer tensor
+    const auto [v, b] = data(0);
+    values = *v;
+    batch = *b;
+    shape = input_of(0).shape;
+    if (op_type == "Slice") {
+      check_known(attributes, label, {}, {}, {});
+      if (shape.size() != 1 || ids.size() < 3) {
+        throw std::invalid_argument(label + ": only slices of 1-D integer tensors are supported");
+      }
+      const auto dim = static_cast<std::int64_t>(values.size());
+      const auto clamp = [dim](std::int64_t x) {
+        if (x < 0) x += dim;
+        return std::min(std::max<std::int64_t>(x, 0), dim);
+      };
+      const std::int64_t lo = clamp(int_constant(node, 1, "starts").at(0));
+      const std::int64_t hi = std::max(lo, clamp(int_constant(node, 2, "ends").at(0)));
+      if (ids.size() > 4 && ids[4] >= 0 && int_constant(node, 4, "steps").at(0) != 1) {
+        throw std::invalid_argument(label + ": only step 1 is supported");
+      }
+      values.assign(v->begin() + lo, v->begin() + hi);
+      batch.assign(b->begin() + lo, b->begin() + hi);
+      shape = {Dim{values.size(), false}};
+    } else if (op_type == "Reshape" || op_type == "Squeeze" || op_type == "Unsqueeze") {
+      // The same elements; a rank of 0 or 1 (a scalar or a vector).
+      shape = values.size() == 1 && op_type == "Squeeze" ? SymbolicShape{}
+                                                         : SymbolicShape{Dim{values.size(), false}};
+    }
+  }
+  Value out{outputs[0], Kind::kIntConstant, shape};
+  out.constant = int_constants_.size();
+  define(std::move(out), label);
+  int_constants_.push_back(std::move(values));
+  int_batch_.push_back(std::move(batch));
+  return true;
 }
 
 SymbolicShape PolicyGraph::infer_recurrent_shape(Node& node, const NodeAttributes& attributes,
@@ -433,7 +575,8 @@ SymbolicShape PolicyGraph::infer_recurrent_shape(Node& node, const NodeAttribute
     case Op::kReshape: {
       check_known(attributes, label, {"allowzero"}, {}, {});
       const SymbolicShape& x = float_input(0, "data");
-      const std::vector<std::int64_t>& target = int_constant(node, 1, "shape");
+      const std::vector<bool>* target_batch = nullptr;  // elements that are batch multiples
+      const std::vector<std::int64_t>& target = int_constant(node, 1, "shape", &target_batch);
       const bool allowzero = int_or(attributes, "allowzero", 0) != 0;
       Dim total;
       for (const Dim& d : x) {
@@ -453,7 +596,10 @@ SymbolicShape PolicyGraph::infer_recurrent_shape(Node& node, const NodeAttribute
           infer = i;
           continue;
         }
-        if (t == 0 && !allowzero) {
+        if ((*target_batch)[i]) {
+          if (t < 1) throw std::invalid_argument(label + ": shape " + join_ints(target) + " is empty");
+          out[i] = Dim{static_cast<std::size_t>(t), true};
+        } else if (t == 0 && !allowzero) {
           if (i >= x.size()) {
             throw std::invalid_argument(label + ": shape " + join_ints(target) + " copies dimension " +
                                         std::to_string(i) + " of " + format_shape(x) +

@@ -251,5 +251,32 @@ TEST(LayoutOps, TransposeAndSliceMoveDataReshapeKeepsIt) {
                     "size");
 }
 
+TEST(LayoutOps, ShapeArithmeticIsFoldedWithTheBatchSymbolic) {
+  // obs (batch, 2, 3) -> Reshape to Concat(Shape(obs)[0:1], [6]) = (batch, 6).
+  PolicyGraph g;
+  g.add_input("obs", {2, 3});
+  g.add_int_constant("zero", {1}, {0});
+  g.add_int_constant("one", {1}, {1});
+  g.add_int_constant("six", {1}, {6});
+  g.add_node("Shape", {"obs"}, {"shape"});
+  g.add_node("Slice", {"shape", "zero", "one"}, {"batch"});
+  g.add_node("Concat", {"batch", "six"}, {"target"});
+  g.add_node("Reshape", {"obs", "target"}, {"flat"});
+  g.add_node("Identity", {"flat"}, {"y"});
+  g.add_output("y");
+  EXPECT_EQ(g.output_shape(3), (std::vector<std::size_t>{3, 6}));
+  EXPECT_EQ(g.num_nodes(), 2u);  // Reshape and Identity: the arithmetic left no node
+  const std::vector<float> obs(12, 1.5f);
+  EXPECT_EQ(g.run(obs.data(), 2, nullptr, 0), obs);
+  EXPECT_THROW_WITH(g.add_node("Mul", {"batch", "batch"}, {"sq"}, {}, "sq"), std::invalid_argument,
+                    "node 'sq' (Mul): multiplies the batch size by itself");
+  EXPECT_THROW_WITH(g.add_node("Unsqueeze", {"obs", "batch"}, {"u"}, {}, "u"),
+                    std::invalid_argument, "node 'u' (Unsqueeze): axes 'batch' depends on the "
+                                           "batch size");
+  EXPECT_THROW_WITH(g.add_node("Concat", {"obs", "six"}, {"c"}, {}, "c"), std::invalid_argument,
+                    "node 'c' (Concat): only integer shape arithmetic is supported (input 'obs' is "
+                    "not an integer constant)");
+}
+
 }  // namespace
 }  // namespace evokit

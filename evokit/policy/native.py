@@ -17,7 +17,8 @@ MLPs of :func:`~evokit.policy.mlp.init_mlp` and PyTorch's
 activations; other attribute values are refused naming the node) with the
 layout ops exports put around them (``Transpose``, ``Squeeze``,
 ``Unsqueeze``, ``Slice``, ``Reshape``; their axes, starts and shapes int64
-initializers or Constants), the state inputs paired with their outputs as
+initializers or Constants, or integer shape arithmetic on them, ``Shape``,
+``Concat``, ``Slice``, ``Mul``, folded when the graph is built), the state inputs paired with their outputs as
 :mod:`evokit.policy.onnx_policy` describes; the state is carried in a flat
 float32 buffer the caller passes (``state=``) and the core updates in place. Anything else raises
 :class:`NotSupportedError` naming the node and the op; ``OnnxPolicy`` with

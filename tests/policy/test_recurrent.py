@@ -21,7 +21,7 @@ from evokit.policy.onnx_policy import OnnxPolicy
 from helpers import FIXTURES
 
 REF = np.load(Path(FIXTURES, "recurrent_reference.npz"))
-NATIVE = ["recurrent_lstm", "recurrent_gru", "recurrent_lstm_bf"]
+NATIVE = ["recurrent_lstm", "recurrent_gru", "recurrent_lstm_bf", "recurrent_gru_bf"]
 TOL = dict(rtol=1e-5, atol=1e-5)
 
 
@@ -52,13 +52,19 @@ def test_torch_exports_run_natively_and_match_torch_step_by_step(name):
     assert np.abs(fresh - want[-1]).max() > 1e-3
 
 
-def test_batch_first_default_export_falls_back_to_onnxruntime_naming_the_node():
-    with pytest.warns(NativeFallbackWarning, match=r"node 'node_Shape_\d+' \(Shape\): op Shape "
-                                                   r"is not supported"):
-        policy = load("recurrent_gru_bf")
-    assert policy.backend == "onnxruntime"
-    np.testing.assert_allclose(rollout(policy, REF["recurrent_gru_bf_obs"]),
-                               REF["recurrent_gru_bf_action"], **TOL)
+def test_shape_arithmetic_is_folded_when_the_graph_is_built():
+    """The default exporter's batch_first GRU computes its Reshape's target
+    from Shape, Slice, Mul and Concat; the core folds them into a constant
+    (1, batch, 8). Concat of float tensors is refused naming the node."""
+    model = onnx.load(Path(FIXTURES, "recurrent_gru_bf.onnx"))
+    assert {"Shape", "Concat", "Mul"} <= {n.op_type for n in model.graph.node}
+    model = init_mlp(4, 2, (8,))
+    model.graph.node.insert(0, helper.make_node("Concat", ["obs", "obs"], ["both"], axis=1,
+                                                name="cat"))
+    with pytest.raises(NotSupportedError) as e:
+        OnnxPolicy.from_model(model, backend="native")
+    assert str(e.value) == ("<memory>: native backend: node 'cat' (Concat): only integer shape "
+                            "arithmetic is supported (input 'obs' is not an integer constant)")
 
 
 @pytest.mark.parametrize("backend", ["native", "onnxruntime"])

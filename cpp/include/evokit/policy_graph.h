@@ -242,13 +242,24 @@ class PolicyGraph {
   // `more`.
   SymbolicShape infer_recurrent_shape(Node& node, const NodeAttributes& attributes,
                                       std::vector<SymbolicShape>& more) const;
+  // An integer input's values; its elements that are multiples of the batch
+  // size (from Shape) are refused unless `batch` is given to receive the flags.
   const std::vector<std::int64_t>& int_constant(const Node& node, std::size_t input,
-                                                const char* what) const;
+                                                const char* what,
+                                                const std::vector<bool>** batch = nullptr) const;
+  // Integer shape arithmetic (Shape, Concat, and Slice, Mul, Reshape,
+  // Squeeze, Unsqueeze on integer tensors) folded when the graph is built
+  // into an integer constant whose elements may be multiples of the batch
+  // size; false if the node is not such arithmetic.
+  bool fold_shape_arithmetic(const std::string& op_type, const std::vector<std::string>& inputs,
+                             const std::vector<std::string>& outputs,
+                             const NodeAttributes& attributes, const std::string& label);
 
   std::vector<Value> values_;
   std::map<std::string, int> value_ids_;
   std::vector<std::vector<float>> constants_;
   std::vector<std::vector<std::int64_t>> int_constants_;
+  std::vector<std::vector<bool>> int_batch_;  // per element: times the batch size
   std::vector<std::string> state_inputs_, state_outputs_;
   std::vector<Node> nodes_;
   std::vector<std::string> outputs_;

@@ -192,7 +192,8 @@ std::map<std::string, std::vector<float>> RecurrentReference() {
 
 TEST(IoESAgent, RecurrentPoliciesCarryTheStateLikeTorch) {
   const auto ref = RecurrentReference();
-  for (const std::string name : {"recurrent_lstm", "recurrent_gru", "recurrent_lstm_bf"}) {
+  for (const std::string name :
+       {"recurrent_lstm", "recurrent_gru", "recurrent_lstm_bf", "recurrent_gru_bf"}) {
     SCOPED_TRACE(name);
     ESAgent agent;
     agent.load_inference_model(std::string(EVOKIT_SOURCE_DIR) + "/tests/fixtures/" + name + ".onnx");

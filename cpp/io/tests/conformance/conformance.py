@@ -203,7 +203,7 @@ _allow("model", "fp_sequence_output_ir99", "fingerprint", Allowed(
     "sequence_type'), fingerprint.cc does not ('has a non-tensor type')"))
 _allow("model", "fingerprint_attributes native_unsupported_op unnamed_nodes fp_sequence_output_ir99 "
        "fp_type_proto_attribute_ir99 obs_no_shape_ir99 obs_symbolic_feature "
-       "obs_double recurrent_gru_bf", "native", Allowed(
+       "obs_double", "native", Allowed(
            "wording",
            "the native graph's refusals are worded by each language's translation of ONNX into the "
            "core's PolicyGraph (evokit/policy/native.py, cpp/io/src/onnx_model.cc); they refuse the "
