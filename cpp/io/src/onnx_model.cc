@@ -202,12 +202,14 @@ ConstantValue constant_value(const onnx::NodeProto& node, const std::string& lab
                          " constant; only FLOAT tensors are supported");
       }
       const std::string what = label + ": value";
-      return {dims_of(a.t(), source, what), float_values(a.t(), source, what)};
+      return {dims_of(a.t(), source, what), float_values(a.t(), source, what), false, {}};
     }
-    if (a.name() == "value_float" && a.type() == AttributeProto::FLOAT) return {{}, {a.f()}};
+    if (a.name() == "value_float" && a.type() == AttributeProto::FLOAT) {
+      return {{}, {a.f()}, false, {}};
+    }
     if (a.name() == "value_floats" && a.type() == AttributeProto::FLOATS) {
       return {{static_cast<std::size_t>(a.floats_size())},
-              std::vector<float>(a.floats().begin(), a.floats().end())};
+              std::vector<float>(a.floats().begin(), a.floats().end()), false, {}};
     }
     if (a.name() == "value_int" && a.type() == AttributeProto::INT) return {{}, {}, true, {a.i()}};
     if (a.name() == "value_ints" && a.type() == AttributeProto::INTS) {
