@@ -41,7 +41,7 @@ import numpy as np
 from . import _core
 from . import evokit_pb2 as pb
 from .config import config_to_text, load_config, solver_config_error
-from .errors import SolverFileError
+from .errors import ModelError, SolverFileError
 from .policy.fingerprint import FINGERPRINT_VERSION, params_digest
 from .policy.onnx_policy import OnnxPolicy, select_action
 from .solvers import solver_options, state_from_proto, state_to_proto
@@ -83,6 +83,7 @@ class ESAgent:
         self._noisy_view: Optional[np.ndarray] = None
         self._stream = 0
         self._info: Optional[pb.SamplingInfo] = None
+        self._state: Optional[np.ndarray] = None  # a recurrent policy's state (predict)
         if config is not None:
             self.load_config(config)
         if model is not None:
@@ -294,6 +295,7 @@ class ESAgent:
                                "not on the agent that owns the solver")
         info = _to_proto(self._core.add_noise())
         self._info = info
+        self._state = None
         return info
 
     def set_noise(self, info: pb.SamplingInfo) -> None:
@@ -301,6 +303,7 @@ class ESAgent:
         if self._parent is None:
             raise RuntimeError("set_noise() is for sampling agents: call it on agent.clone()")
         self._core.set_noise(_to_core(info))
+        self._state = None
         self._info = pb.SamplingInfo()
         self._info.CopyFrom(info)
         self._info.model_iter_id = self.model_iter_id
@@ -327,8 +330,36 @@ class ESAgent:
     # ------------------------------------------------------------ inference
 
     def predict(self, obs) -> np.ndarray:
-        """The policy's first output for ``obs`` (one observation or a batch)."""
-        return self.policy.run(obs, self._current_params())
+        """The policy's first output for ``obs`` (one observation or a batch).
+
+        A recurrent policy (``policy.recurrent``) carries its state from one
+        call to the next, each agent and clone its own, starting from zeros:
+        call :meth:`reset_state` at the start of every episode (add_noise,
+        set_noise and update reset it too: a new member starts afresh). The
+        batch size must stay the same until the state is reset."""
+        policy = self.policy
+        if not policy.recurrent:
+            return policy.run(obs, self._current_params())
+        batch = policy.batch_size(obs)
+        if self._state is None:
+            self._state = policy.initial_state(batch)
+        elif self._state.shape[0] != policy.state_size(batch):
+            raise ModelError(f"{policy.source}: the recurrent state holds a batch of "
+                             f"{self._state.shape[0] // policy.state_size(1)} observation(s), "
+                             f"got {batch}: call reset_state() to start an episode with "
+                             f"another batch size")
+        return policy.run(obs, self._current_params(), self._state)
+
+    def reset_state(self) -> None:
+        """Start a new episode: a recurrent policy's next :meth:`predict`
+        starts from a zero state (nothing to do for a feed-forward policy)."""
+        self._state = None
+
+    @property
+    def state(self) -> Optional[np.ndarray]:
+        """The recurrent state :meth:`predict` carries (flat float32, see
+        :meth:`OnnxPolicy.initial_state`), or None at an episode's start."""
+        return self._state
 
     def act(self, obs, discrete: bool = True):
         """The action for ``obs``: argmax of the scores (discrete) or the
@@ -354,6 +385,7 @@ class ESAgent:
         self._require_solver("update")
         core_infos, rewards = self._samples(infos, rewards)
         stats = self._core.update(core_infos, rewards, history)
+        self._state = None
         stats.update(reward_mean=float(rewards.mean()), reward_max=float(rewards.max()),
                      reward_min=float(rewards.min()))
         return stats

@@ -5,7 +5,7 @@
                         [--checkpoint-every K] [--backend local|ray] [--address ADDR]
     evokit train [CONFIG] --resume RUN_DIR
     evokit plot RUN_DIR [-o FILE]
-    evokit init-model --env ID [--hidden 16 16] [--activation tanh] [--seed S] -o MODEL
+    evokit init-model --env ID [--hidden 16 16] [--activation tanh] [--recurrent lstm|gru] [--seed S] -o MODEL
     evokit check-config CONFIG [CONFIG ...]
     evokit init-solver --config C --model M --warehouse W
     evokit sample --warehouse W --env ID --num-samples N --log L [--seed S]
@@ -30,7 +30,7 @@ from .evaluation.envs import init_model
 from .evaluation.factory import EVALUATOR_KINDS
 from .online.pipeline import evaluate, sample, update
 from .online.warehouse import Warehouse
-from .policy.mlp import ACTION_MAPPINGS, ACTIVATIONS
+from .policy.mlp import ACTION_MAPPINGS, ACTIVATIONS, RECURRENT_CELLS
 from .statefile import seal_file, state_files
 from .training.loop import EVALUATION_BACKENDS, TrainingInterrupted, train
 from .training.metrics import FORMATS as METRICS_FORMATS
@@ -76,9 +76,14 @@ def _cmd_plot(args) -> int:
 
 
 def _cmd_init_model(args) -> int:
+    if args.recurrent is not None and not args.hidden:
+        print(f"evokit init-model: --recurrent {args.recurrent} needs --hidden with at least one "
+              f"size (the cell's hidden size)", file=sys.stderr)
+        return 2
     init_model(args.env, args.output, hidden_sizes=args.hidden, activation=args.activation,
-               seed=args.seed, action_mapping=args.action_mapping)
-    print(f"wrote {args.output}: MLP {args.hidden or 'linear'} ({args.activation}) for {args.env}")
+               seed=args.seed, action_mapping=args.action_mapping, recurrent=args.recurrent)
+    kind = "MLP" if args.recurrent is None else f"{args.recurrent.upper()} + MLP"
+    print(f"wrote {args.output}: {kind} {args.hidden or 'linear'} ({args.activation}) for {args.env}")
     return 0
 
 
@@ -241,6 +246,9 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--action-mapping", default="clip", choices=ACTION_MAPPINGS,
                    help="continuous actions: how the output is mapped into the action bounds, as "
                         "nodes of the model (default: clip)")
+    m.add_argument("--recurrent", choices=RECURRENT_CELLS, default=None,
+                   help="make the first hidden layer an LSTM or GRU of that size, its state "
+                        "carried through each episode (inputs h0[, c0], outputs hn[, cn])")
     m.add_argument("-o", "--output", required=True, help="path of the .onnx file to write")
     m.set_defaults(func=_cmd_init_model)
 

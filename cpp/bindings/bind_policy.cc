@@ -83,6 +83,36 @@ py::array_t<float> output_for(const PolicyGraph& g, std::size_t rows, const py::
   return arr;
 }
 
+// The recurrent state of `rows` observations, updated in place: None for a
+// feed-forward graph, else a writable C-contiguous float32 array of
+// rows * state_size() values.
+float* state_buffer(const PolicyGraph& g, std::size_t rows, const py::object& state) {
+  if (!g.recurrent()) {
+    if (!state.is_none()) {
+      throw std::invalid_argument("state was given but the graph is not recurrent");
+    }
+    return nullptr;
+  }
+  const std::size_t want = rows * g.state_size();
+  if (state.is_none()) {
+    throw std::invalid_argument("the graph is recurrent (state input '" + g.state_inputs()[0] +
+                                "'): pass state, a float32 array of " + std::to_string(want) +
+                                " values updated in place");
+  }
+  if (!py::isinstance<py::array_t<float>>(state) ||
+      !(py::array(state).flags() & py::array::c_style) || !py::array(state).writeable()) {
+    throw std::invalid_argument("state must be a writable C-contiguous float32 NumPy array");
+  }
+  auto arr = py::reinterpret_borrow<py::array_t<float>>(state);
+  if (static_cast<std::size_t>(arr.size()) != want) {
+    throw std::invalid_argument("state has shape " + shape_of(arr) + " (" +
+                                std::to_string(arr.size()) + " values), expected " +
+                                std::to_string(rows) + " * state_size " +
+                                std::to_string(g.state_size()) + " = " + std::to_string(want));
+  }
+  return arr.mutable_data();
+}
+
 // The active mask: None, or `rows` booleans.
 const unsigned char* active_mask(const py::object& active, std::size_t rows, UInt8In& holder) {
   if (active.is_none()) return nullptr;
@@ -134,18 +164,53 @@ void bind_policy(py::module_& m) {
           },
           py::arg("name"), py::arg("shape"), py::arg("data"), "A fixed float tensor.")
       .def(
+          "add_int_constant",
+          [](PolicyGraph& g, const std::string& name, const std::vector<std::int64_t>& shape,
+             const std::vector<std::int64_t>& data) {
+            g.add_int_constant(name, to_sizes(shape, ("constant '" + name + "'").c_str()), data);
+          },
+          py::arg("name"), py::arg("shape"), py::arg("data"),
+          "A fixed integer tensor (axes, starts, shapes), read when nodes are added.")
+      .def(
+          "add_state_input",
+          [](PolicyGraph& g, const std::string& name, const std::vector<std::int64_t>& shape,
+             std::int64_t batch_axis) {
+            if (batch_axis < 0) {
+              throw std::invalid_argument("state input '" + name + "': batch_axis must be >= 0, got " +
+                                          std::to_string(batch_axis));
+            }
+            g.add_state_input(name, to_sizes(shape, ("state input '" + name + "'").c_str()),
+                              static_cast<std::size_t>(batch_axis));
+          },
+          py::arg("name"), py::arg("shape"), py::arg("batch_axis"),
+          "A recurrent state input; shape[batch_axis] is the batch size (its value is ignored).")
+      .def("add_state_output", &PolicyGraph::add_state_output, py::arg("input"), py::arg("output"),
+           "Declares `output` the next value of state input `input`.")
+      .def_property_readonly("state_inputs", &PolicyGraph::state_inputs)
+      .def_property_readonly("state_outputs", &PolicyGraph::state_outputs)
+      .def_property_readonly("recurrent", &PolicyGraph::recurrent)
+      .def_property_readonly("state_size", &PolicyGraph::state_size,
+                             "Floats of recurrent state per observation.")
+      .def("state_shapes", &PolicyGraph::state_shapes, py::arg("batch"))
+      .def(
           "add_node",
           [](PolicyGraph& g, const std::string& op_type, const std::vector<std::string>& inputs,
              const std::vector<std::string>& outputs, const std::map<std::string, std::int64_t>& ints,
-             const std::map<std::string, float>& floats, const std::string& name) {
+             const std::map<std::string, float>& floats, const std::string& name,
+             const std::map<std::string, std::vector<std::int64_t>>& int_lists,
+             const std::map<std::string, std::vector<std::string>>& strings) {
             NodeAttributes attributes;
             attributes.ints = ints;
             attributes.floats = floats;
+            attributes.int_lists = int_lists;
+            attributes.strings = strings;
             g.add_node(op_type, inputs, outputs, attributes, name);
           },
           py::arg("op_type"), py::arg("inputs"), py::arg("outputs"),
           py::arg("ints") = std::map<std::string, std::int64_t>{},
           py::arg("floats") = std::map<std::string, float>{}, py::arg("name") = "",
+          py::arg("int_lists") = std::map<std::string, std::vector<std::int64_t>>{},
+          py::arg("strings") = std::map<std::string, std::vector<std::string>>{},
           "A node; ValueError naming it for an unsupported op, a bad attribute or a shape "
           "mismatch.")
       .def("add_output", &PolicyGraph::add_output, py::arg("name"))
@@ -158,27 +223,33 @@ void bind_policy(py::module_& m) {
       .def("output_shape", &PolicyGraph::output_shape, py::arg("batch"))
       .def(
           "run",
-          [](const PolicyGraph& g, const FloatIn& obs, const FloatIn& params) {
+          [](const PolicyGraph& g, const FloatIn& obs, const FloatIn& params,
+             const py::object& state) {
             const std::size_t batch = obs_rows(g, obs, "obs");
             require_length(params, static_cast<py::ssize_t>(g.num_params()), "params");
+            float* s = state_buffer(g, batch, state);
             const std::vector<std::size_t> shape = g.output_shape(batch);
             std::vector<float> out;
             {
               py::gil_scoped_release release;
-              out = g.run(obs.data(), batch, params.data(), g.num_params());
+              out = g.run(obs.data(), batch, params.data(), g.num_params(), s);
             }
             std::vector<py::ssize_t> dims(shape.begin(), shape.end());
             py::array_t<float> result(dims);
             std::copy(out.begin(), out.end(), result.mutable_data());
             return result;
           },
-          py::arg("obs"), py::arg("params"),
-          "The first output for a batch obs (batch, *feature_shape) and one parameter vector.")
+          py::arg("obs"), py::arg("params"), py::arg("state") = py::none(),
+          "The first output for a batch obs (batch, *feature_shape) and one parameter vector; "
+          "a recurrent graph's state (batch * state_size floats, each state tensor in turn) is "
+          "replaced by the next state.")
       .def(
           "run_population",
           [](const PolicyGraph& g, const FloatIn& obs, const Population& population,
-             const py::object& active, int num_threads, const py::object& out) {
+             const py::object& active, int num_threads, const py::object& out,
+             const py::object& state) {
             const std::size_t rows = obs_rows(g, obs, "obs");
+            float* s = state_buffer(g, rows, state);
             if (rows != population.size()) {
               throw std::invalid_argument("obs has " + std::to_string(rows) +
                                           " rows, the population has " +
@@ -191,19 +262,21 @@ void bind_policy(py::module_& m) {
             float* dst = result.mutable_data();
             {
               py::gil_scoped_release release;
-              run_population(g, population, obs.data(), dst, flags, num_threads);
+              run_population(g, population, obs.data(), dst, flags, num_threads, s);
             }
             return result;
           },
           py::arg("obs"), py::arg("population"), py::arg("active") = py::none(),
-          py::arg("num_threads") = 1, py::arg("out") = py::none(),
+          py::arg("num_threads") = 1, py::arg("out") = py::none(), py::arg("state") = py::none(),
           "Member i's output for obs[i] (one observation per member), threaded over members; "
           "rows of inactive members are left as they are (zeros in a new array).")
       .def(
           "run_population_params",
           [](const PolicyGraph& g, const FloatIn& obs, const FloatIn& params,
-             const py::object& active, int num_threads, const py::object& out) {
+             const py::object& active, int num_threads, const py::object& out,
+             const py::object& state) {
             const std::size_t rows = obs_rows(g, obs, "obs");
+            float* s = state_buffer(g, rows, state);
             if (params.ndim() != 2 || static_cast<std::size_t>(params.shape(0)) != rows ||
                 static_cast<std::size_t>(params.shape(1)) != g.num_params()) {
               throw std::invalid_argument("params has shape " + shape_of(params) + ", expected (" +
@@ -222,12 +295,12 @@ void bind_policy(py::module_& m) {
             }
             {
               py::gil_scoped_release release;
-              run_population(g, obs.data(), rows, members.data(), dst, flags, num_threads);
+              run_population(g, obs.data(), rows, members.data(), dst, flags, num_threads, s);
             }
             return result;
           },
           py::arg("obs"), py::arg("params"), py::arg("active") = py::none(),
-          py::arg("num_threads") = 1, py::arg("out") = py::none(),
+          py::arg("num_threads") = 1, py::arg("out") = py::none(), py::arg("state") = py::none(),
           "Row i's output for obs[i] and the parameter vector params[i].");
 
   py::class_<Population>(m, "Population",

@@ -15,6 +15,7 @@
 
 #include "messages.h"
 #include "policy_kernels.h"
+#include "policy_recurrent.h"
 
 namespace evokit {
 
@@ -69,7 +70,7 @@ float sigmoid(float x) {
 }  // namespace
 
 void PolicyGraph::execute(const Plan& plan, const float* obs, const ParamView& params,
-                          float* workspace, float* out) const noexcept {
+                          float* workspace, float* out, float* state) const noexcept {
   using Source = Plan::Source;
   const auto view = [&](const Plan::Operand& op) -> View {
     switch (op.source) {
@@ -78,6 +79,7 @@ void PolicyGraph::execute(const Plan& plan, const float* obs, const ParamView& p
         return View{params.base + op.offset,
                     params.noise != nullptr ? params.noise + op.offset : nullptr, params.scale};
       case Source::kConstant: return View{op.constant, nullptr, 0.0f};
+      case Source::kState: return View{state + op.offset, nullptr, 0.0f};
       case Source::kWork: break;
     }
     return View{workspace + op.offset, nullptr, 0.0f};
@@ -178,18 +180,65 @@ void PolicyGraph::execute(const Plan& plan, const float* obs, const ParamView& p
                               step.c_rows, step.c_cols);
         break;
       }
-      case Op::kIdentity:
-      case Op::kFlatten:
-        break;  // never a step
+      case Op::kTranspose:
+      case Op::kSlice:
+        detail::strided_copy(view(step.in[0]), step.start, step.out_shape, step.stride_a, size, y);
+        break;
+      case Op::kLSTM:
+      case Op::kGRU: {
+        detail::RecurrentArgs a;
+        a.x = view(step.in[0]).base;
+        a.w = view(step.in[1]);
+        a.r = view(step.in[2]);
+        a.has_b = step.has_c;
+        if (a.has_b) a.b = view(step.in[3]);
+        a.h0 = step.has_h0 ? view(step.in[4]).base : nullptr;
+        a.c0 = step.has_c0 ? view(step.in[5]).base : nullptr;
+        a.seq = step.seq;
+        a.batch = step.m;
+        a.input = step.k;
+        a.hidden = step.hidden;
+        a.linear_before_reset = step.linear_before_reset;
+        a.y = y;
+        a.c = workspace + step.out2;
+        a.scratch = workspace + step.scratch;
+        if (step.op == Op::kLSTM) {
+          detail::lstm_forward(a);
+        } else {
+          detail::gru_forward(a);
+        }
+        break;
+      }
+      default:
+        break;  // Identity, Flatten, Squeeze, Unsqueeze, Reshape: never a step
     }
   }
 
   const View result = view(plan.output_);
   for (std::size_t i = 0; i < plan.output_size_; ++i) out[i] = result[i];
+  if (plan.state_size_ > 0) {  // staged first: a state output may read the state itself
+    float* stage = workspace + plan.state_stage_;
+    std::size_t at = 0;
+    for (const auto& [operand, size] : plan.state_next_) {
+      const View next = view(operand);
+      for (std::size_t i = 0; i < size; ++i) stage[at + i] = next[i];
+      at += size;
+    }
+    std::copy(stage, stage + plan.state_size_, state);
+  }
 }
 
 std::vector<float> PolicyGraph::run(const float* obs, std::size_t batch, const float* params,
                                     std::size_t num_params) const {
+  if (recurrent()) {
+    throw std::invalid_argument("the graph is recurrent (state input '" + state_inputs_[0] +
+                                "'): run it with a state buffer");
+  }
+  return run(obs, batch, params, num_params, nullptr);
+}
+
+std::vector<float> PolicyGraph::run(const float* obs, std::size_t batch, const float* params,
+                                    std::size_t num_params, float* state) const {
   if (input_name_.empty()) throw std::invalid_argument("the graph has no input");
   if (outputs_.empty()) throw std::invalid_argument("the graph has no output");
   if (batch == 0) throw std::invalid_argument("batch must be >= 1, got 0");
@@ -204,7 +253,8 @@ std::vector<float> PolicyGraph::run(const float* obs, std::size_t batch, const f
   const Plan plan = compile(batch);
   std::vector<float> workspace(plan.workspace_size());
   std::vector<float> out(plan.output_size());
-  execute(plan, obs, ParamView{params, nullptr, 0.0f}, workspace.data(), out.data());
+  if (recurrent()) detail::require_non_null(state, "state");
+  execute(plan, obs, ParamView{params, nullptr, 0.0f}, workspace.data(), out.data(), state);
   return out;
 }
 

@@ -31,7 +31,22 @@ constexpr OpInfo kOps[] = {
     {"Gemm", 2, 3},    {"MatMul", 2, 2},  {"Add", 2, 2},      {"Relu", 1, 1},    {"Tanh", 1, 1},
     {"Sigmoid", 1, 1}, {"Softmax", 1, 1}, {"Identity", 1, 1}, {"Flatten", 1, 1},
     {"Sub", 2, 2},     {"Mul", 2, 2},     {"Div", 2, 2},      {"Clip", 1, 3},
+    // policy_graph_recurrent.cc
+    {"LSTM", 3, 8},      {"GRU", 3, 6},     {"Transpose", 1, 1}, {"Squeeze", 1, 2},
+    {"Unsqueeze", 1, 2}, {"Slice", 3, 5},   {"Reshape", 2, 2},
 };
+
+// The recurrent and layout ops, built in policy_graph_recurrent.cc.
+bool recurrent_op(const std::string& op_type) {
+  for (const char* op : {"LSTM", "GRU", "Transpose", "Squeeze", "Unsqueeze", "Slice", "Reshape"}) {
+    if (op_type == op) return true;
+  }
+  return false;
+}
+// LSTM gives Y, Y_h, Y_c; GRU Y, Y_h; every other op one output.
+std::size_t max_outputs(const std::string& op_type) {
+  return op_type == "LSTM" ? 3 : op_type == "GRU" ? 2 : 1;
+}
 
 std::size_t checked_mul(std::size_t a, std::size_t b, const std::string& what) {
   if (a != 0 && b > std::numeric_limits<std::size_t>::max() / a) {
@@ -115,6 +130,8 @@ const std::vector<std::string>& PolicyGraph::supported_ops() {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> names;
     for (const OpInfo& op : kOps) names.emplace_back(op.name);
+    names.emplace_back("Shape");  // integer shape arithmetic (policy_graph_recurrent.cc)
+    names.emplace_back("Concat");
     return names;
   }();
   return ops;
@@ -206,6 +223,7 @@ void PolicyGraph::add_node(const std::string& op_type, const std::vector<std::st
                                    : "node '" + name + "'";
   label += " (" + op_type + ")";
 
+  if (fold_shape_arithmetic(op_type, inputs, outputs, attributes, label)) return;
   std::size_t op_index = 0;
   while (op_index < std::size(kOps) && op_type != kOps[op_index].name) ++op_index;
   if (op_index == std::size(kOps)) {
@@ -224,9 +242,12 @@ void PolicyGraph::add_node(const std::string& op_type, const std::vector<std::st
     throw std::invalid_argument(label + ": expected " + expected + " inputs, got " +
                                 std::to_string(n_in));
   }
-  if (outputs.size() != 1) {
-    throw std::invalid_argument(label + ": expected 1 output, got " +
-                                std::to_string(outputs.size()));
+  if (outputs.empty() || outputs.size() > max_outputs(op_type)) {
+    throw std::invalid_argument(label + ": expected " +
+                                (max_outputs(op_type) == 1
+                                     ? std::string("1 output")
+                                     : "1 to " + std::to_string(max_outputs(op_type)) + " outputs") +
+                                ", got " + std::to_string(outputs.size()));
   }
 
   Node node;
@@ -251,10 +272,24 @@ void PolicyGraph::add_node(const std::string& op_type, const std::vector<std::st
     node.inputs.push_back(id);
   }
 
-  SymbolicShape shape = infer_shape(node, attributes);
-  Value v{outputs[0], Kind::kNode, std::move(shape)};
+  std::vector<SymbolicShape> more;  // the shapes of outputs 1, 2, ...
+  SymbolicShape shape = recurrent_op(op_type)
+                            ? infer_recurrent_shape(node, attributes, more)
+                            : infer_shape(node, attributes);
+  // An omitted first output (an LSTM's Y) still gets a value, by a name no
+  // ONNX value can have.
+  Value v{outputs[0].empty() ? "\x01" + label + ":0" : outputs[0], Kind::kNode, std::move(shape)};
   v.node = nodes_.size();
   node.output = define(std::move(v), label);
+  for (std::size_t i = 1; i < outputs.size(); ++i) {
+    if (outputs[i].empty()) {
+      node.more_outputs.push_back(-1);
+      continue;
+    }
+    Value extra{outputs[i], Kind::kNode, more.at(i - 1)};
+    extra.node = nodes_.size();
+    node.more_outputs.push_back(define(std::move(extra), label));
+  }
   nodes_.push_back(std::move(node));
 }
 
@@ -284,6 +319,22 @@ SymbolicShape PolicyGraph::infer_shape(Node& node, const NodeAttributes& attribu
     (void)value;
     if (std::find(known_floats.begin(), known_floats.end(), key) == known_floats.end()) {
       throw std::invalid_argument(label + ": unknown float attribute '" + key + "'");
+    }
+  }
+  if (!attributes.int_lists.empty()) {
+    throw std::invalid_argument(label + ": unknown integer list attribute '" +
+                                attributes.int_lists.begin()->first + "'");
+  }
+  if (!attributes.strings.empty()) {
+    throw std::invalid_argument(label + ": unknown string attribute '" +
+                                attributes.strings.begin()->first + "'");
+  }
+  for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.inputs[i] >= 0 && values_[static_cast<std::size_t>(node.inputs[i])].kind ==
+                                   Kind::kIntConstant) {
+      throw std::invalid_argument(label + ": input '" +
+                                  values_[static_cast<std::size_t>(node.inputs[i])].name +
+                                  "' is an integer tensor; this op computes on float tensors");
     }
   }
   const auto int_attr = [&](const char* key, std::int64_t fallback) {
@@ -441,6 +492,8 @@ SymbolicShape PolicyGraph::infer_shape(Node& node, const NodeAttributes& attribu
       }
       return out;
     }
+    default:
+      break;  // the recurrent and layout ops: infer_recurrent_shape
   }
   throw std::logic_error(label + ": unhandled op");  // unreachable
 }

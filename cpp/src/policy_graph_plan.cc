@@ -3,6 +3,8 @@
 // kernel (policy_graph.cc runs the plan).
 #include "evokit/policy_graph.h"
 
+#include "policy_recurrent.h"
+
 #include <stdexcept>
 #include <utility>
 
@@ -84,7 +86,20 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
         where[id] = Operand{Source::kConstant, 0, constants_[v.constant].data()};
         break;
       case Kind::kNode: break;  // placed below
+      case Kind::kIntConstant: break;  // read when the graph was built, never run
+      case Kind::kState: break;        // placed below
     }
+  }
+
+  // The state buffer: each state tensor in turn, at this batch size.
+  for (std::size_t k = 0; k < state_inputs_.size(); ++k) {
+    if (state_outputs_[k].empty()) {
+      throw std::invalid_argument("state input '" + state_inputs_[k] +
+                                  "' has no output paired with it (add_state_output)");
+    }
+    const auto id = static_cast<std::size_t>(find_value(state_inputs_[k]));
+    where[id] = Operand{Source::kState, plan.state_size_, nullptr};
+    plan.state_size_ += element_count(shapes[id]);
   }
 
   // An operand read as a plain array: a parameter there is copied (perturbed)
@@ -108,8 +123,88 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
     const auto in_shape = [&](std::size_t i) -> const std::vector<std::size_t>& {
       return shapes[static_cast<std::size_t>(node.inputs[i])];
     };
-    if (node.op == Op::kIdentity || node.op == Op::kFlatten) {
+    if (node.op == Op::kIdentity || node.op == Op::kFlatten || node.op == Op::kSqueeze ||
+        node.op == Op::kUnsqueeze || node.op == Op::kReshape) {
       where[out_id] = where[static_cast<std::size_t>(in_id(0))];  // same bytes, another shape
+      continue;
+    }
+    if (node.op == Op::kTranspose || node.op == Op::kSlice) {
+      // Input strides of each output axis, and the first element read.
+      const std::vector<std::size_t>& x = in_shape(0);
+      std::vector<std::size_t> stride(x.size(), 1);
+      for (std::size_t i = x.size(); i-- > 1;) stride[i - 1] = stride[i] * x[i];
+      std::vector<std::size_t> strides;
+      std::size_t start = 0;
+      if (node.op == Op::kTranspose) {
+        for (std::size_t p : node.perm) strides.push_back(stride[p]);
+      } else {
+        strides = stride;
+        for (std::size_t i = 0; i < x.size(); ++i) start += node.starts[i] * stride[i];
+      }
+      // The same bytes when the walk is contiguous: no step.
+      bool contiguous = true;
+      std::size_t expect = 1;
+      for (std::size_t i = out_shape.size(); i-- > 0;) {
+        if (out_shape[i] == 1) continue;
+        contiguous = contiguous && strides[i] == expect;
+        expect *= out_shape[i];
+      }
+      Operand in = where[static_cast<std::size_t>(in_id(0))];
+      if (contiguous) {
+        if (in.source == Source::kConstant) in.constant += start; else in.offset += start;
+        where[out_id] = in;
+        continue;
+      }
+      if (out_shape.size() > 16) {
+        throw std::invalid_argument(node.label + ": more than 16 dimensions are not supported");
+      }
+      Plan::Step step;
+      step.op = node.op;
+      step.size = element_count(out_shape);
+      step.in[0] = in;
+      step.start = start;
+      step.out_shape = out_shape;
+      step.stride_a = strides;
+      step.out = reserve(step.size);
+      where[out_id] = Operand{Source::kWork, step.out, nullptr};
+      plan.steps_.push_back(std::move(step));
+      continue;
+    }
+    if (node.op == Op::kLSTM || node.op == Op::kGRU) {
+      const bool lstm = node.op == Op::kLSTM;
+      const auto has = [&](std::size_t i) { return node.inputs.size() > i && node.inputs[i] >= 0; };
+      Plan::Step step;
+      step.op = node.op;
+      step.seq = in_shape(0)[0];
+      step.m = in_shape(0)[1];  // batch
+      step.k = in_shape(0)[2];  // input size
+      step.hidden = node.hidden;
+      step.linear_before_reset = node.linear_before_reset;
+      step.in[0] = plain(in_id(0));
+      step.in[1] = where[static_cast<std::size_t>(in_id(1))];
+      step.in[2] = where[static_cast<std::size_t>(in_id(2))];
+      step.has_c = has(3);  // the bias B
+      if (has(3)) step.in[3] = where[static_cast<std::size_t>(in_id(3))];
+      step.has_h0 = has(5);  // else zeros
+      step.has_c0 = lstm && has(6);
+      if (step.has_h0) step.in[4] = plain(in_id(5));
+      if (step.has_c0) step.in[5] = plain(in_id(6));
+      const std::size_t state = step.m * step.hidden;
+      step.size = step.seq * state;
+      step.out = reserve(step.size);
+      step.out2 = lstm ? reserve(state) : 0;
+      step.scratch = reserve(detail::recurrent_scratch_size(lstm, step.m, step.hidden));
+      where[out_id] = Operand{Source::kWork, step.out, nullptr};
+      // Y_h is Y's last step; Y_c the cell state.
+      if (!node.more_outputs.empty() && node.more_outputs[0] >= 0) {
+        where[static_cast<std::size_t>(node.more_outputs[0])] =
+            Operand{Source::kWork, step.out + (step.seq - 1) * state, nullptr};
+      }
+      if (node.more_outputs.size() > 1 && node.more_outputs[1] >= 0) {
+        where[static_cast<std::size_t>(node.more_outputs[1])] =
+            Operand{Source::kWork, step.out2, nullptr};
+      }
+      plan.steps_.push_back(std::move(step));
       continue;
     }
     Plan::Step step;
@@ -190,8 +285,7 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
         }
         break;
       }
-      case Op::kIdentity:
-      case Op::kFlatten:
+      default:
         break;  // handled above
     }
     step.out = reserve(step.size);
@@ -203,6 +297,14 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
   plan.output_ = where[first];
   plan.output_shape_ = shapes[first];
   plan.output_size_ = element_count(shapes[first]);
+  // The next state is staged in the workspace, then replaces the state.
+  if (plan.state_size_ > 0) {
+    for (const std::string& name : state_outputs_) {
+      const auto id = static_cast<std::size_t>(find_value(name));
+      plan.state_next_.emplace_back(where[id], element_count(shapes[id]));
+    }
+    plan.state_stage_ = reserve(plan.state_size_);
+  }
   plan.workspace_size_ = work;
   return plan;
 }

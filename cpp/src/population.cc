@@ -116,13 +116,15 @@ const ParamView& Population::member(std::size_t i) const {
 
 void run_population(const PolicyGraph& graph, const float* obs, std::size_t num_members,
                     const ParamView* members, float* out, const unsigned char* active,
-                    int num_threads) {
+                    int num_threads, float* state) {
   detail::require_num_threads(num_threads);
   if (num_members == 0) throw std::invalid_argument("the population is empty (num_members = 0)");
   detail::require_non_null(obs, "obs");
   detail::require_non_null(members, "members");
   detail::require_non_null(out, "out");
   const PolicyGraph::Plan plan = graph.compile(1);  // throws for a graph without input/output
+  if (graph.recurrent()) detail::require_non_null(state, "state");
+  const std::size_t state_size = plan.state_size();
 
   // The members to run, in index order: the split of work among threads
   // follows the active members, so finished ones cost nothing.
@@ -148,7 +150,8 @@ void run_population(const PolicyGraph& graph, const float* obs, std::size_t num_
   for (std::ptrdiff_t t = 0; t < count; ++t) {
     const std::size_t i = todo[static_cast<std::size_t>(t)];
     float* workspace = scratch.data() + static_cast<std::size_t>(omp_get_thread_num()) * stride;
-    graph.execute(plan, obs + i * obs_size, members[i], workspace, out + i * out_size);
+    graph.execute(plan, obs + i * obs_size, members[i], workspace, out + i * out_size,
+                  state_size > 0 ? state + i * state_size : nullptr);
   }
 }
 
@@ -166,10 +169,10 @@ void require_matching_params(const PolicyGraph& graph, const Population& populat
 }  // namespace detail
 
 void run_population(const PolicyGraph& graph, const Population& population, const float* obs,
-                    float* out, const unsigned char* active, int num_threads) {
+                    float* out, const unsigned char* active, int num_threads, float* state) {
   detail::require_matching_params(graph, population);
   run_population(graph, obs, population.size(), population.members().data(), out, active,
-                 num_threads);
+                 num_threads, state);
 }
 
 }  // namespace evokit

@@ -23,9 +23,11 @@ EpisodePolicy::EpisodePolicy(const PolicyGraph& graph, const PolicyGraph::Plan& 
       population_(&population),
       params_(graph.num_params()),
       workspace_(plan.workspace_size() + 2 * kPadFloats),
-      loaded_(population.size()) {}
+      loaded_(population.size()),
+      state_(plan.state_size()) {}
 
 void EpisodePolicy::load(std::size_t member) {
+  std::fill(state_.begin(), state_.end(), 0.0f);
   const ParamView& view = population_->members()[member];
   if (view.noise == nullptr) {
     view_ = view;
@@ -45,7 +47,8 @@ void EpisodePolicy::load(std::size_t member) {
 }
 
 void EpisodePolicy::act(const float* obs, float* out) noexcept {
-  graph_->execute(*plan_, obs, view_, workspace_.data() + kPadFloats, out);
+  graph_->execute(*plan_, obs, view_, workspace_.data() + kPadFloats, out,
+                  state_.empty() ? nullptr : state_.data());
 }
 
 PolicyGraph::Plan prepare_rollouts(const PolicyGraph& graph, const Population& population,

@@ -29,7 +29,8 @@ def make_env(env_id: str):
 
 
 def policy_for_env(env_id: str, hidden_sizes: Sequence[int] = (16,), activation: str = "tanh",
-                   seed: int = 0, action_mapping: str = "clip") -> onnx.ModelProto:
+                   seed: int = 0, action_mapping: str = "clip",
+                   recurrent: Optional[str] = None) -> onnx.ModelProto:
     """A fresh MLP policy for ``env_id``'s observation and action spaces:
     :func:`~evokit.policy.mlp.policy_for_spaces` of the environment
     :func:`make_env` makes."""
@@ -37,18 +38,20 @@ def policy_for_env(env_id: str, hidden_sizes: Sequence[int] = (16,), activation:
     try:
         return policy_for_spaces(env.observation_space, env.action_space,
                                  hidden_sizes=tuple(hidden_sizes), activation=activation, seed=seed,
-                                 action_mapping=action_mapping)
+                                 action_mapping=action_mapping, recurrent=recurrent)
     finally:
         env.close()
 
 
 def init_model(env_id: str, path: Union[str, "os.PathLike[str]"], hidden_sizes: Sequence[int] = (16,),
-               activation: str = "tanh", seed: int = 0, action_mapping: str = "clip") -> str:
+               activation: str = "tanh", seed: int = 0, action_mapping: str = "clip",
+               recurrent: Optional[str] = None) -> str:
     """Write :func:`policy_for_env`'s model to ``path`` (what ``evokit
-    init-model`` does); return the path."""
+    init-model`` does); return the path. ``recurrent="lstm"`` or ``"gru"``:
+    the first hidden layer is that recurrent cell."""
     from ..util import atomic_write_bytes
 
-    model = policy_for_env(env_id, hidden_sizes, activation, seed, action_mapping)
+    model = policy_for_env(env_id, hidden_sizes, activation, seed, action_mapping, recurrent)
     atomic_write_bytes(os.fspath(path), model.SerializeToString())
     return os.fspath(path)
 
@@ -74,7 +77,8 @@ def check_policy_fits(policy, env) -> bool:
     if len(want) != 1 or (want[0] is not None and want[0] != obs_dim):
         raise EnvError(f"the policy takes observations of shape {want}, "
                        f"the environment gives {obs_space.shape} ({obs_dim} values)")
-    out = np.asarray(policy.run(np.zeros(obs_dim, np.float32), policy.initial_params()))
+    state = policy.initial_state() if getattr(policy, "recurrent", False) else None
+    out = np.asarray(policy.run(np.zeros(obs_dim, np.float32), policy.initial_params(), state))
     if isinstance(act_space, spaces.Discrete):
         if out.shape != (int(act_space.n),):
             raise EnvError(f"the policy outputs shape {out.shape}, the environment's action "

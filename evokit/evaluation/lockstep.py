@@ -89,6 +89,12 @@ def _check_seeded_reset(env_id: str, reset: Callable) -> bool:
     return ok
 
 
+def _initial_state(graph, n: int):
+    """Every member's recurrent state at the start of its episode (zeros, one
+    row per member), or None for a feed-forward graph."""
+    return np.zeros((n, graph.state_size), np.float32) if graph.recurrent else None
+
+
 class Lockstep:
     """Rollouts of a population in lockstep on gymnasium vector environments
     of ``env_id`` (one per population size), with one batched native policy
@@ -178,12 +184,13 @@ class Lockstep:
         action_batch = (n,) + self.action_shape
         obs = self._reset(env, seeds)
         total = np.zeros(n)
+        state = _initial_state(graph, n)
         while True:
             x = np.ascontiguousarray(obs, dtype=np.float32).reshape(n, -1)
             if norm is not None:
                 stats.add_rows(active, x)
                 x = np.ascontiguousarray(norm(x))
-            graph.run_population(x, population, active, num_threads, out)
+            graph.run_population(x, population, active, num_threads, out, state)
             actions = out.argmax(axis=1) if self.discrete else out.reshape(action_batch)
             obs, reward, terminated, truncated, _ = env.step(actions)
             np.add(total, reward, out=total, where=active)
@@ -205,12 +212,13 @@ class Lockstep:
             o, _ = envs[i].reset(seed=int(seeds[i]))
             obs[i] = np.asarray(o, dtype=np.float32).reshape(-1)
         total = [0.0] * n
+        state = _initial_state(graph, n)
         while True:
             x = obs
             if norm is not None:
                 stats.add_rows(active, obs)
                 x = np.ascontiguousarray(norm(obs))
-            graph.run_population(x, population, active, num_threads, out)
+            graph.run_population(x, population, active, num_threads, out, state)
             actions = out.argmax(axis=1) if self.discrete else None
             for i in np.flatnonzero(active):
                 a = int(actions[i]) if self.discrete else out[i].reshape(self.action_shape)

@@ -18,7 +18,9 @@ def run_episode(env, agent, seed: int, discrete: bool, norm: Optional[ObsNorm] =
                 stats: Optional[ObsStats] = None, index: int = 0) -> Tuple[float, int]:
     """One episode of ``agent`` (its current parameters) from ``env.reset(seed=seed)``;
     with ``norm``, the policy sees normalised observations, and the raw ones
-    are added to ``stats`` as sample ``index``'s."""
+    are added to ``stats`` as sample ``index``'s. A recurrent policy starts
+    the episode from a zero state and carries it from step to step."""
+    agent.reset_state()
     obs, _ = env.reset(seed=int(seed))
     total, steps = 0.0, 0
     shape = getattr(env.action_space, "shape", None)

@@ -17,8 +17,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..errors import ModelError
 
-__all__ = ["ACTION_MAPPINGS", "ACTIVATIONS", "IR_VERSION", "OPSET", "init_mlp",
-           "policy_for_spaces", "with_action_mapping"]
+__all__ = ["ACTION_MAPPINGS", "ACTIVATIONS", "IR_VERSION", "OPSET", "RECURRENT_CELLS",
+           "init_mlp", "policy_for_spaces", "with_action_mapping"]
 
 #: IR version written by :func:`init_mlp` (Debian's libonnx 1.12 rejects IR >= 9).
 IR_VERSION = 8
@@ -28,6 +28,8 @@ OPSET = 17
 ACTIVATIONS = ("tanh", "relu", "sigmoid", "identity")
 #: How :func:`with_action_mapping` maps an output into a Box's bounds.
 ACTION_MAPPINGS = ("clip", "tanh", "none")
+#: Recurrent first layers understood by :func:`init_mlp` (``recurrent=``).
+RECURRENT_CELLS = ("lstm", "gru")
 _MAPPING_MARK = "evokit.action_mapping"
 
 
@@ -38,9 +40,41 @@ def _normc(rng: np.random.Generator, n_in: int, n_out: int, gain: float) -> np.n
     return (w * (gain / norms)).astype(np.float32)
 
 
+def _recurrent_layer(rng: np.random.Generator, cell: str, n_in: int, hidden: int):
+    """The nodes, initializers, state inputs and state outputs of a
+    recurrent first layer: obs (batch, n_in) -> Unsqueeze -> LSTM / GRU (one
+    step, PyTorch's layout: gates iofc / zrh, linear_before_reset 1 for the
+    GRU) -> Squeeze -> "rnn.out" (batch, hidden). Weights uniform in
+    +-1/sqrt(hidden) as PyTorch initialises them, biases zero."""
+    gates = 4 if cell == "lstm" else 3
+    bound = 1.0 / math.sqrt(hidden)
+    w = rng.uniform(-bound, bound, (1, gates * hidden, n_in)).astype(np.float32)
+    r = rng.uniform(-bound, bound, (1, gates * hidden, hidden)).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "rnn.W"), numpy_helper.from_array(r, "rnn.R"),
+             numpy_helper.from_array(np.zeros((1, 2 * gates * hidden), np.float32), "rnn.B"),
+             numpy_helper.from_array(np.array([0], np.int64), "rnn.axes0"),
+             numpy_helper.from_array(np.array([0, 1], np.int64), "rnn.axes01")]
+    names = ["h"] if cell == "gru" else ["h", "c"]
+    state = [helper.make_tensor_value_info(f"{n}0", TensorProto.FLOAT, [1, "batch", hidden])
+             for n in names]
+    nexts = [helper.make_tensor_value_info(f"{n}n", TensorProto.FLOAT, [1, "batch", hidden])
+             for n in names]
+    attrs = {"hidden_size": hidden}
+    if cell == "gru":
+        attrs["linear_before_reset"] = 1
+    nodes = [
+        helper.make_node("Unsqueeze", ["obs", "rnn.axes0"], ["rnn.x"], name="rnn.unsqueeze"),
+        helper.make_node(cell.upper(), ["rnn.x", "rnn.W", "rnn.R", "rnn.B", ""]
+                         + [f"{n}0" for n in names], ["rnn.y"] + [f"{n}n" for n in names],
+                         name=f"rnn.{cell}", **attrs),
+        helper.make_node("Squeeze", ["rnn.y", "rnn.axes01"], ["rnn.out"], name="rnn.squeeze"),
+    ]
+    return nodes, inits, state, nexts
+
+
 def init_mlp(obs_dim: int, act_dim: int, hidden_sizes: Sequence[int] = (16,),
              activation: str = "tanh", discrete: bool = True,
-             seed: int = 0) -> onnx.ModelProto:
+             seed: int = 0, recurrent: str | None = None) -> onnx.ModelProto:
     """A fully connected policy as an ONNX model (IR 8, opset 17).
 
     Graph: input ``obs`` float32 ``[batch, obs_dim]`` (symbolic batch dim) ->
@@ -50,6 +84,12 @@ def init_mlp(obs_dim: int, act_dim: int, hidden_sizes: Sequence[int] = (16,),
     a linear ``Gemm`` head (``head.weight``, ``head.bias``) -> output
     ``action`` float32 ``[batch, act_dim]``.  With ``hidden_sizes=()`` the
     policy is linear.
+
+    ``recurrent="lstm"`` or ``"gru"`` makes the first hidden layer an LSTM
+    or GRU of that size (one step per observation; PyTorch's layout and
+    initialisation, see :func:`_recurrent_layer`) with the state inputs
+    ``h0`` (and ``c0``) and outputs ``hn`` (``cn``) of shape ``[1, batch,
+    h]``; the remaining sizes are Gemm layers after it.
 
     ``discrete=True``: the output holds one score per action and the action is
     its argmax (no softmax needed).  ``discrete=False``: the output is the
@@ -77,6 +117,10 @@ def init_mlp(obs_dim: int, act_dim: int, hidden_sizes: Sequence[int] = (16,),
         raise ModelError(
             f"init_mlp: unknown activation {activation!r}, expected one of {ACTIVATIONS}"
         )
+    if recurrent is not None and (recurrent not in RECURRENT_CELLS or not hidden):
+        raise ModelError(f"init_mlp: recurrent must be one of {RECURRENT_CELLS} with at least one "
+                         f"hidden size (the cell's), got {recurrent!r} with hidden_sizes "
+                         f"{tuple(hidden)!r}")
     obs_dim, act_dim = int(obs_dim), int(act_dim)
     hidden = [int(h) for h in hidden]
 
@@ -85,8 +129,13 @@ def init_mlp(obs_dim: int, act_dim: int, hidden_sizes: Sequence[int] = (16,),
 
     nodes: list[onnx.NodeProto] = []
     inits: list[onnx.TensorProto] = []
+    state_in: list[onnx.ValueInfoProto] = []
+    state_out: list[onnx.ValueInfoProto] = []
     x = "obs"
     n_in = obs_dim
+    if recurrent is not None:
+        nodes, inits, state_in, state_out = _recurrent_layer(rng, recurrent, obs_dim, hidden[0])
+        x, n_in, hidden = "rnn.out", hidden[0], hidden[1:]
     layers = [(f"layer{i}", h, 1.0, True) for i, h in enumerate(hidden)]
     layers.append(("head", act_dim, 0.01, False))
     for prefix, n_out, gain, act in layers:
@@ -109,8 +158,9 @@ def init_mlp(obs_dim: int, act_dim: int, hidden_sizes: Sequence[int] = (16,),
     graph = helper.make_graph(
         nodes,
         "evokit_mlp",
-        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", obs_dim])],
-        [helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", act_dim])],
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", obs_dim])] + state_in,
+        [helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", act_dim])]
+        + state_out,
         initializer=inits,
     )
     model = helper.make_model(
@@ -123,8 +173,9 @@ def init_mlp(obs_dim: int, act_dim: int, hidden_sizes: Sequence[int] = (16,),
     helper.set_model_props(model, {
         "evokit.action_kind": "discrete" if discrete else "continuous",
         "evokit.activation": activation,
-        "evokit.hidden_sizes": ",".join(str(h) for h in hidden),
+        "evokit.hidden_sizes": ",".join(str(h) for h in hidden_sizes),
         "evokit.seed": str(seed),
+        **({"evokit.recurrent": recurrent} if recurrent is not None else {}),
     })
     onnx.checker.check_model(model)
     return model
@@ -220,7 +271,8 @@ def with_action_mapping(model: onnx.ModelProto, low, high, mapping: str) -> onnx
 
 def policy_for_spaces(observation_space: Any, action_space: Any,
                       hidden_sizes: Sequence[int] = (16,), activation: str = "tanh",
-                      seed: int = 0, action_mapping: str = "clip") -> onnx.ModelProto:
+                      seed: int = 0, action_mapping: str = "clip",
+                      recurrent: str | None = None) -> onnx.ModelProto:
     """An :func:`init_mlp` policy sized for gymnasium spaces.
 
     The observation space must be a ``Box`` of any shape; the model's input is
@@ -246,11 +298,11 @@ def policy_for_spaces(observation_space: Any, action_space: Any,
         )
     if isinstance(action_space, spaces.Discrete):
         return init_mlp(obs_dim, int(action_space.n), hidden_sizes, activation,
-                        discrete=True, seed=seed)
+                        discrete=True, seed=seed, recurrent=recurrent)
     if isinstance(action_space, spaces.Box) and len(action_space.shape) == 1 \
             and action_space.shape[0] >= 1:
         model = init_mlp(obs_dim, int(action_space.shape[0]), hidden_sizes, activation,
-                         discrete=False, seed=seed)
+                         discrete=False, seed=seed, recurrent=recurrent)
         try:
             return with_action_mapping(model, action_space.low, action_space.high,
                                        action_mapping)

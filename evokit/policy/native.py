@@ -12,7 +12,15 @@ Supported: ``Gemm``, ``MatMul`` (2-D right operand), ``Add`` (numpy
 broadcasting), ``Relu``, ``Tanh``, ``Sigmoid``, ``Softmax`` (last axis),
 ``Identity``, ``Flatten``, and ``Constant`` nodes holding float tensors: the
 MLPs of :func:`~evokit.policy.mlp.init_mlp` and PyTorch's
-``torch.onnx.export`` of ``Linear`` / activation stacks. Anything else raises
+``torch.onnx.export`` of ``Linear`` / activation stacks. Recurrent policies:
+``LSTM`` and ``GRU`` (one forward direction, layout 0, default
+activations; other attribute values are refused naming the node) with the
+layout ops exports put around them (``Transpose``, ``Squeeze``,
+``Unsqueeze``, ``Slice``, ``Reshape``; their axes, starts and shapes int64
+initializers or Constants, or integer shape arithmetic on them, ``Shape``,
+``Concat``, ``Slice``, ``Mul``, folded when the graph is built), the state inputs paired with their outputs as
+:mod:`evokit.policy.onnx_policy` describes; the state is carried in a flat
+float32 buffer the caller passes (``state=``) and the core updates in place. Anything else raises
 :class:`NotSupportedError` naming the node and the op; ``OnnxPolicy`` with
 ``backend="auto"`` then falls back to onnxruntime and says so once.
 
@@ -61,6 +69,9 @@ class PolicyLayout(Protocol):
     param_names: Sequence[str]
     param_shapes: Sequence[tuple]
     param_slices: Sequence[tuple]
+    state_names: Sequence[str]
+    state_output_names: Sequence[str]
+    state_shapes: Sequence[tuple]
 
 
 def _node_label(node: onnx.NodeProto, index: int) -> str:
@@ -69,9 +80,11 @@ def _node_label(node: onnx.NodeProto, index: int) -> str:
 
 
 def _constant_value(node: onnx.NodeProto, label: str, source: str) -> np.ndarray:
-    """The float tensor a Constant node holds."""
+    """The float (or int64) tensor a Constant node holds."""
     for attr in node.attribute:
         if attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
+            if attr.t.data_type == TensorProto.INT64:
+                return numpy_helper.to_array(attr.t).astype(np.int64)
             if attr.t.data_type != TensorProto.FLOAT:
                 raise NotSupportedError(
                     f"{source}: native backend: {label}: a "
@@ -80,6 +93,8 @@ def _constant_value(node: onnx.NodeProto, label: str, source: str) -> np.ndarray
             return numpy_helper.to_array(attr.t).astype(np.float32)
         if attr.name in ("value_float", "value_floats"):
             return np.asarray(onnx.helper.get_attribute_value(attr), np.float32)
+        if attr.name in ("value_int", "value_ints"):
+            return np.asarray(onnx.helper.get_attribute_value(attr), np.int64)
     names = ", ".join(a.name for a in node.attribute) or "none"
     raise NotSupportedError(f"{source}: native backend: {label}: only float tensor constants are "
                             f"supported (attributes: {names})")
@@ -97,6 +112,8 @@ class NativePolicy:
         obs_shape: the shape of one observation.
         action_shape: the shape of one observation's output.
         graph: the ``evokit._core.PolicyGraph``.
+        state_size: floats of recurrent state per observation (0 if
+            feed-forward): one member's row in :meth:`run_members`' ``state``.
     """
 
     source: str
@@ -111,6 +128,7 @@ class NativePolicy:
         self.num_params = int(graph.num_params)
         self.obs_shape = tuple(obs_shape)
         self.action_shape = tuple(graph.output_shape(1)[1:])
+        self.state_size = int(graph.state_size)
 
     @classmethod
     def from_onnx_policy(cls, policy: PolicyLayout) -> "NativePolicy":
@@ -140,12 +158,17 @@ class NativePolicy:
         other: dict = {}  # non-float initializers: name -> type name
         try:
             g.add_input(policy.input_name, list(obs_shape))
+            for name, shape in zip(policy.state_names, policy.state_shapes):
+                axis = list(shape).index(None)
+                g.add_state_input(name, [1 if d is None else d for d in shape], axis)
             for t in graph.initializer:
                 if t.name in params:
                     offset, shape = params[t.name]
                     g.add_param(t.name, offset, list(shape))
                 elif t.data_type == TensorProto.FLOAT:
                     g.add_constant(t.name, list(t.dims), numpy_helper.to_array(t).reshape(-1))
+                elif t.data_type == TensorProto.INT64:
+                    g.add_int_constant(t.name, list(t.dims), numpy_helper.to_array(t).reshape(-1))
                 else:
                     other[t.name] = TensorProto.DataType.Name(t.data_type)
         except ValueError as exc:
@@ -159,8 +182,9 @@ class NativePolicy:
                              f"ONNX domain")
             if node.op_type == "Constant":
                 value = _constant_value(node, label, source)
+                add = g.add_int_constant if value.dtype == np.int64 else g.add_constant
                 try:
-                    g.add_constant(node.output[0], list(value.shape), value.reshape(-1))
+                    add(node.output[0], list(value.shape), value.reshape(-1))
                 except ValueError as exc:
                     raise refuse(str(exc)) from None
                 continue
@@ -171,27 +195,35 @@ class NativePolicy:
                 if name in other:
                     raise refuse(f"{label}: input {name!r} is a {other[name]} initializer; the "
                                  f"native backend computes on FLOAT tensors only")
-            ints, floats = {}, {}
+            ints, floats, int_lists, strings = {}, {}, {}, {}
             for attr in node.attribute:
                 if attr.type == onnx.AttributeProto.INT:
                     ints[attr.name] = int(attr.i)
                 elif attr.type == onnx.AttributeProto.FLOAT:
                     floats[attr.name] = float(attr.f)
+                elif attr.type == onnx.AttributeProto.INTS:
+                    int_lists[attr.name] = [int(v) for v in attr.ints]
+                elif attr.type == onnx.AttributeProto.STRING:
+                    strings[attr.name] = [attr.s.decode("utf-8", "replace")]
+                elif attr.type == onnx.AttributeProto.STRINGS:
+                    strings[attr.name] = [v.decode("utf-8", "replace") for v in attr.strings]
                 else:
                     raise refuse(f"{label}: attribute {attr.name!r} has type "
-                                 f"{onnx.AttributeProto.AttributeType.Name(attr.type)}; only INT "
-                                 f"and FLOAT attributes are supported")
+                                 f"{onnx.AttributeProto.AttributeType.Name(attr.type)}; only INT, "
+                                 f"FLOAT, INTS, STRING and STRINGS attributes are supported")
             # Before opset 13 Softmax's axis defaulted to 1 (and coerced to 2-D).
             if node.op_type == "Softmax" and opset < 13 and "axis" not in ints:
                 ints["axis"] = 1
             try:
                 g.add_node(node.op_type, list(node.input), list(node.output), ints, floats,
-                           node.name or f"#{index}")
+                           node.name or f"#{index}", int_lists, strings)
             except ValueError as exc:
                 raise refuse(str(exc)) from None
         try:
             for out in graph.output:
                 g.add_output(out.name)
+            for name, out in zip(policy.state_names, policy.state_output_names):
+                g.add_state_output(name, out)
             batch_first = g.output_shape(1)[:1] == [1] and g.output_shape(2)[:1] == [2]
         except ValueError as exc:
             raise refuse(str(exc)) from None
@@ -223,14 +255,19 @@ class NativePolicy:
 
     # ---- one member ------------------------------------------------------
 
-    def run(self, obs: Any, params: Any) -> np.ndarray:
+    def run(self, obs: Any, params: Any, state: Optional[np.ndarray] = None) -> np.ndarray:
         """The first output for ``obs`` (one observation of ``obs_shape``, or a
-        batch) with the parameter vector ``params``."""
+        batch) with the parameter vector ``params``; a recurrent graph's
+        ``state`` (flat float32, batch * state_size values) is replaced by the
+        next state in place."""
         x = np.ascontiguousarray(obs, dtype=np.float32)
         single = x.shape == self.obs_shape
         if single:
             x = x[np.newaxis]
-        out = self.graph.run(self._obs(x), self._vector(params, "params"))
+        try:
+            out = self.graph.run(self._obs(x), self._vector(params, "params"), state)
+        except ValueError as exc:
+            raise ModelError(f"{self.source}: {exc}") from None
         return out[0] if single else out
 
     # ---- populations -----------------------------------------------------
@@ -249,25 +286,31 @@ class NativePolicy:
                                 num_threads)
 
     def run_members(self, obs: Any, population: Any, active: Any = None, num_threads: int = 1,
-                    out: Optional[np.ndarray] = None) -> np.ndarray:
+                    out: Optional[np.ndarray] = None,
+                    state: Optional[np.ndarray] = None) -> np.ndarray:
         """Member i's output for ``obs[i]``, for every member of
         ``population`` (from :meth:`population`) whose ``active`` flag is set
         (all when ``active`` is None); other rows of ``out`` are left as they
         are. ``out`` (float32, ``(N, *action_shape)``) is filled in place when
-        given. Threaded over members with ``num_threads`` OpenMP threads."""
+        given. Threaded over members with ``num_threads`` OpenMP threads. A
+        recurrent graph needs ``state``, float32 ``(N, state_size)``: row i is
+        member i's state, replaced by its next state (zero a row to start
+        that member's episode)."""
         x = self._obs(obs, len(population))
-        return self.graph.run_population(x, population, active, num_threads, out)
+        return self.graph.run_population(x, population, active, num_threads, out, state)
 
     def run_population(self, obs: Any, centre: Any, keys: Sequence[int], signs: Sequence[float],
                        sampler: Any, *, active: Any = None, num_threads: int = 1,
-                       out: Optional[np.ndarray] = None) -> np.ndarray:
+                       out: Optional[np.ndarray] = None,
+                       state: Optional[np.ndarray] = None) -> np.ndarray:
         """Member i's output for ``obs[i]`` and the parameters
         ``centre + signs[i] * sigma * eps(keys[i])``, in one call."""
         pop = self.population(centre, keys, signs, sampler, num_threads)
-        return self.run_members(obs, pop, active, num_threads, out)
+        return self.run_members(obs, pop, active, num_threads, out, state)
 
     def run_population_params(self, obs: Any, params: Any, *, active: Any = None,
-                              num_threads: int = 1, out: Optional[np.ndarray] = None) -> np.ndarray:
+                              num_threads: int = 1, out: Optional[np.ndarray] = None,
+                              state: Optional[np.ndarray] = None) -> np.ndarray:
         """Row i's output for ``obs[i]`` and the parameter vector ``params[i]``
         (``params`` is ``(N, num_params)``; read in place, not copied)."""
         p = np.asarray(params)
@@ -278,7 +321,7 @@ class NativePolicy:
         if p.ndim != 2 or p.shape[1] != self.num_params:
             raise ModelError(f"{self.source}: params has shape {p.shape}, expected ({x.shape[0]}, "
                              f"{self.num_params}): one parameter vector per member")
-        return self.graph.run_population_params(x, p, active, num_threads, out)
+        return self.graph.run_population_params(x, p, active, num_threads, out, state)
 
     def __repr__(self) -> str:
         return (f"NativePolicy(source={self.source!r}, num_params={self.num_params}, "

@@ -28,6 +28,29 @@ session as described above, and ``"auto"`` (the default) natively when the
 core supports every node, else on onnxruntime with one
 :class:`NativeFallbackWarning` naming the node it cannot run.
 
+Recurrent policies. Graph inputs beyond the observation are recurrent
+state (an LSTM's ``h0`` and ``c0`` exported from PyTorch), each paired with
+the graph output holding its next value (``hn``, ``cn``) by this rule:
+
+1. by name: the input and the output have the same stem once one suffix is
+   removed, ``0``, ``_0``, ``in``, ``_in``, ``.in`` from the input and
+   ``n``, ``_n``, ``out``, ``_out``, ``.out`` from the output
+   (``h0``/``hn``, ``state_in``/``state_out``);
+2. else by shape: the one output (after the first) whose declared shape
+   and type equal the input's.
+
+An input that pairs with no output, or by shape with several, is refused
+naming it (rename the pair to the convention); outputs left unpaired are
+ignored. State tensors are float32; the batch size is the state's one
+symbolic dimension (a model exported with fixed shapes: the last size-1
+dimension before the final one, ``(1, 1, hidden)`` -> axis 1). An input
+that has an initializer is not state (it is a parameter or constant).
+
+The state is a flat float32 vector (:meth:`OnnxPolicy.initial_state`): each
+state tensor in turn, in ``state_names`` order, C order, with the batch size
+filled in. Every episode starts from zeros; :meth:`OnnxPolicy.run` reads the
+state it is given and writes the next state into it in place.
+
 Every problem with a model file or with the inputs given to it raises
 :class:`ModelError` (a ``ValueError``) whose message starts with the file
 name, or ``<memory>`` for in-memory models.
@@ -97,6 +120,89 @@ def _np_dtype_for(elem_type: int) -> np.dtype:
         return np.dtype(np.float32)
 
 
+_STATE_IN_SUFFIXES = ("_in", ".in", "in", "_0", "0")
+_STATE_OUT_SUFFIXES = ("_out", ".out", "out", "_n", "n")
+
+
+def _stem(name: str, suffixes: Sequence[str]) -> str | None:
+    for suffix in suffixes:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return None
+
+
+def _same_declared(a: onnx.ValueInfoProto, b: onnx.ValueInfoProto) -> bool:
+    sa, sb = _declared_shape(a), _declared_shape(b)
+    return (a.type.tensor_type.elem_type == b.type.tensor_type.elem_type and sa is not None
+            and sb is not None and sa == sb)
+
+
+def pair_state(source: str, inputs: Sequence[onnx.ValueInfoProto],
+               outputs: Sequence[onnx.ValueInfoProto]) -> list[tuple[str, str]]:
+    """The (state input, state output) pairs of a graph by the module's rule:
+    ``inputs`` are the graph inputs after the observation, ``outputs`` the
+    graph outputs after the first. Raises ModelError naming an input that
+    pairs with no output or ambiguously."""
+    pairs: list[tuple[str, str]] = []
+    taken: dict[str, str] = {}
+    for vi in inputs:
+        stem = _stem(vi.name, _STATE_IN_SUFFIXES)
+        by_name = [o for o in outputs if stem is not None
+                   and _stem(o.name, _STATE_OUT_SUFFIXES) == stem]
+        if len(by_name) == 1:
+            out = by_name[0]
+            if not _same_declared(vi, out):
+                raise ModelError(
+                    f"{source}: state input {vi.name!r} pairs by name with output {out.name!r}, but "
+                    f"their declared shapes or types differ: {_fmt_shape(_declared_shape(vi) or ())} "
+                    f"vs {_fmt_shape(_declared_shape(out) or ())}")
+        else:
+            by_shape = [o for o in outputs if _same_declared(vi, o)]
+            if not by_shape:
+                raise ModelError(
+                    f"{source}: input {vi.name!r} is neither the observation nor recurrent state: "
+                    f"no output pairs with it by name (h0 -> hn, x_in -> x_out) or by shape "
+                    f"(outputs after the first: {_few([o.name for o in outputs])}); a policy "
+                    f"takes one observation input, then state inputs")
+            if len(by_shape) > 1:
+                raise ModelError(
+                    f"{source}: state input {vi.name!r} matches outputs "
+                    f"{_few([o.name for o in by_shape])} by shape; name the pair by the "
+                    f"convention (h0 -> hn, x_in -> x_out) to say which")
+            out = by_shape[0]
+        if out.name in taken:
+            raise ModelError(f"{source}: state inputs {taken[out.name]!r} and {vi.name!r} both pair "
+                             f"with output {out.name!r}")
+        taken[out.name] = vi.name
+        pairs.append((vi.name, out.name))
+    return pairs
+
+
+def state_batch_axis(source: str, vi: onnx.ValueInfoProto) -> int:
+    """The batch axis of a state input: its one symbolic dimension, or with
+    fixed shapes the last size-1 dimension before the final one."""
+    shape = _declared_shape(vi)
+    if vi.type.tensor_type.elem_type != TensorProto.FLOAT:
+        raise ModelError(f"{source}: state input {vi.name!r} has type "
+                         f"{TensorProto.DataType.Name(vi.type.tensor_type.elem_type)}, "
+                         f"expected FLOAT")
+    if not shape:
+        raise ModelError(f"{source}: state input {vi.name!r} declares no shape; a state "
+                         f"needs one, e.g. (1, batch, hidden)")
+    symbolic = [i for i, d in enumerate(shape) if d is None]
+    if len(symbolic) > 1:
+        raise ModelError(f"{source}: state input {vi.name!r} has shape {_fmt_shape(shape)} with "
+                         f"{len(symbolic)} symbolic dimensions; expected one, the batch")
+    if symbolic:
+        return symbolic[0]
+    ones = [i for i, d in enumerate(shape[:-1]) if d == 1]
+    if not ones:
+        raise ModelError(f"{source}: state input {vi.name!r} has fixed shape {_fmt_shape(shape)} "
+                         f"with no batch dimension (no symbolic or size-1 dimension before the "
+                         f"last)")
+    return ones[-1]
+
+
 def _few(names: Sequence[str], n: int = 5) -> str:
     if not names:
         return "none"
@@ -142,6 +248,10 @@ class OnnxPolicy:
         obs_dtype: the numpy dtype of the observation input (observations are
             converted to it).
         output_name: the first graph output, the one :meth:`run` returns.
+        state_names: the recurrent state inputs (empty for a feed-forward
+            policy), in graph input order; state_output_names: the output
+            paired with each; state_shapes: each state's shape with the batch
+            dimension as None; recurrent: whether there is state.
         backend: the forward pass in use, ``"native"`` or ``"onnxruntime"``.
         native: the :class:`~evokit.policy.native.NativePolicy` when ``backend`` is
             ``"native"``, else None.
@@ -297,13 +407,15 @@ class OnnxPolicy:
         data_inputs = [vi for vi in graph.input if vi.name not in init_set]
         if not data_inputs:
             raise ModelError(f"{source}: model has no observation input")
-        if len(data_inputs) > 1:
-            raise ModelError(
-                f"{source}: model has {len(data_inputs)} non-parameter inputs "
-                f"({_few([vi.name for vi in data_inputs])}); a policy takes "
-                f"exactly one observation input"
-            )
         obs_vi = data_inputs[0]
+        pairs = pair_state(source, data_inputs[1:], list(graph.output)[1:])
+        self.state_names = [a for a, _ in pairs]
+        self.state_output_names = [b for _, b in pairs]
+        self._state_axes = [state_batch_axis(source, vi) for vi in data_inputs[1:]]
+        self.state_shapes = [
+            tuple(None if i == axis else d for i, d in enumerate(_declared_shape(vi)))
+            for vi, axis in zip(data_inputs[1:], self._state_axes)]
+        self.recurrent = bool(pairs)
         self.input_name = obs_vi.name
         self.obs_dtype = _np_dtype_for(obs_vi.type.tensor_type.elem_type)
         declared = _declared_shape(obs_vi)
@@ -465,7 +577,54 @@ class OnnxPolicy:
             f"expected {_fmt_shape(shape)} or {_fmt_batch_shape(shape)}"
         )
 
-    def run(self, obs: Any, params: Any) -> np.ndarray:
+    # ---- recurrent state ----------------------------------------------
+
+    def batch_size(self, obs: Any) -> int:
+        """How many observations ``obs`` holds (1 for one observation)."""
+        return int(self._check_obs(obs)[0].shape[0])
+
+    def _state_tensor_shapes(self, batch: int) -> list[tuple[int, ...]]:
+        return [tuple(batch if d is None else d for d in shape) for shape in self.state_shapes]
+
+    def state_size(self, batch: int = 1) -> int:
+        """Floats of recurrent state for ``batch`` observations (0 if feed-forward)."""
+        return int(sum(math.prod(s) for s in self._state_tensor_shapes(batch)))
+
+    def initial_state(self, batch: int = 1) -> np.ndarray:
+        """A new zero state for ``batch`` observations (one observation: 1):
+        the state at the start of every episode. Empty for a feed-forward policy."""
+        return np.zeros(self.state_size(batch), np.float32)
+
+    def _check_state(self, state: Any, batch: int) -> np.ndarray | None:
+        if not self.recurrent:
+            if state is not None:
+                raise ModelError(f"{self.source}: state was given but the model is not recurrent")
+            return None
+        want = self.state_size(batch)
+        if state is None:
+            raise ModelError(
+                f"{self.source}: the model is recurrent (state {_few(self.state_names)}): pass "
+                f"state=policy.initial_state({batch}) and keep passing it through the episode")
+        if not (isinstance(state, np.ndarray) and state.dtype == np.float32 and state.ndim == 1
+                and state.flags.c_contiguous and state.flags.writeable):
+            raise ModelError(f"{self.source}: state must be a writable flat float32 array "
+                             f"(from initial_state), got "
+                             f"{type(state).__name__} {getattr(state, 'dtype', '')}"
+                             f"{_fmt_shape(getattr(state, 'shape', ()))}")
+        if state.shape[0] != want:
+            raise ModelError(f"{self.source}: state holds {state.shape[0]} values, expected "
+                             f"{want} for a batch of {batch} observation(s)")
+        return state
+
+    def _state_views(self, state: np.ndarray, batch: int) -> list[np.ndarray]:
+        views, at = [], 0
+        for shape in self._state_tensor_shapes(batch):
+            n = int(math.prod(shape))
+            views.append(state[at:at + n].reshape(shape))
+            at += n
+        return views
+
+    def run(self, obs: Any, params: Any, state: Any = None) -> np.ndarray:
         """The first model output for ``obs`` with parameter vector ``params``.
 
         ``obs`` is a batch ``[batch, *obs_shape]`` or one observation of
@@ -475,22 +634,34 @@ class OnnxPolicy:
         other floating dtype) is converted once with
         ``np.asarray(params, dtype=np.float32)``. The forward pass is
         ``backend``'s: the native core, or the shared onnxruntime session.
+        A recurrent policy needs ``state`` (:meth:`initial_state` for the
+        batch size), which it replaces by the next state in place.
         """
         x, single = self._check_obs(obs)
+        st = self._check_state(state, x.shape[0])
         if self.native is not None:
             flat = self._check_params(params)
             try:
-                out = self.native.graph.run(x, flat)
+                out = self.native.graph.run(x, flat, st)
             except ValueError as e:
                 raise ModelError(f"{self.source}: inference failed: {e}") from e
             return out[0] if single else out
         feeds = dict(self._feeds_for(params))
         feeds[self.input_name] = x
+        names = [self.output_name]
+        if st is not None:
+            views = self._state_views(st, x.shape[0])
+            feeds.update(zip(self.state_names, views))
+            names += self.state_output_names
         sess = self._get_session()
         try:
-            out = sess.run([self.output_name], feeds)[0]
+            results = sess.run(names, feeds)
         except Exception as e:
             raise ModelError(f"{self.source}: inference failed: {e}") from e
+        out = results[0]
+        if st is not None:
+            for view, new in zip(views, results[1:]):
+                view[...] = new
         if single:
             return out[0]
         return out
@@ -578,7 +749,8 @@ class OnnxPolicy:
         return (
             f"OnnxPolicy(source={self.source!r}, num_params={self.num_params}, "
             f"input={self.input_name!r} {self.obs_shape}, output={self.output_name!r}, "
-            f"backend={self.backend!r})"
+            + (f"state={self.state_names!r}, " if self.recurrent else "")
+            + f"backend={self.backend!r})"
         )
 
 

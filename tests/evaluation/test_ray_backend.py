@@ -62,6 +62,23 @@ def test_rewards_equal_serial_evaluator(tmp_path):
     assert ray.is_initialized()  # the module's instance: not the evaluator's to shut down
 
 
+def test_recurrent_policy_rewards_equal_serial_evaluator(tmp_path):
+    """Each actor's evaluator starts every episode of an LSTM policy from a zero state."""
+    from evokit.policy.mlp import init_mlp
+
+    path = tmp_path / "lstm.onnx"
+    path.write_bytes(init_mlp(4, 2, (8,), recurrent="lstm", seed=3).SerializeToString())
+    agent = evokit.ESAgent(short_config(), str(path))
+    infos = [agent.clone().add_noise() for _ in range(5)] + [None]
+    seeds = [[300 + i, 400 + i] for i in range(6)]
+    with SerialEvaluator("CartPole-v1") as serial:
+        want = serial.evaluate(agent, infos, seeds)
+    with RayEvaluator("CartPole-v1", 2, chunks_per_worker=2) as ev:
+        got = ev.evaluate(agent, infos, seeds)
+    np.testing.assert_array_equal(got.rewards, want.rewards)
+    assert got.steps == want.steps
+
+
 def test_worker_killed_mid_generation_gives_the_same_model(tmp_path):
     cfg = short_config()
     cfg.train.observation_normalization = True  # statistics merged from the actors too

@@ -413,9 +413,8 @@ def test_param_pattern_selects_biases_only(tmp_path):
 
 def test_non_float_initializers_stay_constant():
     model, w, b = mixed_model()
-    with pytest.warns(NativeFallbackWarning, match=r"node #0 \(Reshape\): op Reshape is not supported"):
-        pol = OnnxPolicy.from_model(model)  # Reshape and Mul: onnxruntime runs it
-    assert pol.backend == "onnxruntime"
+    pol = OnnxPolicy.from_model(model)  # Reshape to [-1, 6] runs natively
+    assert pol.backend == "native"
     assert pol.param_names == ["fc.weight", "fc.bias"]
     assert pol.num_params == 6 * 2 + 2
     assert pol.input_name == "obs"
@@ -426,6 +425,8 @@ def test_non_float_initializers_stay_constant():
     pw, pb = params[:12].reshape(6, 2), params[12:]
     want = 2.0 * (obs.reshape(5, 6).astype(np.float64) @ pw + pb)
     np.testing.assert_allclose(pol.run(obs, params), want, rtol=1e-6, atol=1e-6)
+    ort = OnnxPolicy.from_model(model, backend="onnxruntime")
+    np.testing.assert_allclose(ort.run(obs, params), want, rtol=1e-6, atol=1e-6)
     # single observation of shape (2, 3)
     np.testing.assert_allclose(pol.run(obs[0], params), want[0], rtol=1e-6, atol=1e-6)
     with pytest.raises(ModelError, match=re.escape("expected (2, 3) or (batch, 2, 3)")):

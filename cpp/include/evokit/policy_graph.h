@@ -11,8 +11,16 @@
 //   - nodes: Gemm, MatMul, Add, Sub, Mul, Div, Relu, Tanh, Sigmoid, Softmax,
 //     Identity, Flatten, Clip, with ONNX semantics (numpy broadcasting for
 //     Add, Sub, Mul, Div, MatMul with a 2-D right operand, Clip's min and max
-//     given as one-element constants);
+//     given as one-element constants); the recurrent ops LSTM and GRU and the
+//     layout ops around them in exported graphs (Transpose, Squeeze,
+//     Unsqueeze, Slice, Reshape; policy_graph_recurrent.cc), their axes,
+//     starts and shapes given as integer constants;
 //   - outputs: run() returns the first.
+//   - recurrent state (optional): further inputs, each paired with an output
+//     that holds its next value (an LSTM's h0 -> hn). execute() reads the
+//     state from a caller's buffer and writes the next one back in place,
+//     so a caller carries it from step to step and zeroes it to start an
+//     episode.
 //
 // Shapes are checked when a node is added, with the batch size kept symbolic
 // ("batch", "4*batch"), so a malformed graph fails at build time with the node,
@@ -38,6 +46,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace evokit {
@@ -77,6 +86,10 @@ std::string format_shape(const std::vector<std::size_t>& shape);
 struct NodeAttributes {
   std::map<std::string, std::int64_t> ints;
   std::map<std::string, float> floats;
+  // INTS attributes (Transpose's perm; Squeeze's axes before opset 13).
+  std::map<std::string, std::vector<std::int64_t>> int_lists;
+  // STRING and STRINGS attributes (an LSTM's direction, activations).
+  std::map<std::string, std::vector<std::string>> strings;
 };
 
 class PolicyGraph {
@@ -98,6 +111,22 @@ class PolicyGraph {
   // A fixed tensor; data.size() must equal prod(shape).
   void add_constant(const std::string& name, const std::vector<std::size_t>& shape,
                     std::vector<float> data);
+
+  // A fixed integer tensor (int64 initializers and Constants: axes, starts,
+  // shapes). Ops read these when the graph is built; they never run.
+  void add_int_constant(const std::string& name, const std::vector<std::size_t>& shape,
+                        std::vector<std::int64_t> data);
+
+  // A recurrent state input: shape `shape` with the batch size at
+  // `batch_axis` (the value given there is ignored), e.g. an LSTM's h0 of
+  // shape (1, batch, hidden). Pair it with add_state_output() once the nodes
+  // are added.
+  void add_state_input(const std::string& name, const std::vector<std::size_t>& shape,
+                       std::size_t batch_axis);
+  // Declares value `output` (of the state input's shape) the next value of
+  // state input `input`. Throws std::invalid_argument naming both for an
+  // unknown name, a state paired twice or a shape mismatch.
+  void add_state_output(const std::string& input, const std::string& output);
 
   // A node computing `outputs` from `inputs` (names of values defined
   // before; "" for an omitted optional input, e.g. Gemm's C). Throws
@@ -121,6 +150,18 @@ class PolicyGraph {
   const std::vector<std::string>& output_names() const noexcept { return outputs_; }
   std::size_t num_nodes() const noexcept { return nodes_.size(); }
 
+  // The recurrent state: its inputs in the order added and the output paired
+  // with each ("" until paired). A graph without them is feed-forward.
+  const std::vector<std::string>& state_inputs() const noexcept { return state_inputs_; }
+  const std::vector<std::string>& state_outputs() const noexcept { return state_outputs_; }
+  bool recurrent() const noexcept { return !state_inputs_.empty(); }
+  // Floats of state per observation (batch 1): every state tensor, in
+  // state_inputs() order, each in C order. For a batch of b the buffer holds
+  // each tensor with the batch size b, in the same order.
+  std::size_t state_size() const;
+  // The shapes of the state tensors for `batch` observations.
+  std::vector<std::vector<std::size_t>> state_shapes(std::size_t batch) const;
+
   // Shape of the first output for `batch` observations.
   std::vector<std::size_t> output_shape(std::size_t batch) const;
   // Its symbolic shape, e.g. (batch, 2).
@@ -132,6 +173,11 @@ class PolicyGraph {
   // a pointer is null, or num_params != this->num_params().
   std::vector<float> run(const float* obs, std::size_t batch, const float* params,
                          std::size_t num_params) const;
+  // The same for a recurrent graph: state[state_size() * batch] is read and
+  // replaced by the next state (a feed-forward graph ignores it; a recurrent
+  // one needs it: std::invalid_argument if null).
+  std::vector<float> run(const float* obs, std::size_t batch, const float* params,
+                         std::size_t num_params, float* state) const;
 
   // The graph compiled for `batch` observations: every intermediate's place in
   // one workspace. Throws std::invalid_argument like run() (no input, no
@@ -145,14 +191,17 @@ class PolicyGraph {
   // workspace_size()] for the intermediates. Allocates nothing and checks
   // nothing (compile() and the caller did): `plan` must come from this graph.
   // Gives the same bits as run() with the parameters the view describes.
+  // A recurrent graph reads its state from state[plan.state_size()] and
+  // writes the next state there (non-null for a recurrent graph).
   void execute(const Plan& plan, const float* obs, const ParamView& params, float* workspace,
-               float* out) const noexcept;
+               float* out, float* state = nullptr) const noexcept;
 
  private:
-  enum class Kind { kInput, kParam, kConstant, kNode };
+  enum class Kind { kInput, kParam, kConstant, kNode, kIntConstant, kState };
   enum class Op {
     kGemm, kMatMul, kAdd, kRelu, kTanh, kSigmoid, kSoftmax, kIdentity, kFlatten,
-    kSub, kMul, kDiv, kClip
+    kSub, kMul, kDiv, kClip,
+    kLSTM, kGRU, kTranspose, kSqueeze, kUnsqueeze, kSlice, kReshape
   };
 
   struct Value {
@@ -160,8 +209,9 @@ class PolicyGraph {
     Kind kind;
     SymbolicShape shape;
     std::size_t offset = 0;    // kParam
-    std::size_t constant = 0;  // kConstant: index into constants_
+    std::size_t constant = 0;  // kConstant: index into constants_; kIntConstant: int_constants_
     std::size_t node = 0;      // kNode: producing node
+    std::size_t state = 0;     // kState: index into state_inputs_
   };
   struct Node {
     std::string label;  // for errors: "node 'fc1' (Gemm)"
@@ -175,15 +225,42 @@ class PolicyGraph {
     std::int64_t axis = 0;
     // Clip
     float lo = 0.0f, hi = 0.0f;
+    // Recurrent and layout ops (policy_graph_recurrent.cc): LSTM / GRU's
+    // further outputs (Y_h, Y_c; -1 if omitted), hidden size and GRU's
+    // linear_before_reset; Transpose's perm; Slice's starts, ends per axis.
+    std::vector<int> more_outputs;
+    std::size_t hidden = 0;
+    bool linear_before_reset = false;
+    std::vector<std::size_t> perm, starts, ends;
   };
 
   int find_value(const std::string& name) const;  // -1 if unknown
   int define(Value value, const std::string& label);
   SymbolicShape infer_shape(Node& node, const NodeAttributes& attributes) const;
+  // LSTM, GRU, Transpose, Squeeze, Unsqueeze, Slice, Reshape
+  // (policy_graph_recurrent.cc): the output shapes, more_outputs' shapes in
+  // `more`.
+  SymbolicShape infer_recurrent_shape(Node& node, const NodeAttributes& attributes,
+                                      std::vector<SymbolicShape>& more) const;
+  // An integer input's values; its elements that are multiples of the batch
+  // size (from Shape) are refused unless `batch` is given to receive the flags.
+  const std::vector<std::int64_t>& int_constant(const Node& node, std::size_t input,
+                                                const char* what,
+                                                const std::vector<bool>** batch = nullptr) const;
+  // Integer shape arithmetic (Shape, Concat, and Slice, Mul, Reshape,
+  // Squeeze, Unsqueeze on integer tensors) folded when the graph is built
+  // into an integer constant whose elements may be multiples of the batch
+  // size; false if the node is not such arithmetic.
+  bool fold_shape_arithmetic(const std::string& op_type, const std::vector<std::string>& inputs,
+                             const std::vector<std::string>& outputs,
+                             const NodeAttributes& attributes, const std::string& label);
 
   std::vector<Value> values_;
   std::map<std::string, int> value_ids_;
   std::vector<std::vector<float>> constants_;
+  std::vector<std::vector<std::int64_t>> int_constants_;
+  std::vector<std::vector<bool>> int_batch_;  // per element: times the batch size
+  std::vector<std::string> state_inputs_, state_outputs_;
   std::vector<Node> nodes_;
   std::vector<std::string> outputs_;
   std::string input_name_;
@@ -200,13 +277,15 @@ class PolicyGraph::Plan {
   // Floats of the first output, and its shape.
   std::size_t output_size() const noexcept { return output_size_; }
   const std::vector<std::size_t>& output_shape() const noexcept { return output_shape_; }
+  // Floats of recurrent state for batch() observations (0 if feed-forward).
+  std::size_t state_size() const noexcept { return state_size_; }
 
  private:
   friend class PolicyGraph;
 
   // Where an operand lives: the observations, the parameter vector (read
   // through the ParamView), a constant of the graph, or the workspace.
-  enum class Source : unsigned char { kObs, kParam, kConstant, kWork };
+  enum class Source : unsigned char { kObs, kParam, kConstant, kWork, kState };
   struct Operand {
     Source source = Source::kWork;
     std::size_t offset = 0;             // into obs, params or the workspace
@@ -217,7 +296,7 @@ class PolicyGraph::Plan {
   enum class AddKind : unsigned char { kSame, kRowRight, kRowLeft, kGeneral };
   struct Step {
     Op op = Op::kIdentity;
-    Operand in[3];
+    Operand in[6];
     bool has_c = false;
     std::size_t out = 0;   // workspace offset of the output
     std::size_t size = 0;  // output elements
@@ -228,7 +307,12 @@ class PolicyGraph::Plan {
     std::size_t c_rows = 1, c_cols = 1;  // Gemm's C as broadcast
     AddKind add = AddKind::kSame;  // also Sub, Mul, Div
     float lo = 0.0f, hi = 0.0f;    // Clip
-    std::vector<std::size_t> out_shape, stride_a, stride_b;  // kGeneral
+    std::vector<std::size_t> out_shape, stride_a, stride_b;  // kGeneral; Transpose, Slice
+    // LSTM / GRU: sequence length, hidden size, GRU's linear_before_reset,
+    // the gate scratch, and where Y_c goes (the output holds Y then Y_h
+    // aliases its last step); Transpose / Slice: the input's start offset.
+    std::size_t seq = 0, hidden = 0, scratch = 0, out2 = 0, start = 0;
+    bool linear_before_reset = false, has_h0 = false, has_c0 = false;
   };
   // A parameter window copied (perturbed) into the workspace before the
   // steps run, for the few places that do not read a ParamView directly.
@@ -243,6 +327,11 @@ class PolicyGraph::Plan {
   std::vector<Copy> copies_;
   std::vector<Step> steps_;
   Operand output_;
+  // The next state: each state output's operand and size, staged in the
+  // workspace at `state_stage_` before it replaces the state buffer.
+  std::size_t state_size_ = 0;
+  std::size_t state_stage_ = 0;
+  std::vector<std::pair<Operand, std::size_t>> state_next_;
 };
 
 namespace detail {

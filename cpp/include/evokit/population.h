@@ -75,18 +75,22 @@ class Population {
 // the size of graph.output_shape(1). Members with active != nullptr and
 // active[i] == 0 are skipped and their rows left as they are (a lockstep
 // rollout masks out the members whose episode has ended). Threaded with
-// OpenMP over the active members, bit-identical for any num_threads. Throws
-// std::invalid_argument for null pointers, num_members == 0, num_threads < 1
-// or a graph without input or output; a ParamView must cover
-// graph.num_params() values.
+// OpenMP over the active members, bit-identical for any num_threads. A
+// recurrent graph reads member i's state from state[i * graph.state_size(),
+// ...) and writes its next state there (inactive members' rows are left as
+// they are); a caller zeroes a row to start that member's episode. Throws
+// std::invalid_argument for null pointers (state too, for a recurrent
+// graph), num_members == 0, num_threads < 1 or a graph without input or
+// output; a ParamView must cover graph.num_params() values.
 void run_population(const PolicyGraph& graph, const float* obs, std::size_t num_members,
                     const ParamView* members, float* out, const unsigned char* active = nullptr,
-                    int num_threads = 1);
+                    int num_threads = 1, float* state = nullptr);
 
 // The same over a Population; throws std::invalid_argument unless
 // population.num_params() == graph.num_params().
 void run_population(const PolicyGraph& graph, const Population& population, const float* obs,
-                    float* out, const unsigned char* active = nullptr, int num_threads = 1);
+                    float* out, const unsigned char* active = nullptr, int num_threads = 1,
+                    float* state = nullptr);
 
 namespace detail {
 // Throws std::invalid_argument unless population.num_params() ==

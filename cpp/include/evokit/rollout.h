@@ -10,6 +10,10 @@
 // the policy's outputs are the bits PolicyGraph::run gives on the vector
 // GaussianSampler::perturb makes. OpenMP only decides which thread runs which
 // episode: results are the same for any number of threads.
+//
+// Recurrent policies: an EpisodePolicy carries the graph's state from one
+// act() to the next and load() zeroes it, so every episode starts from a
+// zero state whichever episodes the thread ran before.
 #pragma once
 
 #include <cstddef>
@@ -31,12 +35,13 @@ class EpisodePolicy {
                 const Population& population);
 
   // Makes member `member` (< population.size(), unchecked) the one act()
-  // runs; a perturbed member's parameters are materialised, unless it is
-  // already the loaded one.
+  // runs, from a zero recurrent state; a perturbed member's parameters are
+  // materialised, unless it is already the loaded one.
   void load(std::size_t member);
 
   // The policy's output out[plan.output_size()] for one observation
-  // obs[graph.obs_size()]. Allocates nothing.
+  // obs[graph.obs_size()], the recurrent state carried to the next call.
+  // Allocates nothing.
   void act(const float* obs, float* out) noexcept;
 
  private:
@@ -50,6 +55,7 @@ class EpisodePolicy {
   std::vector<float> workspace_;
   std::size_t loaded_;  // the member params_ holds (population size: none)
   ParamView view_;
+  std::vector<float> state_;  // the recurrent state (empty if feed-forward)
 };
 
 // The checks every rollout function makes, and the graph's plan for one

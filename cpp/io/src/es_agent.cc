@@ -133,8 +133,10 @@ std::uint64_t ESAgent::sampling_stream() const {
 
 std::size_t ESAgent::obs_size() const { return graph().obs_size(); }
 
-std::vector<float> ESAgent::predict(const std::vector<float>& obs, std::size_t batch) const {
-  const PolicyGraph& g = graph();
+namespace {
+
+// Throws std::invalid_argument unless obs holds batch >= 1 observations.
+void check_obs(const PolicyGraph& g, const std::vector<float>& obs, std::size_t batch) {
   if (batch == 0) throw std::invalid_argument("predict(): batch must be >= 1, got 0");
   if (obs.size() != batch * g.obs_size()) {
     throw std::invalid_argument("predict(): obs holds " + std::to_string(obs.size()) +
@@ -142,8 +144,46 @@ std::vector<float> ESAgent::predict(const std::vector<float>& obs, std::size_t b
                                 " * " + std::to_string(g.obs_size()) + " = " +
                                 std::to_string(batch * g.obs_size()));
   }
+}
+
+}  // namespace
+
+std::vector<float> ESAgent::predict(const std::vector<float>& obs, std::size_t batch) const {
+  const PolicyGraph& g = graph();
+  check_obs(g, obs, batch);
   const std::vector<float>& p = params();
+  if (g.recurrent()) {
+    throw std::invalid_argument("predict(): the model is recurrent (state input '" +
+                                g.state_inputs()[0] +
+                                "'): call predict(obs, state, batch) with "
+                                "state = initial_state(batch) at each episode start");
+  }
   return g.run(obs.data(), batch, p.data(), p.size());
+}
+
+std::vector<float> ESAgent::predict(const std::vector<float>& obs, std::vector<float>& state,
+                                    std::size_t batch) const {
+  const PolicyGraph& g = graph();
+  if (!g.recurrent()) {
+    if (!state.empty()) {
+      throw std::invalid_argument("predict(): state holds " + std::to_string(state.size()) +
+                                  " values but the model is not recurrent (expected none)");
+    }
+    return predict(obs, batch);
+  }
+  check_obs(g, obs, batch);
+  if (state.size() != batch * g.state_size()) {
+    throw std::invalid_argument("predict(): state holds " + std::to_string(state.size()) +
+                                " values, expected batch * state_size = " + std::to_string(batch) +
+                                " * " + std::to_string(g.state_size()) + " = " +
+                                std::to_string(batch * g.state_size()));
+  }
+  const std::vector<float>& p = params();
+  return g.run(obs.data(), batch, p.data(), p.size(), state.data());
+}
+
+std::vector<float> ESAgent::initial_state(std::size_t batch) const {
+  return std::vector<float>(batch * graph().state_size(), 0.0f);
 }
 
 namespace {

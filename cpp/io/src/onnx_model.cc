@@ -74,34 +74,91 @@ std::size_t element_count(const std::vector<std::size_t>& dims) {
   return n;
 }
 
-// The values of a float tensor (`what` holds it), whether stored as raw_data
-// (little-endian) or float_data.
-std::vector<float> float_values(const TensorProto& t, const std::string& source,
-                                const std::string& what) {
+// The values of a tensor of T (`what` holds it), whether stored as raw_data
+// (little-endian) or in its typed field (`typed`: float_data, int64_data).
+template <class T, class Typed>
+std::vector<T> tensor_values(const TensorProto& t, const Typed& typed, const std::string& source,
+                             const std::string& what) {
   const std::size_t n = element_count(dims_of(t, source, what));
-  std::vector<float> out(n);
+  std::vector<T> out(n);
   if (t.has_raw_data()) {
     const std::string& raw = t.raw_data();
-    if (raw.size() != n * 4) {
+    if (raw.size() != n * sizeof(T)) {
       throw ModelError(source + ": " + what + " holds " + std::to_string(raw.size()) +
-                       " bytes of raw data, its shape needs " + std::to_string(n * 4));
+                       " bytes of raw data, its shape needs " + std::to_string(n * sizeof(T)));
     }
     for (std::size_t i = 0; i < n; ++i) {
-      const auto* b = reinterpret_cast<const unsigned char*>(raw.data()) + 4 * i;
-      const std::uint32_t bits = static_cast<std::uint32_t>(b[0]) |
-                                 (static_cast<std::uint32_t>(b[1]) << 8) |
-                                 (static_cast<std::uint32_t>(b[2]) << 16) |
-                                 (static_cast<std::uint32_t>(b[3]) << 24);
-      std::memcpy(&out[i], &bits, 4);
+      std::uint64_t bits = 0;
+      for (std::size_t k = sizeof(T); k-- > 0;) {
+        bits = (bits << 8) | static_cast<unsigned char>(raw[sizeof(T) * i + k]);
+      }
+      if constexpr (sizeof(T) == 4) {
+        const auto narrow = static_cast<std::uint32_t>(bits);
+        std::memcpy(&out[i], &narrow, 4);
+      } else {
+        std::memcpy(&out[i], &bits, 8);
+      }
     }
   } else {
-    if (static_cast<std::size_t>(t.float_data_size()) != n) {
-      throw ModelError(source + ": " + what + " holds " + std::to_string(t.float_data_size()) +
+    if (static_cast<std::size_t>(typed.size()) != n) {
+      throw ModelError(source + ": " + what + " holds " + std::to_string(typed.size()) +
                        " values, its shape needs " + std::to_string(n));
     }
-    for (std::size_t i = 0; i < n; ++i) out[i] = t.float_data(static_cast<int>(i));
+    for (std::size_t i = 0; i < n; ++i) out[i] = typed.Get(static_cast<int>(i));
   }
   return out;
+}
+
+std::vector<float> float_values(const TensorProto& t, const std::string& source,
+                                const std::string& what) {
+  return tensor_values<float>(t, t.float_data(), source, what);
+}
+
+std::vector<std::int64_t> int64_values(const TensorProto& t, const std::string& source,
+                                       const std::string& what) {
+  return tensor_values<std::int64_t>(t, t.int64_data(), source, what);
+}
+
+// A value's declared shape as Python's _declared_shape gives it: -1 for a
+// symbolic or unknown dimension; `known` false without a shape.
+struct Declared {
+  bool known = false;
+  int elem = 0;
+  std::vector<std::int64_t> dims;
+  bool operator==(const Declared& o) const {
+    return known && o.known && elem == o.elem && dims == o.dims;
+  }
+};
+
+Declared declared(const onnx::ValueInfoProto& vi) {
+  Declared d;
+  d.elem = vi.type().tensor_type().elem_type();
+  if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return d;
+  d.known = true;
+  for (const auto& dim : vi.type().tensor_type().shape().dim()) {
+    d.dims.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+  }
+  return d;
+}
+
+// "(1, ?, 8)", "(4,)": Python's _fmt_shape.
+std::string format_declared(const Declared& d) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < d.dims.size(); ++i) {
+    out += (i ? ", " : "") + (d.dims[i] < 0 ? std::string("?") : std::to_string(d.dims[i]));
+  }
+  return out + (d.dims.size() == 1 ? ",)" : ")");
+}
+
+// `name` without one of `suffixes` ("" if it has none).
+std::string stem(const std::string& name, std::initializer_list<const char*> suffixes) {
+  for (const char* suffix : suffixes) {
+    const std::size_t n = std::strlen(suffix);
+    if (name.size() > n && name.compare(name.size() - n, n, suffix) == 0) {
+      return name.substr(0, name.size() - n);
+    }
+  }
+  return "";
 }
 
 std::string raw_bytes(const float* values, std::size_t n) {
@@ -127,6 +184,8 @@ std::string node_label(const onnx::NodeProto& node, int index) {
 struct ConstantValue {
   std::vector<std::size_t> shape;
   std::vector<float> values;
+  bool integer = false;  // an INT64 constant: ints
+  std::vector<std::int64_t> ints;
 };
 
 ConstantValue constant_value(const onnx::NodeProto& node, const std::string& label,
@@ -134,17 +193,28 @@ ConstantValue constant_value(const onnx::NodeProto& node, const std::string& lab
   using onnx::AttributeProto;
   for (const AttributeProto& a : node.attribute()) {
     if (a.name() == "value" && a.type() == AttributeProto::TENSOR) {
+      if (a.t().data_type() == TensorProto::INT64) {
+        const std::string what = label + ": value";
+        return {dims_of(a.t(), source, what), {}, true, int64_values(a.t(), source, what)};
+      }
       if (a.t().data_type() != TensorProto::FLOAT) {
         throw ModelError(source + ": " + label + ": a " + data_type_name(a.t().data_type()) +
                          " constant; only FLOAT tensors are supported");
       }
       const std::string what = label + ": value";
-      return {dims_of(a.t(), source, what), float_values(a.t(), source, what)};
+      return {dims_of(a.t(), source, what), float_values(a.t(), source, what), false, {}};
     }
-    if (a.name() == "value_float" && a.type() == AttributeProto::FLOAT) return {{}, {a.f()}};
+    if (a.name() == "value_float" && a.type() == AttributeProto::FLOAT) {
+      return {{}, {a.f()}, false, {}};
+    }
     if (a.name() == "value_floats" && a.type() == AttributeProto::FLOATS) {
       return {{static_cast<std::size_t>(a.floats_size())},
-              std::vector<float>(a.floats().begin(), a.floats().end())};
+              std::vector<float>(a.floats().begin(), a.floats().end()), false, {}};
+    }
+    if (a.name() == "value_int" && a.type() == AttributeProto::INT) return {{}, {}, true, {a.i()}};
+    if (a.name() == "value_ints" && a.type() == AttributeProto::INTS) {
+      return {{static_cast<std::size_t>(a.ints_size())}, {}, true,
+              std::vector<std::int64_t>(a.ints().begin(), a.ints().end())};
     }
   }
   std::string names;
@@ -244,18 +314,100 @@ void OnnxModel::setup() {
                      "' (float32 initializers: " + few(float_names) + ")");
   }
 
-  std::vector<std::string> data_inputs;
+  std::vector<const onnx::ValueInfoProto*> data_inputs;
   for (const auto& vi : graph.input()) {
-    if (seen.count(vi.name()) == 0) data_inputs.push_back(vi.name());
+    if (seen.count(vi.name()) == 0) data_inputs.push_back(&vi);
   }
   if (data_inputs.empty()) throw ModelError(src + ": model has no observation input");
-  if (data_inputs.size() > 1) {
-    throw ModelError(src + ": model has " + std::to_string(data_inputs.size()) +
-                     " non-parameter inputs (" + few(data_inputs) +
-                     "); a policy takes exactly one observation input");
-  }
-  input_name_ = data_inputs[0];
+  input_name_ = data_inputs[0]->name();
   output_name_ = graph.output(0).name();
+  pair_state(std::vector<const onnx::ValueInfoProto*>(data_inputs.begin() + 1, data_inputs.end()));
+}
+
+void OnnxModel::pair_state(const std::vector<const onnx::ValueInfoProto*>& inputs) {
+  const onnx::GraphProto& graph = model_->graph();
+  const std::string& src = source_;
+  std::vector<const onnx::ValueInfoProto*> outputs;
+  std::vector<std::string> output_names;
+  for (int i = 1; i < graph.output_size(); ++i) {
+    outputs.push_back(&graph.output(i));
+    output_names.push_back(graph.output(i).name());
+  }
+  std::map<std::string, std::string> taken;  // output -> the state input paired with it
+  for (const onnx::ValueInfoProto* vi : inputs) {
+    const std::string in_stem = stem(vi->name(), {"_in", ".in", "in", "_0", "0"});
+    std::vector<const onnx::ValueInfoProto*> by_name, by_shape;
+    for (const onnx::ValueInfoProto* o : outputs) {
+      if (!in_stem.empty() && stem(o->name(), {"_out", ".out", "out", "_n", "n"}) == in_stem) {
+        by_name.push_back(o);
+      }
+      if (declared(*vi) == declared(*o)) by_shape.push_back(o);
+    }
+    const onnx::ValueInfoProto* out = nullptr;
+    if (by_name.size() == 1) {
+      out = by_name[0];
+      if (!(declared(*vi) == declared(*out))) {
+        throw ModelError(src + ": state input '" + vi->name() + "' pairs by name with output '" +
+                         out->name() + "', but their declared shapes or types differ: " +
+                         format_declared(declared(*vi)) + " vs " + format_declared(declared(*out)));
+      }
+    } else if (by_shape.empty()) {
+      throw ModelError(src + ": input '" + vi->name() +
+                       "' is neither the observation nor recurrent state: no output pairs with "
+                       "it by name (h0 -> hn, x_in -> x_out) or by shape (outputs after the "
+                       "first: " + few(output_names) +
+                       "); a policy takes one observation input, then state inputs");
+    } else if (by_shape.size() > 1) {
+      std::vector<std::string> names;
+      for (const auto* o : by_shape) names.push_back(o->name());
+      throw ModelError(src + ": state input '" + vi->name() + "' matches outputs " + few(names) +
+                       " by shape; name the pair by the convention (h0 -> hn, x_in -> x_out) to "
+                       "say which");
+    } else {
+      out = by_shape[0];
+    }
+    const auto [it, fresh] = taken.emplace(out->name(), vi->name());
+    if (!fresh) {
+      throw ModelError(src + ": state inputs '" + it->second + "' and '" + vi->name() +
+                       "' both pair with output '" + out->name() + "'");
+    }
+    // The batch axis: the one symbolic dimension, else the last size-1
+    // dimension before the final one.
+    const Declared d = declared(*vi);
+    if (d.elem != TensorProto::FLOAT) {
+      throw ModelError(src + ": state input '" + vi->name() + "' has type " +
+                       data_type_name(d.elem) + ", expected FLOAT");
+    }
+    if (!d.known || d.dims.empty()) {
+      throw ModelError(src + ": state input '" + vi->name() +
+                       "' declares no shape; a state needs one, e.g. (1, batch, hidden)");
+    }
+    std::vector<std::size_t> symbolic, ones;
+    for (std::size_t i = 0; i < d.dims.size(); ++i) {
+      if (d.dims[i] < 0) symbolic.push_back(i);
+      if (d.dims[i] == 1 && i + 1 < d.dims.size()) ones.push_back(i);
+    }
+    if (symbolic.size() > 1) {
+      throw ModelError(src + ": state input '" + vi->name() + "' has shape " + format_declared(d) +
+                       " with " + std::to_string(symbolic.size()) +
+                       " symbolic dimensions; expected one, the batch");
+    }
+    if (symbolic.empty() && ones.empty()) {
+      throw ModelError(src + ": state input '" + vi->name() + "' has fixed shape " +
+                       format_declared(d) +
+                       " with no batch dimension (no symbolic or size-1 dimension before the "
+                       "last)");
+    }
+    const std::size_t axis = symbolic.empty() ? ones.back() : symbolic[0];
+    std::vector<std::size_t> shape;
+    for (std::size_t i = 0; i < d.dims.size(); ++i) {
+      shape.push_back(i == axis ? 1 : static_cast<std::size_t>(d.dims[i]));
+    }
+    state_names_.push_back(vi->name());
+    state_output_names_.push_back(out->name());
+    state_shapes_.push_back(std::move(shape));
+    state_axes_.push_back(axis);
+  }
 }
 
 PolicyGraph OnnxModel::graph() const {
@@ -296,6 +448,9 @@ PolicyGraph OnnxModel::graph() const {
   std::map<std::string, std::string> other_initializers;  // name -> data type
   try {
     g.add_input(input_name_, features);
+    for (std::size_t k = 0; k < state_names_.size(); ++k) {
+      g.add_state_input(state_names_[k], state_shapes_[k], state_axes_[k]);
+    }
     std::size_t p = 0;
     for (const TensorProto& t : graph.initializer()) {
       if (p < param_names_.size() && t.name() == param_names_[p]) {
@@ -304,6 +459,9 @@ PolicyGraph OnnxModel::graph() const {
       } else if (t.data_type() == TensorProto::FLOAT) {
         g.add_constant(t.name(), dims_of(t, src, initializer_label(t)),
                        float_values(t, src, initializer_label(t)));
+      } else if (t.data_type() == TensorProto::INT64) {
+        g.add_int_constant(t.name(), dims_of(t, src, initializer_label(t)),
+                           int64_values(t, src, initializer_label(t)));
       } else {
         other_initializers.emplace(t.name(), data_type_name(t.data_type()));
       }
@@ -328,7 +486,11 @@ PolicyGraph OnnxModel::graph() const {
                          std::to_string(node.output_size()));
       }
       try {
-        g.add_constant(node.output(0), c.shape, std::move(c.values));
+        if (c.integer) {
+          g.add_int_constant(node.output(0), c.shape, std::move(c.ints));
+        } else {
+          g.add_constant(node.output(0), c.shape, std::move(c.values));
+        }
       } catch (const std::invalid_argument& e) {
         throw ModelError(src + ": " + e.what());
       }
@@ -353,10 +515,16 @@ PolicyGraph OnnxModel::graph() const {
         attributes.ints[a.name()] = a.i();
       } else if (a.type() == onnx::AttributeProto::FLOAT) {
         attributes.floats[a.name()] = a.f();
+      } else if (a.type() == onnx::AttributeProto::INTS) {
+        attributes.int_lists[a.name()].assign(a.ints().begin(), a.ints().end());
+      } else if (a.type() == onnx::AttributeProto::STRING) {
+        attributes.strings[a.name()] = {a.s()};
+      } else if (a.type() == onnx::AttributeProto::STRINGS) {
+        attributes.strings[a.name()].assign(a.strings().begin(), a.strings().end());
       } else {
         throw ModelError(src + ": " + label + ": attribute '" + a.name() + "' has type " +
                          onnx::AttributeProto::AttributeType_Name(a.type()) +
-                         ", the native policy supports INT and FLOAT attributes");
+                         "; only INT, FLOAT, INTS, STRING and STRINGS attributes are supported");
       }
     }
     // Before opset 13 Softmax's axis defaulted to 1 (and coerced to 2-D).
@@ -381,6 +549,9 @@ PolicyGraph OnnxModel::graph() const {
   std::vector<std::size_t> one, two;  // the first output's shape for 1 and 2 observations
   try {
     for (const auto& out : graph.output()) g.add_output(out.name());
+    for (std::size_t k = 0; k < state_names_.size(); ++k) {
+      g.add_state_output(state_names_[k], state_output_names_[k]);
+    }
     one = g.output_shape(1);
     two = g.output_shape(2);
   } catch (const std::invalid_argument& e) {

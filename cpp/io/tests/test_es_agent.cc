@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -167,6 +170,57 @@ TEST(IoESAgent, PredictBeforeTheSolverUsesTheModelsParameters) {
   EXPECT_THROW_WITH(agent.predict({1, 2, 3}), std::invalid_argument,
                     "predict(): obs holds 3 values, expected batch * obs_size = 1 * 4 = 4");
   EXPECT_THROW_WITH(agent.predict({}, 0), std::invalid_argument, "batch must be >= 1");
+}
+
+// tests/fixtures/recurrent_reference.txt: torch's outputs of the
+// PyTorch-exported recurrent policies, step by step (12 steps of 3
+// observations), written by tests/fixtures/make_torch_recurrent.py.
+std::map<std::string, std::vector<float>> RecurrentReference() {
+  std::map<std::string, std::vector<float>> out;
+  std::ifstream in(std::string(EVOKIT_SOURCE_DIR) + "/tests/fixtures/recurrent_reference.txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string name;
+    fields >> name;
+    float v;
+    while (fields >> v) out[name].push_back(v);
+  }
+  return out;
+}
+
+TEST(IoESAgent, RecurrentPoliciesCarryTheStateLikeTorch) {
+  const auto ref = RecurrentReference();
+  for (const std::string name :
+       {"recurrent_lstm", "recurrent_gru", "recurrent_lstm_bf", "recurrent_gru_bf"}) {
+    SCOPED_TRACE(name);
+    ESAgent agent;
+    agent.load_inference_model(std::string(EVOKIT_SOURCE_DIR) + "/tests/fixtures/" + name + ".onnx");
+    const OnnxModel& model = agent.model();
+    ASSERT_TRUE(model.recurrent());
+    EXPECT_EQ(model.state_names()[0], "h0");
+    EXPECT_EQ(model.state_output_names()[0], "hn");
+    const std::vector<float>& obs = ref.at(name + "_obs");
+    const std::vector<float>& want = ref.at(name + "_action");
+    const std::size_t batch = 3, steps = obs.size() / (batch * 4);
+    ASSERT_EQ(steps, 12u);
+    std::vector<float> state = agent.initial_state(batch);
+    for (std::size_t t = 0; t < steps; ++t) {
+      const std::vector<float> x(obs.begin() + t * batch * 4, obs.begin() + (t + 1) * batch * 4);
+      const std::vector<float> y = agent.predict(x, state, batch);
+      for (std::size_t i = 0; i < y.size(); ++i) {
+        EXPECT_NEAR(y[i], want[t * batch * 2 + i], 1e-5f) << "step " << t;
+      }
+    }
+    EXPECT_THROW_WITH(agent.predict(std::vector<float>(4, 0.0f)), std::invalid_argument,
+                      "predict(): the model is recurrent (state input 'h0'): call "
+                      "predict(obs, state, batch) with state = initial_state(batch) at each "
+                      "episode start");
+    std::vector<float> short_state(3);
+    EXPECT_THROW_WITH(agent.predict(std::vector<float>(4, 0.0f), short_state), std::invalid_argument,
+                      "predict(): state holds 3 values, expected batch * state_size = 1 * ");
+  }
 }
 
 TEST(IoESAgentErrors, CallsOutOfOrderOrOnTheWrongAgent) {

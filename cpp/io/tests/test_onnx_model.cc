@@ -246,7 +246,8 @@ TEST(OnnxModelErrors, NonFloatInitializerInput) {
   b.node("Add", {"h", "shape"}, "y", "add");
   b.output("y", 2);
   EXPECT_THROW_WITH(b.load().graph(), ModelError,
-                    "node 'add' (Add): input 'shape' is a INT64 initializer");
+                    "node 'add' (Add): input 'shape' is an integer tensor; this op computes on "
+                    "float tensors");
 }
 
 TEST(OnnxModelErrors, CheckerAndStructure) {
@@ -272,8 +273,9 @@ TEST(OnnxModelErrors, CheckerAndStructure) {
     b.node("Add", {"h", "obs2"}, "y");
     b.output("y", 2);
     EXPECT_THROW_WITH(b.load(), ModelError,
-                      "model has 2 non-parameter inputs ('obs', 'obs2'); a policy takes exactly "
-                      "one observation input");
+                      "input 'obs2' is neither the observation nor recurrent state: no output "
+                      "pairs with it by name (h0 -> hn, x_in -> x_out) or by shape (outputs after "
+                      "the first: none); a policy takes one observation input, then state inputs");
   }
   {  // No float initializer at all.
     Builder b;
@@ -421,14 +423,10 @@ TEST(OnnxModelErrors, ConstantsRefusedAsInPython) {
     t->set_data_type(onnx::TensorProto::INT64);
     t->add_int64_data(7);
   });
-  EXPECT_THROW_WITH(int64.graph(), ModelError,
-                    "test.onnx: node 'k' (Constant): a INT64 constant; only FLOAT tensors are "
-                    "supported");
+  EXPECT_EQ(int64.graph().num_nodes(), 1u);  // integer constants: axes and shapes
   const OnnxModel ints = with_constant(
       [](onnx::NodeProto* n) { Builder::attribute(n, "value_int", A::INT)->set_i(3); });
-  EXPECT_THROW_WITH(ints.graph(), ModelError,
-                    "test.onnx: node 'k' (Constant): only float tensor constants are supported "
-                    "(attributes: value_int)");
+  EXPECT_EQ(ints.graph().num_nodes(), 1u);
   const OnnxModel short_data = with_constant([](onnx::NodeProto* n) {
     onnx::TensorProto* t = Builder::attribute(n, "value", A::TENSOR)->mutable_t();
     t->set_data_type(onnx::TensorProto::FLOAT);

@@ -420,6 +420,7 @@ Json message_json(const pb::Message& message) {
 // ---- fixtures -------------------------------------------------------------------
 
 constexpr std::size_t kBatch = 3;
+constexpr std::size_t kRecurrentSteps = 3;
 constexpr std::size_t kConfigNumParams = 58;
 
 // The fixed observations: batch * obs_size values, exact in float32.
@@ -495,12 +496,19 @@ Json model_line(const std::string& path, const std::string& pattern) {
   try {
     const evokit::PolicyGraph graph = model->graph();
     const std::vector<float> obs = observations(graph.obs_size());
-    const std::vector<float> y = graph.run(obs.data(), kBatch, model->parameters().data(),
-                                           model->parameters().size());
+    // A recurrent model: kRecurrentSteps steps, its state carried (as conformance.py).
+    std::vector<float> state(kBatch * graph.state_size(), 0.0f), y;
+    for (std::size_t t = 0; t < (graph.recurrent() ? kRecurrentSteps : 1); ++t) {
+      const std::vector<float> step = graph.run(obs.data(), kBatch, model->parameters().data(),
+                                                model->parameters().size(), state.data());
+      y.insert(y.end(), step.begin(), step.end());
+    }
     Json shape = Json::array();
     const std::vector<std::size_t> one = graph.output_shape(1);
     for (std::size_t i = 1; i < one.size(); ++i) shape.push(static_cast<unsigned long long>(one[i]));
-    out.set("native", Json::object().set("out_shape", std::move(shape)).set("outputs", hex_floats(y)));
+    Json native = Json::object().set("out_shape", std::move(shape)).set("outputs", hex_floats(y));
+    if (graph.recurrent()) native.set("state", hex_floats(state));
+    out.set("native", std::move(native));
   } catch (...) {
     out.set("native", error_of(std::current_exception()));
   }

@@ -60,6 +60,7 @@ import make_fixtures  # noqa: E402  (next to this file)
 
 CONFIG_NUM_PARAMS = 58  # conformance.cc's kConfigNumParams
 BATCH = 3
+RECURRENT_STEPS = 3  # a recurrent model's native outputs: this many steps, its state carried
 
 
 # ---------------------------------------------------------------------------
@@ -205,8 +206,8 @@ _allow("model", "fp_sequence_output_ir99", "fingerprint", Allowed(
     "text in both copies; for a non-tensor value fingerprint.py names the type ('has type "
     "sequence_type'), fingerprint.cc does not ('has a non-tensor type')"))
 _allow("model", "fingerprint_attributes native_unsupported_op unnamed_nodes fp_sequence_output_ir99 "
-       "fp_type_proto_attribute_ir99 native_int64_initializer_input obs_no_shape_ir99 obs_symbolic_feature "
-       "obs_double unknown_attribute_ir99", "native", Allowed(
+       "fp_type_proto_attribute_ir99 obs_no_shape_ir99 obs_symbolic_feature "
+       "obs_double", "native", Allowed(
            "wording",
            "the native graph's refusals are worded by each language's translation of ONNX into the "
            "core's PolicyGraph (evokit/policy/native.py, cpp/io/src/onnx_model.cc); they refuse the "
@@ -433,8 +434,15 @@ def py_model(path: str, pattern: str) -> dict:
         out["fingerprint"] = error_of(e)
     try:
         native = NativePolicy.from_onnx_policy(policy)
-        y = native.run(observations(native.obs_shape), params)
+        obs = observations(native.obs_shape)
+        if native.state_size:  # RECURRENT_STEPS steps, the state carried
+            state = np.zeros(BATCH * native.state_size, np.float32)
+            y = np.concatenate([native.run(obs, params, state) for _ in range(RECURRENT_STEPS)])
+        else:
+            y = native.run(obs, params)
         out["native"] = {"out_shape": [int(d) for d in native.action_shape], "outputs": hex_floats(y)}
+        if native.state_size:
+            out["native"]["state"] = hex_floats(state)
     except Exception as e:
         out["native"] = error_of(e)
     return out

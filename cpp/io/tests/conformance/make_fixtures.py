@@ -502,6 +502,8 @@ def model_fixtures(out: str):
     fx.append(("fingerprint_attributes",
                copy(os.path.join(DATA, "fingerprint_attributes.onnx"), "fingerprint_attributes"), ".*"))
     fx.append(("torch_mlp", copy(os.path.join(ROOT, "tests", "fixtures", "torch_mlp.onnx"), "torch_mlp"), ".*"))
+    for stem in ("recurrent_lstm", "recurrent_gru", "recurrent_lstm_bf", "recurrent_gru_bf"):
+        fx.append((stem, copy(os.path.join(ROOT, "tests", "fixtures", stem + ".onnx"), stem), ".*"))
     cases = os.path.join(DATA, "native_cases")
     for name in sorted(os.listdir(cases)):
         if name.endswith(".onnx"):

@@ -243,7 +243,7 @@ def native_cases():
     raw = numpy_helper.from_array(np.array([0.5, -1, 2, 0.25], f32))  # raw_data
     typed = helper.make_tensor("t", TensorProto.FLOAT, [1, 4], [1.5, -0.5, 0.75, 2])  # float_data
 
-    def refused_constant(name, **value):
+    def unused_constant(name, **value):
         return name, model([mm, node("Constant", [], "c", **value), node("Relu", ["mm"], "y")], ["N", 4]), obs
 
     return [
@@ -269,11 +269,14 @@ def native_cases():
         ("relu_tanh_sigmoid_identity", model([mm, node("Relu", ["mm"], "r"), node("Tanh", ["r"], "t"),
                                               node("Sigmoid", ["t"], "s"), node("Identity", ["s"], "y")], ["N", 4]),
          obs),
+        # integer constants: accepted (axes and shapes of layout ops)
+        unused_constant("constant_int64", value=numpy_helper.from_array(np.array([1, 2], np.int64))),
+        unused_constant("constant_value_int", value_int=3),
+        unused_constant("constant_value_ints", value_ints=[3, 4]),
         # refused
-        refused_constant("constant_int64", value=numpy_helper.from_array(np.array([1, 2], np.int64))),
-        refused_constant("constant_value_int", value_int=3),
-        refused_constant("constant_value_ints", value_ints=[3, 4]),
-        refused_constant("constant_value_string", value_string="x"),
+        unused_constant("constant_value_string", value_string="x"),
+        ("int64_constant_input", model([mm, node("Constant", [], "c", value_ints=[1, 2, 3, 4]),
+                                        node("Add", ["mm", "c"], "y")], ["N", 4]), obs),
         ("softmax_axis0", model([mm, node("Softmax", ["mm"], "y", axis=0)], ["N", 4]), obs),
         ("flatten_axis0", model([node("Flatten", ["obs"], "flat", axis=0), node("Relu", ["flat"], "y")],
                                 [1, None]), obs),

@@ -96,7 +96,20 @@ class ESAgent {
   // The first model output for `batch` observations (obs.size() must be
   // batch * obs_size()), computed natively with this agent's parameters:
   // the member's for a clone with current noise, else the centre.
+  // A recurrent model (model().recurrent()) is refused here: use the
+  // overload with a state.
   std::vector<float> predict(const std::vector<float>& obs, std::size_t batch = 1) const;
+  // Recurrent models: the same, reading the state of the `batch`
+  // observations from `state` and replacing it by the next state. The
+  // caller owns the state (one per episode, a service one per session):
+  // start every episode from initial_state(batch) and pass it back at each
+  // step. Its layout: each state tensor in turn (model().state_names()
+  // order), C order, with the batch size filled in. Throws
+  // std::invalid_argument for a state of another size.
+  std::vector<float> predict(const std::vector<float>& obs, std::vector<float>& state,
+                             std::size_t batch = 1) const;
+  // A zero state for `batch` observations (empty for a feed-forward model).
+  std::vector<float> initial_state(std::size_t batch = 1) const;
   std::size_t obs_size() const;
 
   // ---- update ----

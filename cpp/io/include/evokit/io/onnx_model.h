@@ -26,6 +26,7 @@
 
 namespace onnx {
 class ModelProto;
+class ValueInfoProto;
 }
 
 namespace evokit::io {
@@ -53,18 +54,29 @@ class OnnxModel {
   // The model's own parameter values, flat.
   const std::vector<float>& parameters() const noexcept { return parameters_; }
 
-  // The observation input (the one graph input that is not an initializer)
-  // and the first graph output.
+  // The observation input (the first graph input that is not an
+  // initializer) and the first graph output.
   const std::string& input_name() const noexcept { return input_name_; }
   const std::string& output_name() const noexcept { return output_name_; }
+  // Recurrent state: the graph inputs after the observation, each paired
+  // with the output holding its next value by Python's rule
+  // (evokit/policy/onnx_policy.py): by name (h0 -> hn, x_in -> x_out), else
+  // by declared shape; empty for a feed-forward policy. setup refuses, naming
+  // it, an input that pairs with no output or with several by shape.
+  const std::vector<std::string>& state_names() const noexcept { return state_names_; }
+  const std::vector<std::string>& state_output_names() const noexcept {
+    return state_output_names_;
+  }
+  bool recurrent() const noexcept { return !state_names_.empty(); }
   std::int64_t ir_version() const noexcept { return ir_version_; }
   // The default-domain opset (0 if the model imports none).
   std::int64_t opset() const noexcept { return opset_; }
 
-  // The forward pass: the ops of PolicyGraph::supported_ops() with INT and
-  // FLOAT attributes (Softmax's axis defaulting to 1 before opset 13), and
+  // The forward pass: the ops of PolicyGraph::supported_ops() with INT,
+  // FLOAT, INTS, STRING and STRINGS attributes (Softmax's axis defaulting to
+  // 1 before opset 13), INT64 initializers and Constants (axes, shapes) and
   // Constant nodes holding a FLOAT tensor (`value`), `value_float` or
-  // `value_floats`. Throws ModelError naming the file and the node for
+  // `value_floats`; the state inputs and outputs, if any. Throws ModelError naming the file and the node for
   // another op or constant, a non-float initializer input, a shape it cannot
   // run, or a first output that does not start with the batch dimension.
   PolicyGraph graph() const;
@@ -84,6 +96,7 @@ class OnnxModel {
  private:
   OnnxModel() = default;
   void setup();
+  void pair_state(const std::vector<const onnx::ValueInfoProto*>& inputs);
 
   std::shared_ptr<const onnx::ModelProto> model_;  // immutable once loaded
   std::string source_;
@@ -94,6 +107,9 @@ class OnnxModel {
   std::vector<float> parameters_;
   std::string input_name_;
   std::string output_name_;
+  std::vector<std::string> state_names_, state_output_names_;
+  std::vector<std::vector<std::size_t>> state_shapes_;  // the batch dim as 1
+  std::vector<std::size_t> state_axes_;                 // the batch axis of each
   std::int64_t ir_version_ = 0;
   std::int64_t opset_ = 0;
 };
