@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -74,19 +75,34 @@ std::size_t element_count(const std::vector<std::size_t>& dims) {
   return n;
 }
 
+// `count` elements of `width` bytes, in errors: the number, or "more than
+// 18446744073709551615" (as Python words a count beyond 64 bits).
+std::string needed(const std::vector<std::size_t>& dims, std::size_t width) {
+  constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
+  if (std::find(dims.begin(), dims.end(), std::size_t{0}) != dims.end()) return "0";
+  std::size_t n = width;
+  for (std::size_t d : dims) {
+    if (n > kMax / d) return "more than " + std::to_string(kMax);
+    n *= d;
+  }
+  return std::to_string(n);
+}
+
 // The values of a float tensor (`what` holds it), whether stored as raw_data
-// (little-endian) or float_data.
+// (little-endian) or float_data. The shape is only a claim: it is checked
+// against the data the tensor holds before anything is allocated.
 std::vector<float> float_values(const TensorProto& t, const std::string& source,
                                 const std::string& what) {
-  const std::size_t n = element_count(dims_of(t, source, what));
-  std::vector<float> out(n);
+  const std::vector<std::size_t> dims = dims_of(t, source, what);
   if (t.has_raw_data()) {
     const std::string& raw = t.raw_data();
-    if (raw.size() != n * 4) {
+    const std::string needs = needed(dims, 4);
+    if (needs != std::to_string(raw.size())) {
       throw ModelError(source + ": " + what + " holds " + std::to_string(raw.size()) +
-                       " bytes of raw data, its shape needs " + std::to_string(n * 4));
+                       " bytes of raw data, its shape needs " + needs);
     }
-    for (std::size_t i = 0; i < n; ++i) {
+    std::vector<float> out(raw.size() / 4);
+    for (std::size_t i = 0; i < out.size(); ++i) {
       const auto* b = reinterpret_cast<const unsigned char*>(raw.data()) + 4 * i;
       const std::uint32_t bits = static_cast<std::uint32_t>(b[0]) |
                                  (static_cast<std::uint32_t>(b[1]) << 8) |
@@ -94,14 +110,14 @@ std::vector<float> float_values(const TensorProto& t, const std::string& source,
                                  (static_cast<std::uint32_t>(b[3]) << 24);
       std::memcpy(&out[i], &bits, 4);
     }
-  } else {
-    if (static_cast<std::size_t>(t.float_data_size()) != n) {
-      throw ModelError(source + ": " + what + " holds " + std::to_string(t.float_data_size()) +
-                       " values, its shape needs " + std::to_string(n));
-    }
-    for (std::size_t i = 0; i < n; ++i) out[i] = t.float_data(static_cast<int>(i));
+    return out;
   }
-  return out;
+  const std::string needs = needed(dims, 1);
+  if (needs != std::to_string(t.float_data_size())) {
+    throw ModelError(source + ": " + what + " holds " + std::to_string(t.float_data_size()) +
+                     " values, its shape needs " + needs);
+  }
+  return std::vector<float>(t.float_data().begin(), t.float_data().end());
 }
 
 std::string raw_bytes(const float* values, std::size_t n) {
