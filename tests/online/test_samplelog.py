@@ -319,6 +319,42 @@ def test_crafted_headers_claiming_the_rest_of_the_file_read_in_linear_time(tmp_p
     assert examined <= 3 * size
 
 
+def test_crafted_sound_frames_that_are_no_sample_records_read_in_linear_time(tmp_path):
+    """4 MiB of sound frames (both checksums hold) whose payloads do not parse:
+    each is parsed once and skipped exactly; the scan examines a few bytes per
+    byte (bench/crafted_logs.py's not_sample; the other kinds are the core's
+    tests, cpp/tests/test_record_log.cc)."""
+    size = 4 << 20
+    payload = b"\xff" * 16
+    head = struct.pack("<4sII", MAGIC, 16, zlib.crc32(payload))
+    data = (head + struct.pack("<I", zlib.crc32(head)) + payload) * (size // 32)
+    path = str(tmp_path / "crafted.log")
+    with open(path, "wb") as f:
+        f.write(data)
+    result = read_log(path)
+    assert result.records == [] and len(result.skipped) == size // 32
+    assert [(s.offset, s.length) for s in result.skipped[:2]] == [(0, 32), (32, 32)]
+    assert all(s.reason.startswith("payload is not a SampleRecord: ") for s in result.skipped)
+    _, examined = _core.scan_record_log(data)
+    assert examined <= 3 * size
+
+
+def test_read_log_restores_the_garbage_collector(tmp_path):
+    import gc
+
+    path = str(tmp_path / "s.log")
+    append_records(path, [make_record(0)])
+    assert gc.isenabled()
+    read_log(path)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        read_log(path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_scan_record_log_binding():
     """evokit._core's framing: spans in file order covering every byte, bytes
     only, ValueError for an oversized payload."""
