@@ -54,9 +54,14 @@ def _umask() -> int:
 
 
 def fsync_dir(directory: Union[str, "os.PathLike[str]"]) -> None:
-    """fsync a directory, so that a rename or a new file in it is durable."""
+    """fsync a directory, so that a rename or a new file in it is durable.
+    An error (e.g. ENOSPC or EIO from the fsync) names the directory."""
     dir_fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
+    except OSError as exc:
+        named = OSError(f"{os.fspath(directory)}: cannot fsync the directory ({exc.strerror or exc})")
+        named.errno = exc.errno
+        raise named from None
     finally:
         os.close(dir_fd)

@@ -285,5 +285,42 @@ TEST(RecordLog, CraftedDamageIsReadInLinearTime) {
   EXPECT_LE(m.bytes_examined, 5 * kSize);
 }
 
+// The other crafted logs of bench/crafted_logs.py, 4 MiB each: headers
+// claiming the maximum payload (the last 16 MiB of claims run past the end),
+// and headers whose claims run past the end between two records (each torn
+// before the next record). The work stays a few bytes per byte.
+TEST(RecordLog, CraftedClaimsOfTheMaximumAndTornClaimsAreReadInLinearTime) {
+  constexpr std::size_t kSize = 4u << 20;
+  std::string max_claims;
+  max_claims.reserve(kSize);
+  while (max_claims.size() < kSize) max_claims += header(kMaxRecordPayload, 1);
+  const RecordLogScan a = scan_record_log(max_claims.data(), max_claims.size());
+  ASSERT_EQ(a.spans.size(), kSize / 16);
+  EXPECT_EQ(rows(a).back(),
+            skipped(kSize - 16, 16,
+                    "torn record at end of file (16 of " + std::to_string(kMaxRecordPayload + 16) +
+                        " bytes)"));
+  EXPECT_EQ(rows(a)[0], skipped(0, 16,
+                                "torn record (16 of " + std::to_string(kMaxRecordPayload + 16) +
+                                    " bytes) before the next record"));
+  EXPECT_LE(a.bytes_examined, 3 * kSize);
+
+  const std::string sound = frame_record("");
+  std::string torn = sound;
+  while (torn.size() < kSize - sound.size()) torn += header(kSize, 0);
+  torn += sound;
+  const RecordLogScan b = scan_record_log(torn.data(), torn.size());
+  const Rows r = rows(b);
+  ASSERT_EQ(r.size(), kSize / 16);
+  EXPECT_EQ(r.front(), record(0, 16));
+  EXPECT_EQ(r.back(), record(kSize - 16, 16));
+  for (std::size_t i = 1; i + 1 < r.size(); ++i) {
+    ASSERT_EQ(r[i], skipped(16 * i, 16,
+                            "torn record (16 of " + std::to_string(kSize + 16) +
+                                " bytes) before the next record"));
+  }
+  EXPECT_LE(b.bytes_examined, 3 * kSize);
+}
+
 }  // namespace
 }  // namespace evokit

@@ -46,10 +46,11 @@ from typing import Any, Optional, Protocol, Sequence
 
 import numpy as np
 import onnx
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto
 
 from .. import _core
 from ..errors import ModelError, NotSupportedError
+from .tensor_data import float_tensor_values, int64_tensor_values
 
 __all__ = ["NativePolicy", "PolicyLayout", "SUPPORTED_OPS"]
 
@@ -84,13 +85,15 @@ def _constant_value(node: onnx.NodeProto, label: str, source: str) -> np.ndarray
     for attr in node.attribute:
         if attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
             if attr.t.data_type == TensorProto.INT64:
-                return numpy_helper.to_array(attr.t).astype(np.int64)
+                return int64_tensor_values(attr.t, source, f"{label}: value").reshape(
+                    [int(d) for d in attr.t.dims])
             if attr.t.data_type != TensorProto.FLOAT:
                 raise NotSupportedError(
                     f"{source}: native backend: {label}: a "
                     f"{TensorProto.DataType.Name(attr.t.data_type)} constant; only FLOAT tensors "
                     f"are supported")
-            return numpy_helper.to_array(attr.t).astype(np.float32)
+            return float_tensor_values(attr.t, source, f"{label}: value").reshape(
+                [int(d) for d in attr.t.dims])
         if attr.name in ("value_float", "value_floats"):
             return np.asarray(onnx.helper.get_attribute_value(attr), np.float32)
         if attr.name in ("value_int", "value_ints"):
@@ -166,11 +169,15 @@ class NativePolicy:
                     offset, shape = params[t.name]
                     g.add_param(t.name, offset, list(shape))
                 elif t.data_type == TensorProto.FLOAT:
-                    g.add_constant(t.name, list(t.dims), numpy_helper.to_array(t).reshape(-1))
+                    g.add_constant(t.name, list(t.dims),
+                                   float_tensor_values(t, source, f"initializer {t.name!r}"))
                 elif t.data_type == TensorProto.INT64:
-                    g.add_int_constant(t.name, list(t.dims), numpy_helper.to_array(t).reshape(-1))
+                    g.add_int_constant(t.name, list(t.dims),
+                                       int64_tensor_values(t, source, f"initializer {t.name!r}"))
                 else:
                     other[t.name] = TensorProto.DataType.Name(t.data_type)
+        except ModelError:  # a tensor whose shape disagrees with its data: a broken model
+            raise
         except ValueError as exc:
             raise refuse(str(exc)) from None
 

@@ -74,6 +74,7 @@ from ..errors import FingerprintError, ModelError, NativeFallbackWarning, NotSup
 from ..util import atomic_write_bytes
 from .fingerprint import FINGERPRINT_VERSION, model_fingerprint, model_fingerprint_v1
 from .native import NativePolicy
+from .tensor_data import float_tensor_values
 
 __all__ = ["BACKENDS", "OnnxPolicy", "select_action", "write_model_bytes"]
 
@@ -380,26 +381,18 @@ class OnnxPolicy:
                 f"{_few([t.name for t in float_inits])})"
             )
 
+        # The values first: each shape is checked against the data it holds
+        # before anything is sized from it.
+        arrays = [float_tensor_values(t, source, f"initializer {t.name!r}") for t in selected]
         self.param_names = [t.name for t in selected]
         self.param_shapes = [tuple(int(d) for d in t.dims) for t in selected]
-        self._sizes = [int(math.prod(s)) for s in self.param_shapes]
+        self._sizes = [a.size for a in arrays]
         offsets = np.cumsum([0] + self._sizes)
         self.param_slices = [
             (int(offsets[i]), int(offsets[i + 1])) for i in range(len(self._sizes))
         ]
         self.num_params = int(offsets[-1])
-
-        try:
-            arrays = [numpy_helper.to_array(t) for t in selected]
-        except Exception as e:
-            raise ModelError(f"{source}: cannot read initializer data: {e}") from e
-        if arrays:
-            flat = np.concatenate(
-                [np.asarray(a, dtype=np.float32).reshape(-1) for a in arrays]
-            )
-        else:  # pragma: no cover - guarded above
-            flat = np.zeros(0, np.float32)
-        self._initial = np.ascontiguousarray(flat, dtype=np.float32)
+        self._initial = np.ascontiguousarray(np.concatenate(arrays), dtype=np.float32)
 
         # Observation input: first graph input that is not an initializer
         # (IR < 4 models also list initializers as inputs).

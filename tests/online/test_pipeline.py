@@ -3,6 +3,7 @@ crash safety and bad input."""
 
 import collections
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -530,3 +531,84 @@ def test_online_example_demo_solves(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "solved after" in proc.stdout
     assert Warehouse(tmp_path / "model_warehouse").latest >= 3
+
+
+# ---- a full disk ------------------------------------------------------------------
+
+
+def _cli_with_file_size_limit(limit, cwd, *args):
+    """``evokit ARGS`` (this interpreter's package) in a process that may
+    write files of at most ``limit`` bytes: past it a write fails with EFBIG,
+    as it fails with ENOSPC on a full disk (SIGXFSZ ignored)."""
+    import resource
+    import signal
+    import sys
+
+    def small_disk():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run([sys.executable, "-m", "evokit.cli", *map(str, args)], cwd=cwd,
+                          preexec_fn=small_disk, capture_output=True, text=True, timeout=300)
+
+
+def test_sample_on_a_full_disk_appends_nothing_and_a_retry_succeeds(setup):
+    """Issue 16: `sample` on a full disk appended part of its batch and a torn
+    record, then refused a retry with the same --seed."""
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 4, log, seed=0)
+    before = log.read_bytes()
+    proc = _cli_with_file_size_limit(len(before) + 300, tmp, "sample", "--warehouse", wh, "--env",
+                                     "CartPole-v1", "--num-samples", 4, "--log", log, "--seed", 1)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert re.fullmatch(rf"evokit: error: {re.escape(str(log))}: cannot append 4 records \(\d+ bytes\) to "
+                        rf"the sampling log: File too large; nothing was appended \(the log is back to "
+                        rf"its {len(before)} bytes\)\n", proc.stderr), proc.stderr
+    assert log.read_bytes() == before
+    sample(wh, "CartPole-v1", 4, log, seed=1)  # the same sampler again: accepted, and whole
+    result = read_log(log)
+    assert log.read_bytes().startswith(before) and result.skipped == []
+    assert [r.record.sampler_id for r in result.records] == [0] * 4 + [1] * 4
+
+
+def test_update_on_a_full_disk_names_the_file_and_leaves_the_warehouse(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 20, log)
+    snapshot = files(wh)
+    proc = _cli_with_file_size_limit(200, tmp, "update", "--warehouse", wh, "--log", log)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert re.fullmatch(rf"evokit: error: {re.escape(wh)}/\.tmp-model_iter_id-1-\w+/model\.onnx: cannot "
+                        rf"write it \(File too large\)\n", proc.stderr), proc.stderr
+    assert files(wh) == snapshot
+    assert update(wh, [log]).to_iteration == 1
+
+
+def test_update_whose_directory_fsync_fails_names_the_directory(setup, monkeypatch):
+    import errno
+    import stat
+
+    import evokit.util
+
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 20, log)
+    snapshot = files(wh)
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(evokit.util.os, "fsync", fsync)
+    with pytest.raises(ValueError) as ei:  # the model's writer names its file, then the directory
+        update(wh, [log])
+    monkeypatch.undo()
+    tmp_dir = rf"{re.escape(wh)}/\.tmp-model_iter_id-1-\w+"
+    assert re.fullmatch(rf"{tmp_dir}/model\.onnx: cannot write: {tmp_dir}: cannot fsync the directory "
+                        rf"\(No space left on device\)", str(ei.value)), str(ei.value)
+    assert files(wh) == snapshot

@@ -6,6 +6,7 @@ import hashlib
 import multiprocessing
 import os
 import random
+import re
 import struct
 import threading
 import warnings
@@ -45,6 +46,11 @@ def various_records():
         pb.SampleRecord(info=pb.SamplingInfo(key=[1, 2, 3, 4, 5], mirrored=True)),
     ]
     return recs
+
+
+def _bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def write_log(path, records):
@@ -313,6 +319,42 @@ def test_crafted_headers_claiming_the_rest_of_the_file_read_in_linear_time(tmp_p
     assert examined <= 3 * size
 
 
+def test_crafted_sound_frames_that_are_no_sample_records_read_in_linear_time(tmp_path):
+    """4 MiB of sound frames (both checksums hold) whose payloads do not parse:
+    each is parsed once and skipped exactly; the scan examines a few bytes per
+    byte (bench/crafted_logs.py's not_sample; the other kinds are the core's
+    tests, cpp/tests/test_record_log.cc)."""
+    size = 4 << 20
+    payload = b"\xff" * 16
+    head = struct.pack("<4sII", MAGIC, 16, zlib.crc32(payload))
+    data = (head + struct.pack("<I", zlib.crc32(head)) + payload) * (size // 32)
+    path = str(tmp_path / "crafted.log")
+    with open(path, "wb") as f:
+        f.write(data)
+    result = read_log(path)
+    assert result.records == [] and len(result.skipped) == size // 32
+    assert [(s.offset, s.length) for s in result.skipped[:2]] == [(0, 32), (32, 32)]
+    assert all(s.reason.startswith("payload is not a SampleRecord: ") for s in result.skipped)
+    _, examined = _core.scan_record_log(data)
+    assert examined <= 3 * size
+
+
+def test_read_log_restores_the_garbage_collector(tmp_path):
+    import gc
+
+    path = str(tmp_path / "s.log")
+    append_records(path, [make_record(0)])
+    assert gc.isenabled()
+    read_log(path)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        read_log(path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_scan_record_log_binding():
     """evokit._core's framing: spans in file order covering every byte, bytes
     only, ValueError for an oversized payload."""
@@ -403,11 +445,12 @@ def test_reader_never_modifies_the_log(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# Writing: one write per record, under the lock, fsync before unlock
+# Writing: one write per batch, under the lock, fsync before unlock; whole or
+# not at all
 # ---------------------------------------------------------------------------
 
 
-def test_append_writes_once_per_record_under_the_lock(tmp_path, monkeypatch):
+def test_append_writes_the_batch_once_under_the_lock(tmp_path, monkeypatch):
     path = str(tmp_path / "s.log")
     recs = [make_record(i, pad=100 * i) for i in range(4)]
     frames = [encode_record(r) for r in recs]
@@ -442,8 +485,8 @@ def test_append_writes_once_per_record_under_the_lock(tmp_path, monkeypatch):
 
     # (a new file's directory is fsynced before the lock is taken)
     locked = events.index(("flock", fcntl.LOCK_EX))
-    assert events[locked:] == [("flock", fcntl.LOCK_EX)] + [("write", f) for f in frames] + [
-        ("fsync",), ("flock", fcntl.LOCK_UN)]
+    assert events[locked:] == [("flock", fcntl.LOCK_EX), ("write", b"".join(frames)), ("fsync",),
+                               ("flock", fcntl.LOCK_UN)]
     assert all(e[0] != "write" for e in events[:locked])
     assert [r.record for r in read_log(path).records] == recs
 
@@ -466,6 +509,73 @@ def test_partial_writes_are_continued(tmp_path, monkeypatch):
     assert len(calls) > len(recs)
     result = read_log(path)
     assert [r.record for r in result.records] == recs and result.skipped == []
+
+
+@pytest.mark.parametrize("fail_in, err", [("write", "ENOSPC"), ("write", "EFBIG"), ("fsync", "EIO")])
+@pytest.mark.parametrize("writer", ["append_records", "LogWriter"])
+def test_failed_append_leaves_the_log_as_it_was(tmp_path, monkeypatch, fail_in, err, writer):
+    """A full disk (or a file size limit, or an I/O error at fsync) after part
+    of the batch is written: the log is cut back to its length before the
+    batch, the error is one line naming the log, and a retry appends the
+    batch whole."""
+    path = str(tmp_path / "s.log")
+    append_records(path, [make_record(0)])
+    before = _bytes(path)
+    recs = [make_record(i, pad=200) for i in range(1, 4)]
+    size = sum(len(encode_record(r)) for r in recs)
+    code = getattr(__import__("errno"), err)
+    real_write = os.write
+
+    def write_then_fail(fd, data):
+        if os.fstat(fd).st_size > len(before):  # part of the batch is on disk
+            raise OSError(code, os.strerror(code))
+        return real_write(fd, bytes(data)[:len(data) // 2])
+
+    def fsync_fails(fd):
+        raise OSError(code, os.strerror(code))
+
+    if fail_in == "write":
+        monkeypatch.setattr(samplelog.os, "write", write_then_fail)
+    else:
+        monkeypatch.setattr(samplelog.os, "fsync", fsync_fails)
+    with pytest.raises(LogError) as ei:
+        if writer == "LogWriter":
+            with LogWriter(path) as w:
+                w.append_many(recs)
+        else:
+            append_records(path, recs)
+    monkeypatch.undo()
+    assert str(ei.value) == (f"{path}: cannot append 3 records ({size} bytes) to the sampling log: "
+                             f"{os.strerror(code)}; nothing was appended (the log is back to its "
+                             f"{len(before)} bytes)")
+    assert isinstance(ei.value.__cause__, OSError) and ei.value.__cause__.errno == code
+    assert _bytes(path) == before
+    append_records(path, recs)
+    assert [r.record for r in read_log(path).records] == [make_record(0)] + recs
+
+
+def test_failed_append_that_cannot_be_undone_says_so(tmp_path, monkeypatch):
+    path = str(tmp_path / "s.log")
+    real_write = os.write
+
+    def half_then_full(fd, data):
+        if os.fstat(fd).st_size > 0:
+            raise OSError(28, os.strerror(28))
+        return real_write(fd, bytes(data)[:10])
+
+    def no_truncate(fd, length):
+        raise OSError(5, os.strerror(5))
+
+    monkeypatch.setattr(samplelog.os, "write", half_then_full)
+    monkeypatch.setattr(samplelog.os, "ftruncate", no_truncate)
+    with pytest.raises(LogError, match=re.escape(
+            f"{path}: cannot append 1 record (") + r"\d+" + re.escape(
+            f" bytes) to the sampling log: {os.strerror(28)}; cutting it back to its 0 bytes "
+            f"failed too ({os.strerror(5)}): the reader skips the torn end") + "$"):
+        append_records(path, [make_record(1)])
+    monkeypatch.undo()
+    result = read_log(path)
+    assert result.records == [] and [(s.offset, s.length) for s in result.skipped] == [(0, 10)]
 
 
 def test_log_writer(tmp_path):

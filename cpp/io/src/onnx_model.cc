@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -74,20 +75,36 @@ std::size_t element_count(const std::vector<std::size_t>& dims) {
   return n;
 }
 
+// `count` elements of `width` bytes, in errors: the number, or "more than
+// 18446744073709551615" (as Python words a count beyond 64 bits).
+std::string needed(const std::vector<std::size_t>& dims, std::size_t width) {
+  constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
+  if (std::find(dims.begin(), dims.end(), std::size_t{0}) != dims.end()) return "0";
+  std::size_t n = width;
+  for (std::size_t d : dims) {
+    if (n > kMax / d) return "more than " + std::to_string(kMax);
+    n *= d;
+  }
+  return std::to_string(n);
+}
+
 // The values of a tensor of T (`what` holds it), whether stored as raw_data
 // (little-endian) or in its typed field (`typed`: float_data, int64_data).
+// The shape is only a claim: it is checked against the data the tensor holds
+// before anything is allocated.
 template <class T, class Typed>
 std::vector<T> tensor_values(const TensorProto& t, const Typed& typed, const std::string& source,
                              const std::string& what) {
-  const std::size_t n = element_count(dims_of(t, source, what));
-  std::vector<T> out(n);
+  const std::vector<std::size_t> dims = dims_of(t, source, what);
   if (t.has_raw_data()) {
     const std::string& raw = t.raw_data();
-    if (raw.size() != n * sizeof(T)) {
+    const std::string needs = needed(dims, sizeof(T));
+    if (needs != std::to_string(raw.size())) {
       throw ModelError(source + ": " + what + " holds " + std::to_string(raw.size()) +
-                       " bytes of raw data, its shape needs " + std::to_string(n * sizeof(T)));
+                       " bytes of raw data, its shape needs " + needs);
     }
-    for (std::size_t i = 0; i < n; ++i) {
+    std::vector<T> out(raw.size() / sizeof(T));
+    for (std::size_t i = 0; i < out.size(); ++i) {
       std::uint64_t bits = 0;
       for (std::size_t k = sizeof(T); k-- > 0;) {
         bits = (bits << 8) | static_cast<unsigned char>(raw[sizeof(T) * i + k]);
@@ -99,14 +116,14 @@ std::vector<T> tensor_values(const TensorProto& t, const Typed& typed, const std
         std::memcpy(&out[i], &bits, 8);
       }
     }
-  } else {
-    if (static_cast<std::size_t>(typed.size()) != n) {
-      throw ModelError(source + ": " + what + " holds " + std::to_string(typed.size()) +
-                       " values, its shape needs " + std::to_string(n));
-    }
-    for (std::size_t i = 0; i < n; ++i) out[i] = typed.Get(static_cast<int>(i));
+    return out;
   }
-  return out;
+  const std::string needs = needed(dims, 1);
+  if (needs != std::to_string(typed.size())) {
+    throw ModelError(source + ": " + what + " holds " + std::to_string(typed.size()) +
+                     " values, its shape needs " + needs);
+  }
+  return std::vector<T>(typed.begin(), typed.end());
 }
 
 std::vector<float> float_values(const TensorProto& t, const std::string& source,

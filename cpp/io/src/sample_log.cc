@@ -152,38 +152,42 @@ void LogWriter::append(const proto::SampleRecord& record) {
 }
 
 void LogWriter::append(const std::vector<proto::SampleRecord>& records) {
-  std::vector<std::string> frames;
-  frames.reserve(records.size());
-  for (const auto& r : records) frames.push_back(encode_record(r));
+  std::string batch;
+  for (const auto& r : records) batch += encode_record(r);
   std::lock_guard<std::mutex> lock(mutex_);
   if (fd_ < 0) throw std::logic_error(path_ + ": append to a closed LogWriter");
-  if (frames.empty()) return;
+  if (batch.empty()) return;
   if (::flock(fd_, LOCK_EX) != 0) {
     throw std::system_error(errno, std::generic_category(), path_ + ": cannot lock sampling log");
   }
-  int err = 0;
-  const char* what = nullptr;
-  for (const std::string& frame : frames) {
-    // One write() per frame; continue after a partial write, still locked.
-    std::size_t done = 0;
-    while (done < frame.size() && err == 0) {
-      const ssize_t n = ::write(fd_, frame.data() + done, frame.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        err = errno;
-        what = "cannot append to sampling log";
-      } else {
-        done += static_cast<std::size_t>(n);
-      }
-    }
-    if (err != 0) break;
+  // Whole or not at all: one write() of the batch (continued after a partial
+  // write, still locked), then fsync; if either fails the file is cut back
+  // to the length it had, so no part of the batch stays behind.
+  struct stat st {};
+  int err = ::fstat(fd_, &st) != 0 ? errno : 0;
+  std::size_t done = 0;
+  while (err == 0 && done < batch.size()) {
+    const ssize_t n = ::write(fd_, batch.data() + done, batch.size() - done);
+    if (n < 0 && errno != EINTR) err = errno;
+    if (n > 0) done += static_cast<std::size_t>(n);
   }
-  if (err == 0 && fsync_ && ::fsync(fd_) != 0) {
-    err = errno;
-    what = "cannot fsync sampling log";
+  if (err == 0 && fsync_ && ::fsync(fd_) != 0) err = errno;
+  std::string message;
+  if (err != 0) {
+    message = path_ + ": cannot append " + std::to_string(records.size()) + " record" +
+              (records.size() == 1 ? "" : "s") + " (" + std::to_string(batch.size()) +
+              " bytes) to the sampling log: " + detail::errno_message(err);
+    if (::ftruncate(fd_, st.st_size) == 0) {
+      message += "; nothing was appended (the log is back to its " +
+                 std::to_string(st.st_size) + " bytes)";
+    } else {
+      message += "; cutting it back to its " + std::to_string(st.st_size) +
+                 " bytes failed too (" + detail::errno_message(errno) +
+                 "): the reader skips the torn end";
+    }
   }
   ::flock(fd_, LOCK_UN);
-  if (err != 0) throw std::system_error(err, std::generic_category(), path_ + ": " + what);
+  if (err != 0) throw LogError(message);
 }
 
 }  // namespace evokit::io

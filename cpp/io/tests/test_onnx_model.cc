@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -435,6 +436,95 @@ TEST(OnnxModelErrors, ConstantsRefusedAsInPython) {
   });
   EXPECT_THROW_WITH(short_data.graph(), ModelError,
                     "test.onnx: node 'k' (Constant): value holds 1 values, its shape needs 3");
+}
+
+// cartpole_h8.onnx (695 bytes) with initializer `index` claiming `dims`,
+// its data kept (raw_data, or moved to float_data).
+// With `ir_version` 99 (newer than libonnx knows) the ONNX checker leaves
+// the model alone and the reader's own checks are all there is.
+std::string cartpole_claiming(int index, const std::vector<std::int64_t>& dims,
+                              bool float_data = false, std::int64_t ir_version = 8) {
+  std::ifstream in(data_path("cartpole_h8.onnx"), std::ios::binary);
+  onnx::ModelProto model;
+  EXPECT_TRUE(model.ParseFromIstream(&in));
+  model.set_ir_version(ir_version);
+  onnx::TensorProto* t = model.mutable_graph()->mutable_initializer(index);
+  if (float_data) {
+    const std::string raw = t->raw_data();
+    t->clear_raw_data();
+    for (std::size_t i = 0; i < raw.size(); i += 4) {
+      float v;
+      std::memcpy(&v, raw.data() + i, 4);
+      t->add_float_data(v);
+    }
+  }
+  t->clear_dims();
+  for (std::int64_t d : dims) t->add_dims(d);
+  return model.SerializeAsString();
+}
+
+TEST(OnnxModelErrors, DeclaredShapesAreCheckedAgainstTheDataBeforeAllocating) {
+  // Issue 16: a 925-byte model made load() allocate 2.1 GB, dims[0] = 2**40
+  // threw std::bad_alloc. The shape is checked against the bytes present
+  // first (under ASan, an allocation of that size would abort the test).
+  struct Case {
+    std::vector<std::int64_t> dims;
+    bool float_data;
+    std::string message;
+  };
+  const std::int64_t two40 = std::int64_t{1} << 40;
+  const std::int64_t two32 = std::int64_t{1} << 32;
+  const std::vector<Case> cases = {
+      {{std::int64_t{1} << 29}, false,
+       "holds 128 bytes of raw data, its shape needs 2147483648"},
+      {{two40, 1}, false, "holds 128 bytes of raw data, its shape needs 4398046511104"},
+      {{two32, two32}, false,
+       "holds 128 bytes of raw data, its shape needs more than 18446744073709551615"},
+      {{two40}, true, "holds 32 values, its shape needs 1099511627776"},
+      {{std::int64_t{1} << 62, 4}, true,
+       "holds 32 values, its shape needs more than 18446744073709551615"},
+      {{8, 3}, false, "holds 128 bytes of raw data, its shape needs 96"},
+      {{-4, -8}, false, "has a negative dimension -4"},
+  };
+  for (const Case& c : cases) {
+    const std::string bytes = cartpole_claiming(0, c.dims, c.float_data, 99);
+    EXPECT_LT(bytes.size(), 1000u);
+    EXPECT_THROW_WITH(OnnxModel::from_bytes(bytes, ".*", "huge.onnx"), ModelError,
+                      "huge.onnx: initializer 'layer0.weight' " + c.message);
+    // In IR 8 libonnx's checker refuses some first (a negative dimension;
+    // a product beyond 64 bits, which it wraps to 0), naming the tensor.
+    try {
+      OnnxModel::from_bytes(cartpole_claiming(0, c.dims, c.float_data), ".*", "huge.onnx");
+      ADD_FAILURE() << "accepted dims[0] = " << c.dims[0];
+    } catch (const ModelError& e) {
+      const std::string what = e.what();
+      if (what.rfind("huge.onnx: ONNX checker rejected the model: ", 0) == 0) {
+        EXPECT_NE(what.find("(tensor name: layer0.weight)"), std::string::npos) << what;
+      } else {
+        EXPECT_EQ(what, "huge.onnx: initializer 'layer0.weight' " + c.message);
+      }
+    }
+  }
+  // A float initializer that is no parameter: checked when graph() makes it a
+  // constant.
+  const OnnxModel biases_fixed =
+      OnnxModel::from_bytes(cartpole_claiming(3, {two40, 2}), ".*weight", "huge.onnx");
+  EXPECT_THROW_WITH(biases_fixed.graph(), ModelError,
+                    "huge.onnx: initializer 'head.bias' holds 8 bytes of raw data, its shape "
+                    "needs 8796093022208");
+  // A Constant node's tensor.
+  Builder b;
+  onnx::TensorProto* t = Builder::attribute(b.constant("k", "k"), "value",
+                                            onnx::AttributeProto::TENSOR)->mutable_t();
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(two40);
+  t->set_raw_data(std::string(12, '\0'));
+  b.init("W", {2, 2}, {1, 0, 0, 1});
+  b.node("MatMul", {"obs", "W"}, "y");
+  b.output("y", 2);
+  EXPECT_THROW_WITH(b.load().graph(), ModelError,
+                    "test.onnx: node 'k' (Constant): value holds 12 bytes of raw data, its shape "
+                    "needs 4398046511104");
 }
 
 TEST(OnnxModelErrors, OutputMustStartWithTheBatchDimension) {

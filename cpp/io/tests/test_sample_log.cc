@@ -1,7 +1,9 @@
 #include "evokit/io/sample_log.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <string>
 #include <thread>
 #include <vector>
@@ -263,6 +265,54 @@ TEST(SampleLogCorruption, CraftedHeadersClaimingTheRestOfTheFile) {
   EXPECT_EQ(log.skipped.back().to_string(),
             dir.file("crafted.log") + ": skipped 16 bytes at offset " + std::to_string(kSize - 16) +
                 ": payload checksum mismatch");
+}
+
+// Files this process writes are limited to `limit` bytes while it lives: a
+// write past it fails with EFBIG, as one fails with ENOSPC on a full disk.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t limit) {
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    ::getrlimit(RLIMIT_FSIZE, &old_);
+    rlimit now = old_;
+    now.rlim_cur = limit;
+    EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &now), 0);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  rlimit old_{};
+  void (*old_handler_)(int) = nullptr;
+};
+
+TEST(SampleLog, AppendOnAFullDiskIsUndoneAndNamesTheLog) {
+  // Issue 16: a batch is appended whole or not at all.
+  TempDir dir;
+  const std::string path = dir.file("a.log");
+  LogWriter w(path);
+  w.append(make_record(0));
+  const std::string before = read_bytes(path);
+  std::vector<proto::SampleRecord> batch;
+  for (int i = 1; i <= 3; ++i) batch.push_back(make_record(i));
+  const std::string batch_bytes = frames(1, 3);
+  {
+    FileSizeLimit limit(before.size() + batch_bytes.size() / 2);
+    try {
+      w.append(batch);
+      ADD_FAILURE() << "the append past the limit succeeded";
+    } catch (const LogError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                path + ": cannot append 3 records (" + std::to_string(batch_bytes.size()) +
+                    " bytes) to the sampling log: File too large; nothing was appended (the log "
+                    "is back to its " + std::to_string(before.size()) + " bytes)");
+    }
+  }
+  EXPECT_EQ(read_bytes(path), before);
+  w.append(batch);  // the retry appends the batch whole
+  EXPECT_EQ(read_bytes(path), before + batch_bytes);
 }
 
 TEST(SampleLog, OversizedRecordIsRefusedAndAppendsNothing) {

@@ -170,11 +170,6 @@ _allow("model", "cartpole_h8_bad_pattern", "load", Allowed(
     "an invalid param_pattern: the text is each regex engine's (Python's re, C++'s std::regex)",
     py=r"models/cartpole_h8\.onnx: invalid param_pattern '\(\[': .+",
     cpp=r"models/cartpole_h8\.onnx: invalid param_pattern '\(\[': .+"))
-_allow("model", "raw_data_wrong_size_ir99", "load", Allowed(
-    "wording",
-    "raw data of the wrong size: Python passes numpy's reshape error on, C++ counts the bytes",
-    py=r"models/\w+\.onnx: cannot read initializer data: cannot reshape array of size 11 into shape \(3,4\)",
-    cpp=r"models/\w+\.onnx: initializer 'w' holds 44 bytes of raw data, its shape needs 48"))
 _allow("model", "external_data_missing", "load", Allowed(
     "wording",
     "external data that is not there: onnx.load (Python) and the ONNX checker (C++) say so in their "

@@ -13,9 +13,9 @@
 //       16     n  payload: a serialized SampleRecord
 //
 // Writers (LogWriter) open the log with O_WRONLY | O_APPEND | O_CREAT and
-// append each record with one write() under an exclusive flock(), then
-// fsync: concurrent writers, in any process or language, never interleave
-// bytes. read_log keeps every record whose checksums hold and whose payload
+// append each batch of records with one write() under an exclusive flock(),
+// then fsync: concurrent writers, in any process or language, never
+// interleave bytes, and a batch is appended whole or not at all. read_log keeps every record whose checksums hold and whose payload
 // parses, resynchronises after a bad stretch on the next magic whose header
 // checksum holds, and reports every skipped stretch with file, offset and
 // reason, in time linear in the size of the log.
@@ -71,10 +71,10 @@ LogContents read_log(const std::string& path);
 LogContents parse_log(const std::string& bytes, const std::string& path);
 
 // An open log for a sampler. Each append() is flock(LOCK_EX) + one write()
-// per record (continuing after a partial write) + fsync (unless disabled) +
-// unlock. Thread-safe. Creates the log (and its parent directories) if
-// missing; never truncates or rewrites it. The descriptor is closed when the
-// writer is destroyed.
+// of the batch (continuing after a partial write) + fsync (unless disabled)
+// + unlock. Thread-safe. Creates the log (and its parent directories) if
+// missing; never rewrites it, and truncates it only to undo its own failed
+// append. The descriptor is closed when the writer is destroyed.
 class LogWriter {
  public:
   // Throws LogError naming the path if it cannot be opened for appending
@@ -85,8 +85,10 @@ class LogWriter {
   LogWriter& operator=(const LogWriter&) = delete;
 
   // Encodes every record first (so a bad one appends nothing), then appends
-  // them under one lock. Throws std::system_error naming the path on an I/O
-  // error.
+  // them under one lock, whole or not at all: if the write or the fsync
+  // fails (a full disk, a file size limit) the log is cut back to its length
+  // before the batch and LogError names the path, the records, the bytes and
+  // the system's reason. std::system_error if the lock cannot be taken.
   void append(const proto::SampleRecord& record);
   void append(const std::vector<proto::SampleRecord>& records);
   void close();
