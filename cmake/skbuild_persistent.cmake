@@ -46,9 +46,40 @@ if(NOT _status EQUAL 0 OR NOT EXISTS "${_pybind11_include}/pybind11/pybind11.h")
 endif()
 list(APPEND _inner_args "-DEVOKIT_PYBIND11_INCLUDE=${_pybind11_include}")
 
-message(STATUS "evokit: building in ${EVOKIT_CMAKE_BUILD_DIR} (C++ tests: ${EVOKIT_BUILD_TESTS})")
+# The CMake that configures the nested build is written into its build rules
+# (every static library's link step calls it): one from pip's isolated
+# environment, new on every install, would relink everything each time. So
+# the first `cmake` program on PATH outside that environment, when it is
+# recent enough; else this one. Scripts are passed over: a pyenv shim or a
+# PyPI `cmake` entry point imports the `cmake` package, which in the isolated
+# environment is the temporary one again.
+set(_evokit_cmake "${CMAKE_COMMAND}")
+get_filename_component(_isolated "${CMAKE_COMMAND}" DIRECTORY)
+string(REGEX REPLACE "/(normal|overlay)/.*$" "" _isolated "${_isolated}")
+if(_isolated MATCHES "pip-build-env-")
+  string(REPLACE ":" ";" _path "$ENV{PATH}")
+  foreach(_dir IN LISTS _path)
+    if(_dir MATCHES "^${_isolated}" OR NOT EXISTS "${_dir}/cmake" OR IS_DIRECTORY "${_dir}/cmake")
+      continue()
+    endif()
+    file(READ "${_dir}/cmake" _magic LIMIT 4 HEX)
+    if(NOT _magic STREQUAL "7f454c46")  # an ELF program
+      continue()
+    endif()
+    execute_process(COMMAND "${_dir}/cmake" --version OUTPUT_VARIABLE _version
+                    RESULT_VARIABLE _status ERROR_QUIET)
+    if(_status EQUAL 0 AND _version MATCHES "cmake version ([0-9.]+)"
+       AND NOT CMAKE_MATCH_1 VERSION_LESS 3.18)
+      set(_evokit_cmake "${_dir}/cmake")
+      break()
+    endif()
+  endforeach()
+endif()
+
+message(STATUS "evokit: building in ${EVOKIT_CMAKE_BUILD_DIR} with ${_evokit_cmake} "
+               "(C++ tests: ${EVOKIT_BUILD_TESTS})")
 execute_process(
-  COMMAND "${CMAKE_COMMAND}" -S "${CMAKE_CURRENT_SOURCE_DIR}" -B "${EVOKIT_CMAKE_BUILD_DIR}"
+  COMMAND "${_evokit_cmake}" -S "${CMAKE_CURRENT_SOURCE_DIR}" -B "${EVOKIT_CMAKE_BUILD_DIR}"
           -G "${CMAKE_GENERATOR}" ${_inner_args}
   RESULT_VARIABLE _status)
 if(NOT _status EQUAL 0)
@@ -56,12 +87,12 @@ if(NOT _status EQUAL 0)
 endif()
 
 add_custom_target(evokit_nested ALL
-  COMMAND "${CMAKE_COMMAND}" --build "${EVOKIT_CMAKE_BUILD_DIR}"
+  COMMAND "${_evokit_cmake}" --build "${EVOKIT_CMAKE_BUILD_DIR}"
   COMMENT "Building ${EVOKIT_CMAKE_BUILD_DIR}"
   USES_TERMINAL)
 # The wheel gets the extension and evokit_pb2 (component python) only.
 install(CODE "
-  execute_process(COMMAND \"${CMAKE_COMMAND}\" --install \"${EVOKIT_CMAKE_BUILD_DIR}\"
+  execute_process(COMMAND \"${_evokit_cmake}\" --install \"${EVOKIT_CMAKE_BUILD_DIR}\"
                           --component python --prefix \"\${CMAKE_INSTALL_PREFIX}\"
                   RESULT_VARIABLE _evokit_status)
   if(NOT _evokit_status EQUAL 0)
