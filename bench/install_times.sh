@@ -54,13 +54,17 @@ time_step() {
   local status=0
   (cd "$dir" && PATH="$work/venv/bin:$PATH" VIRTUAL_ENV="$work/venv" \
      /usr/bin/time -f '%e %U %S' -o "$times" "$@") >"$log" 2>&1 || status=$?
-  read -r wall user sys <"$times"
+  read -r wall user sys < <(tail -n 1 "$times")  # after "Command exited with non-zero status N"
   printf '%-22s wall %7.1f s   cpu (user+sys) %7.1f s   exit %d   (log: %s)\n' \
     "$name" "$wall" "$(echo "$user + $sys" | bc)" "$status" "$log"
 }
 
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); python: $("$python" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
 "$python" -m venv --system-site-packages "$work/venv"
+# pytest's command in the venv itself, as a venv without the system
+# site-packages has it: else `pytest` on PATH is the system's (with pyenv, a
+# shim that runs pyenv's Python, not the venv's).
+"$work/venv/bin/pip" install -q --no-deps --ignore-installed pytest >/dev/null
 echo "pip: $("$work/venv/bin/pip" --version | cut -d' ' -f1-2); ccache: $(command -v ccache || echo none)"
 
 copy_checkout "$work/src"

@@ -61,7 +61,7 @@ if [[ -z $plat ]]; then
   exit 1
 fi
 echo "== repairing into $plat"
-"$tools/bin/auditwheel" repair --plat "$plat" -w "$work/repaired" "$raw" >"$work/repair.log" 2>&1 ||
+PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair --plat "$plat" -w "$work/repaired" "$raw" >"$work/repair.log" 2>&1 ||
   { cat "$work/repair.log" >&2; exit 1; }
 wheel=$(ls "$work"/repaired/*.whl)
 cp "$wheel" "$out/"
