@@ -23,7 +23,7 @@ broadcast, task dispatch, result transfer and waiting for the last chunk.
     python bench/ray_scaling.py --workers 1 2 4 --generations 4 --json out.json
     python bench/ray_scaling.py --model runs/Hopper-v5-seed0/model.onnx   # long episodes
 
-Needs `pip install 'evokit[ray,mujoco]'`.
+Needs `pip install 'evokit-es[ray,mujoco]'` (from a checkout: `pip install '.[ray,mujoco]'`).
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ from .training.loop import EVALUATION_BACKENDS, TrainingInterrupted, train
 from .training.metrics import FORMATS as METRICS_FORMATS
 from .training.plot import plot_run
 from .training.progress import NORMAL, QUIET, VERBOSE, Progress
+from .util import install_hint
 
 __all__ = ["main"]
 
@@ -202,7 +203,7 @@ def _parser() -> argparse.ArgumentParser:
                         "env with one batched native policy call per step; 'auto' (default) does "
                         "that when the policy runs natively, else uses worker processes")
     t.add_argument("--backend", choices=EVALUATION_BACKENDS, default="local",
-                   help="'ray' evaluates on --workers Ray actors (pip install 'evokit[ray]'); "
+                   help=f"'ray' evaluates on --workers Ray actors ({install_hint('ray')}); "
                         "same model as 'local' (default)")
     t.add_argument("--address", help="with --backend ray: join the Ray cluster at ADDR (HOST:PORT of "
                                      "the head, or 'auto'); default: start a local Ray instance")
@@ -218,7 +219,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="format of --metrics (default: from its extension, .csv or .jsonl)")
     t.add_argument("--tensorboard", nargs="?", const="", metavar="DIR",
                    help="also write TensorBoard event files, to DIR (default: OUT/tensorboard); "
-                        "needs tensorboardX (pip install 'evokit[tensorboard]')")
+                        "needs tensorboardX (" + install_hint("tensorboard") + ")")
     t.add_argument("--checkpoint-every", type=_positive, metavar="K",
                    help="write OUT/checkpoint.pb every K generations (default: by time, see "
                         "--checkpoint-seconds)")
@@ -306,7 +307,7 @@ def _parser() -> argparse.ArgumentParser:
                                     "metrics.csv or metrics.jsonl): the population's mean reward "
                                     "with its min-max band and the centre policy's evaluations, "
                                     "against env steps and against wall time. Needs matplotlib "
-                                    "(pip install 'evokit[plot]').")
+                                    "(" + install_hint("plot") + ").")
     pl.add_argument("run_dir", metavar="RUN_DIR", help="run directory (or a metrics file)")
     pl.add_argument("-o", "--output", help="PNG file to write (default: RUN_DIR/learning_curve.png)")
     pl.set_defaults(func=_cmd_plot)

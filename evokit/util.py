@@ -6,7 +6,18 @@ import os
 import tempfile
 from typing import Union
 
-__all__ = ["atomic_write_bytes", "fsync_dir"]
+__all__ = ["DISTRIBUTION", "atomic_write_bytes", "fsync_dir", "install_hint"]
+
+# The name EvoKit is published under (pyproject.toml's project.name): the
+# name `evokit` on PyPI belongs to an unrelated project. The import package and
+# the command stay `evokit`.
+DISTRIBUTION = "evokit-es"
+
+
+def install_hint(extra: str) -> str:
+    """How to install the optional extra ``extra``, from PyPI and from a checkout:
+    ``pip install 'evokit-es[ray]' (from a source checkout: pip install '.[ray]')``."""
+    return f"pip install '{DISTRIBUTION}[{extra}]' (from a source checkout: pip install '.[{extra}]')"
 
 
 def atomic_write_bytes(path: Union[str, "os.PathLike[str]"], data: bytes) -> None:

@@ -13,6 +13,8 @@ import signal
 import sys
 from typing import Optional
 
+from .util import install_hint
+
 __all__ = ["import_ray", "init_ray", "new_process_pool"]
 
 # The directory holding the evokit package (this file is evokit/workers.py).
@@ -51,7 +53,7 @@ def import_ray():
     try:
         import ray
     except ImportError:
-        raise ImportError("the ray backend needs the ray package: pip install 'evokit[ray]'") from None
+        raise ImportError(f"the ray backend needs the ray package: {install_hint('ray')}") from None
     return ray
 
 

@@ -7,6 +7,10 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)  # the oracle module (tests/es_oracle.py)
+# Commands the tests run (`evokit`, `python3` in demo scripts) are those of the
+# environment this pytest runs in, never whatever is first on PATH (e.g. a
+# pyenv shim that runs another Python, with another evokit or none).
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 
 SEED_EXAMPLE = """solver {
   type: BASIC_ES

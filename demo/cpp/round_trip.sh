@@ -35,6 +35,11 @@ if (($# < 1)); then
 fi
 build=$(cd "$1" && pwd)
 cmake_cmd=${2:-cmake}
+# The CMake that configured BUILD_DIR may be gone: `pip install` builds with
+# one from its temporary build environment. Then the one on PATH.
+if [[ $cmake_cmd == */* && ! -x $cmake_cmd ]]; then
+  cmake_cmd=cmake
+fi
 src=$(cd "$(dirname "$0")/../.." && pwd)
 
 fail() {

@@ -31,7 +31,7 @@ and the generation's rewards are the bits an uninterrupted run gets. After
 gives up with a RuntimeError. An error raised by the evaluation itself (e.g.
 an environment that cannot be made) is not a death: it is raised unchanged.
 
-Ray is an optional dependency (``pip install 'evokit[ray]'``).
+Ray is an optional dependency (``pip install 'evokit-es[ray]'``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ file (one JSON object per line), chosen by ``--metrics-format`` or by the
 file's extension. Each row is appended and flushed as soon as its generation
 ends, so a killed run keeps its metrics; a resumed run rewrites the file from
 its checkpoint first. TensorBoard event files are written through
-tensorboardX (the optional extra ``evokit[tensorboard]``), never by hand.
+tensorboardX (the optional extra ``evokit-es[tensorboard]``), never by hand.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Dict, Iterable, List, Optional, Union
 
 from .. import evokit_pb2 as pb
 from ..errors import MetricsError
-from ..util import atomic_write_bytes
+from ..util import atomic_write_bytes, install_hint
 
 __all__ = ["COLUMNS", "FORMATS", "MetricsFile", "TensorBoardWriter",
            "metrics_format", "read_metrics", "row_to_proto", "row_from_proto"]
@@ -154,7 +154,7 @@ class TensorBoardWriter:
             from tensorboardX import SummaryWriter
         except ImportError:
             raise RuntimeError("TensorBoard output needs the tensorboardX package: "
-                               "pip install 'evokit[tensorboard]'") from None
+                               f"{install_hint('tensorboard')}") from None
         self.logdir = os.fspath(logdir)
         # Event files are named by the second they are opened in, and read in the
         # order of their names: the suffix keeps a resume within the same second

@@ -5,7 +5,7 @@ population's mean reward with its min-max band, the centre policy's
 evaluations and, when the run has one, its target return as a dashed line.
 The title names the environment, the sampling family and the seed (from
 the run's config.prototxt) and the run's length; the legend sits below the
-panels, never over the data. Needs matplotlib (``pip install 'evokit[plot]'``); drawn with
+panels, never over the data. Needs matplotlib (``pip install 'evokit-es[plot]'``); drawn with
 the Agg backend, so no display is needed.
 """
 
@@ -16,7 +16,7 @@ import os
 from typing import List, Optional
 
 from ..errors import MetricsError
-from ..util import atomic_write_bytes
+from ..util import atomic_write_bytes, install_hint
 from .metrics import read_metrics
 
 __all__ = ["PLOT_FILE", "FIGURE_SIZE", "DPI", "find_metrics", "plot_run"]
@@ -55,7 +55,7 @@ def plot_run(run: str, output: Optional[str] = None) -> str:
     try:
         import matplotlib
     except ImportError:
-        raise RuntimeError("evokit plot needs matplotlib: pip install 'evokit[plot]'") from None
+        raise RuntimeError(f"evokit plot needs matplotlib: {install_hint('plot')}") from None
     matplotlib.use("Agg", force=True)
     from matplotlib.figure import Figure
 

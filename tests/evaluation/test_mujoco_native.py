@@ -28,7 +28,7 @@ from evokit.evaluation.serial import SerialEvaluator
 from evokit.evaluation.vector import VectorEvaluator
 from evokit.policy.mlp import init_mlp
 
-mujoco = pytest.importorskip("mujoco", reason="MuJoCo is not installed (pip install 'evokit[mujoco]')")
+mujoco = pytest.importorskip("mujoco", reason="MuJoCo is not installed (pip install '.[mujoco]')")
 if _core.mujoco_header_version() == 0:
     pytest.skip("EvoKit was built without native MuJoCo", allow_module_level=True)
 try:
