@@ -134,18 +134,32 @@ void bind_policy(py::module_& m) {
           },
           py::arg("name"), py::arg("shape"), py::arg("data"), "A fixed float tensor.")
       .def(
+          "add_int_constant",
+          [](PolicyGraph& g, const std::string& name, const std::vector<std::int64_t>& shape,
+             const std::vector<std::int64_t>& data) {
+            g.add_int_constant(name, to_sizes(shape, ("constant '" + name + "'").c_str()), data);
+          },
+          py::arg("name"), py::arg("shape"), py::arg("data"),
+          "A fixed integer tensor (shapes, axes, indices), known when the graph is built.")
+      .def(
           "add_node",
           [](PolicyGraph& g, const std::string& op_type, const std::vector<std::string>& inputs,
              const std::vector<std::string>& outputs, const std::map<std::string, std::int64_t>& ints,
-             const std::map<std::string, float>& floats, const std::string& name) {
+             const std::map<std::string, float>& floats, const std::string& name,
+             const std::map<std::string, std::vector<std::int64_t>>& int_lists,
+             const std::map<std::string, std::string>& strings) {
             NodeAttributes attributes;
             attributes.ints = ints;
             attributes.floats = floats;
+            attributes.int_lists = int_lists;
+            attributes.strings = strings;
             g.add_node(op_type, inputs, outputs, attributes, name);
           },
           py::arg("op_type"), py::arg("inputs"), py::arg("outputs"),
           py::arg("ints") = std::map<std::string, std::int64_t>{},
           py::arg("floats") = std::map<std::string, float>{}, py::arg("name") = "",
+          py::arg("int_lists") = std::map<std::string, std::vector<std::int64_t>>{},
+          py::arg("strings") = std::map<std::string, std::string>{},
           "A node; ValueError naming it for an unsupported op, a bad attribute or a shape "
           "mismatch.")
       .def("add_output", &PolicyGraph::add_output, py::arg("name"))

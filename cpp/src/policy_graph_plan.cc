@@ -3,6 +3,8 @@
 // kernel (policy_graph.cc runs the plan).
 #include "evokit/policy_graph.h"
 
+#include "policy_graph_ops.h"
+
 #include <stdexcept>
 #include <utility>
 
@@ -83,7 +85,8 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
       case Kind::kConstant:
         where[id] = Operand{Source::kConstant, 0, constants_[v.constant].data()};
         break;
-      case Kind::kNode: break;  // placed below
+      case Kind::kNode:
+      case Kind::kInts: break;  // placed below; read when the graph was built
     }
   }
 
@@ -108,7 +111,8 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
     const auto in_shape = [&](std::size_t i) -> const std::vector<std::size_t>& {
       return shapes[static_cast<std::size_t>(node.inputs[i])];
     };
-    if (node.op == Op::kIdentity || node.op == Op::kFlatten) {
+    if (values_[out_id].kind != Kind::kNode) continue;  // evaluated when built
+    if (node.op == Op::kIdentity || node.op == Op::kFlatten || Ops::is_alias(node.op)) {
       where[out_id] = where[static_cast<std::size_t>(in_id(0))];  // same bytes, another shape
       continue;
     }
@@ -134,7 +138,10 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
       case Op::kAdd:
       case Op::kSub:
       case Op::kMul:
-      case Op::kDiv: {
+      case Op::kDiv:
+      case Op::kPow:
+      case Op::kGreater:
+      case Op::kLess: {
         step.in[0] = where[static_cast<std::size_t>(in_id(0))];
         step.in[1] = where[static_cast<std::size_t>(in_id(1))];
         const std::vector<std::size_t>& sa = in_shape(0);
@@ -193,6 +200,9 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
       case Op::kIdentity:
       case Op::kFlatten:
         break;  // handled above
+      default:
+        Ops::plan(node, step, shapes, where, plain);
+        break;
     }
     step.out = reserve(step.size);
     where[out_id] = Operand{Source::kWork, step.out, nullptr};

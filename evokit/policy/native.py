@@ -8,13 +8,22 @@ output names, integer and float attributes, which initializers are parameters
 ``OnnxPolicy`` lays it out) and which are constants. The extension module
 never links ONNX.
 
-Supported: ``Gemm``, ``MatMul`` (2-D right operand), ``Add`` (numpy
-broadcasting), ``Relu``, ``Tanh``, ``Sigmoid``, ``Softmax`` (last axis),
-``Identity``, ``Flatten``, and ``Constant`` nodes holding float tensors: the
-MLPs of :func:`~evokit.policy.mlp.init_mlp` and PyTorch's
-``torch.onnx.export`` of ``Linear`` / activation stacks. Anything else raises
-:class:`NotSupportedError` naming the node and the op; ``OnnxPolicy`` with
-``backend="auto"`` then falls back to onnxruntime and says so once.
+Supported: ``Gemm``, ``MatMul`` (2-D right operand), ``Add``, ``Sub``,
+``Mul``, ``Div`` (numpy broadcasting), ``Relu``, ``Tanh``, ``Sigmoid``,
+``Softmax`` (last axis), ``Identity``, ``Flatten``, ``Clip``, the ops
+PyTorch's ``torch.onnx.export`` writes for common policies
+(``LayerNormalization`` and its decomposed form ``ReduceMean`` / ``Pow`` /
+``Sqrt``, ``Gelu`` and ``Erf``, ``LeakyRelu``, ``Elu``, ``Selu``,
+``Softplus``, ``Mish``, ``Greater`` / ``Less`` / ``Where``, ``Concat``,
+``Gather`` and ``Slice`` by constants, ``Reshape``, ``Squeeze``,
+``Unsqueeze``, ``Dropout`` in inference mode, ``Cast``, ``Shape``), and
+``Constant`` nodes and initializers holding float tensors, or integer and
+boolean ones for shapes, axes and indices (cpp/src/policy_graph_ops.cc):
+the MLPs of :func:`~evokit.policy.mlp.init_mlp` and PyTorch exports of
+``Linear`` / ``LayerNorm`` / activation stacks at opsets 13 to 20. Anything
+else raises :class:`NotSupportedError` naming the node and the op;
+``OnnxPolicy`` with ``backend="auto"`` then falls back to onnxruntime and
+says so once.
 
 Outputs equal onnxruntime's within 1e-5 (tests/policy/test_native.py). Tanh
 is onnxruntime's own rational approximation, computed in plain float
@@ -68,21 +77,38 @@ def _node_label(node: onnx.NodeProto, index: int) -> str:
     return f"node {name} ({node.op_type})"
 
 
+#: Integer tensor types the core reads as shapes, axes and indices.
+INT_TYPES = (TensorProto.INT64, TensorProto.INT32, TensorProto.INT16, TensorProto.INT8,
+             TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.BOOL)
+
+
 def _constant_value(node: onnx.NodeProto, label: str, source: str) -> np.ndarray:
-    """The float tensor a Constant node holds."""
+    """The tensor a Constant node holds: float32, or int64 for integer and
+    boolean tensors (``value_int``, ``value_ints`` too)."""
     for attr in node.attribute:
         if attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
-            if attr.t.data_type != TensorProto.FLOAT:
-                raise NotSupportedError(
-                    f"{source}: native backend: {label}: a "
-                    f"{TensorProto.DataType.Name(attr.t.data_type)} constant; only FLOAT tensors "
-                    f"are supported")
-            return numpy_helper.to_array(attr.t).astype(np.float32)
+            if attr.t.data_type == TensorProto.FLOAT:
+                return numpy_helper.to_array(attr.t).astype(np.float32)
+            if attr.t.data_type in INT_TYPES:
+                return numpy_helper.to_array(attr.t).astype(np.int64)
+            raise NotSupportedError(
+                f"{source}: native backend: {label}: a "
+                f"{TensorProto.DataType.Name(attr.t.data_type)} constant; only FLOAT, integer "
+                f"and BOOL tensors are supported")
         if attr.name in ("value_float", "value_floats"):
             return np.asarray(onnx.helper.get_attribute_value(attr), np.float32)
+        if attr.name in ("value_int", "value_ints"):
+            return np.asarray(onnx.helper.get_attribute_value(attr), np.int64)
     names = ", ".join(a.name for a in node.attribute) or "none"
-    raise NotSupportedError(f"{source}: native backend: {label}: only float tensor constants are "
-                            f"supported (attributes: {names})")
+    raise NotSupportedError(f"{source}: native backend: {label}: only tensor, float and integer "
+                            f"constants are supported (attributes: {names})")
+
+
+def _add_constant(g: Any, name: str, value: np.ndarray) -> None:
+    if value.dtype == np.int64:
+        g.add_int_constant(name, list(value.shape), value.reshape(-1).tolist())
+    else:
+        g.add_constant(name, list(value.shape), value.reshape(-1))
 
 
 class NativePolicy:
@@ -137,7 +163,7 @@ class NativePolicy:
 
         params = {name: (a, shape) for name, shape, (a, _) in
                   zip(policy.param_names, policy.param_shapes, policy.param_slices)}
-        other: dict = {}  # non-float initializers: name -> type name
+        other: dict = {}  # initializers of other types: name -> type name
         try:
             g.add_input(policy.input_name, list(obs_shape))
             for t in graph.initializer:
@@ -146,6 +172,8 @@ class NativePolicy:
                     g.add_param(t.name, offset, list(shape))
                 elif t.data_type == TensorProto.FLOAT:
                     g.add_constant(t.name, list(t.dims), numpy_helper.to_array(t).reshape(-1))
+                elif t.data_type in INT_TYPES:
+                    _add_constant(g, t.name, numpy_helper.to_array(t).astype(np.int64))
                 else:
                     other[t.name] = TensorProto.DataType.Name(t.data_type)
         except ValueError as exc:
@@ -160,7 +188,7 @@ class NativePolicy:
             if node.op_type == "Constant":
                 value = _constant_value(node, label, source)
                 try:
-                    g.add_constant(node.output[0], list(value.shape), value.reshape(-1))
+                    _add_constant(g, node.output[0], value)
                 except ValueError as exc:
                     raise refuse(str(exc)) from None
                 continue
@@ -170,23 +198,28 @@ class NativePolicy:
             for name in node.input:
                 if name in other:
                     raise refuse(f"{label}: input {name!r} is a {other[name]} initializer; the "
-                                 f"native backend computes on FLOAT tensors only")
-            ints, floats = {}, {}
+                                 f"native backend computes on FLOAT tensors (and integer ones "
+                                 f"for shapes) only")
+            ints, floats, int_lists, strings = {}, {}, {}, {}
             for attr in node.attribute:
                 if attr.type == onnx.AttributeProto.INT:
                     ints[attr.name] = int(attr.i)
                 elif attr.type == onnx.AttributeProto.FLOAT:
                     floats[attr.name] = float(attr.f)
+                elif attr.type == onnx.AttributeProto.INTS:
+                    int_lists[attr.name] = [int(v) for v in attr.ints]
+                elif attr.type == onnx.AttributeProto.STRING:
+                    strings[attr.name] = attr.s.decode("utf-8", "replace")
                 else:
                     raise refuse(f"{label}: attribute {attr.name!r} has type "
-                                 f"{onnx.AttributeProto.AttributeType.Name(attr.type)}; only INT "
-                                 f"and FLOAT attributes are supported")
+                                 f"{onnx.AttributeProto.AttributeType.Name(attr.type)}; only INT, "
+                                 f"FLOAT, INTS and STRING attributes are supported")
             # Before opset 13 Softmax's axis defaulted to 1 (and coerced to 2-D).
             if node.op_type == "Softmax" and opset < 13 and "axis" not in ints:
                 ints["axis"] = 1
             try:
                 g.add_node(node.op_type, list(node.input), list(node.output), ints, floats,
-                           node.name or f"#{index}")
+                           node.name or f"#{index}", int_lists, strings)
             except ValueError as exc:
                 raise refuse(str(exc)) from None
         try:

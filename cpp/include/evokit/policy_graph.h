@@ -8,10 +8,19 @@
 //     supplied at run time, so an agent and all its clones (each with its own
 //     perturbed vector) run the same graph without copying weights;
 //   - constants: tensors the graph holds;
+//   - integer constants (INT64 / INT32 / BOOL tensors, add_int_constant):
+//     shapes, axes and indices, known when the graph is built;
 //   - nodes: Gemm, MatMul, Add, Sub, Mul, Div, Relu, Tanh, Sigmoid, Softmax,
 //     Identity, Flatten, Clip, with ONNX semantics (numpy broadcasting for
 //     Add, Sub, Mul, Div, MatMul with a 2-D right operand, Clip's min and max
-//     given as one-element constants);
+//     given as one-element constants), and the ops PyTorch exports of common
+//     policies produce (policy_graph_ops.cc): LayerNormalization, Gelu, Erf,
+//     LeakyRelu, Elu, Selu, Softplus, Mish, Sqrt, Pow, ReduceMean, ReduceSum, Greater,
+//     Less, Where, Concat, Gather and Slice (constant indices), Reshape,
+//     Squeeze, Unsqueeze, Dropout (inference only), Cast, Shape. Nodes whose
+//     inputs are all integer constants or shapes (Shape -> Gather -> Concat ->
+//     Reshape) are evaluated when the graph is built, the batch size kept
+//     symbolic;
 //   - outputs: run() returns the first.
 //
 // Shapes are checked when a node is added, with the batch size kept symbolic
@@ -77,6 +86,8 @@ std::string format_shape(const std::vector<std::size_t>& shape);
 struct NodeAttributes {
   std::map<std::string, std::int64_t> ints;
   std::map<std::string, float> floats;
+  std::map<std::string, std::vector<std::int64_t>> int_lists;  // axes, perm, ...
+  std::map<std::string, std::string> strings;                  // Gelu's approximate
 };
 
 class PolicyGraph {
@@ -98,6 +109,13 @@ class PolicyGraph {
   // A fixed tensor; data.size() must equal prod(shape).
   void add_constant(const std::string& name, const std::vector<std::size_t>& shape,
                     std::vector<float> data);
+
+  // A fixed integer tensor (ONNX INT64, INT32 or BOOL data): shapes, axes,
+  // indices. data.size() must equal prod(shape). Only ops that read integers
+  // (Reshape's shape, Gather's indices, Slice's bounds, ...) or integer-only
+  // nodes evaluated at build time may use it.
+  void add_int_constant(const std::string& name, const std::vector<std::size_t>& shape,
+                        std::vector<std::int64_t> data);
 
   // A node computing `outputs` from `inputs` (names of values defined
   // before; "" for an omitted optional input, e.g. Gemm's C). Throws
@@ -149,10 +167,20 @@ class PolicyGraph {
                float* out) const noexcept;
 
  private:
-  enum class Kind { kInput, kParam, kConstant, kNode };
+  enum class Kind { kInput, kParam, kConstant, kNode, kInts };
   enum class Op {
     kGemm, kMatMul, kAdd, kRelu, kTanh, kSigmoid, kSoftmax, kIdentity, kFlatten,
-    kSub, kMul, kDiv, kClip
+    kSub, kMul, kDiv, kClip,
+    // policy_graph_ops.cc
+    kLayerNorm, kGelu, kErf, kLeakyRelu, kElu, kSelu, kSoftplus, kMish, kSqrt, kPow,
+    kReduceMean, kGreater, kLess, kWhere, kConcat, kGather, kSlice, kReshape, kSqueeze,
+    kUnsqueeze, kDropout, kCast, kShape, kReduceSum
+  };
+  // An element of an integer value: factor, times the batch size if `batch`.
+  struct IntDim {
+    std::int64_t factor = 0;
+    bool batch = false;
+    bool operator==(const IntDim& o) const noexcept { return factor == o.factor && batch == o.batch; }
   };
 
   struct Value {
@@ -162,6 +190,8 @@ class PolicyGraph {
     std::size_t offset = 0;    // kParam
     std::size_t constant = 0;  // kConstant: index into constants_
     std::size_t node = 0;      // kNode: producing node
+    std::vector<IntDim> ints{};  // kInts: the elements, C order
+    bool boolean = false;      // a kNode of Greater / Less: 1.0f true, 0.0f false
   };
   struct Node {
     std::string label;  // for errors: "node 'fc1' (Gemm)"
@@ -175,11 +205,30 @@ class PolicyGraph {
     std::int64_t axis = 0;
     // Clip
     float lo = 0.0f, hi = 0.0f;
+    // policy_graph_ops.cc: LayerNorm epsilon (alpha), Selu gamma, Gelu tanh
+    // (trans_a); Gather indices, Slice starts and steps per output dim.
+    float gamma = 0.0f;
+    std::vector<std::int64_t> index;
   };
 
   int find_value(const std::string& name) const;  // -1 if unknown
   int define(Value value, const std::string& label);
   SymbolicShape infer_shape(Node& node, const NodeAttributes& attributes) const;
+  // policy_graph_ops.cc: the ops PyTorch exports add. The attributes each
+  // op knows (refused otherwise), its output shape (throwing like
+  // infer_shape), and for a node evaluated when the graph is built, the
+  // value it defines (an integer value or a float constant).
+  static bool is_extended(Op op) noexcept;
+  void check_extended_attributes(const Node& node, const NodeAttributes& attributes) const;
+  SymbolicShape infer_extended(Node& node, const NodeAttributes& attributes, Value& folded);
+  const std::vector<IntDim>& int_input(const Node& node, std::size_t i, const char* what) const;
+  // Refuses an integer or boolean value among the first `inputs` inputs.
+  void refuse_non_float(const Node& node, std::size_t inputs = 1024) const;
+  // Add, Sub, Mul, Div or Identity on integer values only: evaluated into
+  // `folded` (true), else false.
+  bool fold_int_arithmetic(const Node& node, Value& folded) const;
+  // Planning and running the ops of policy_graph_ops.cc (policy_graph_ops.h).
+  struct Ops;
 
   std::vector<Value> values_;
   std::map<std::string, int> value_ids_;
@@ -203,6 +252,7 @@ class PolicyGraph::Plan {
 
  private:
   friend class PolicyGraph;
+  friend struct PolicyGraph::Ops;
 
   // Where an operand lives: the observations, the parameter vector (read
   // through the ParamView), a constant of the graph, or the workspace.
@@ -229,6 +279,12 @@ class PolicyGraph::Plan {
     AddKind add = AddKind::kSame;  // also Sub, Mul, Div
     float lo = 0.0f, hi = 0.0f;    // Clip
     std::vector<std::size_t> out_shape, stride_a, stride_b;  // kGeneral
+    // policy_graph_ops.cc: the unary ops' alpha (lo), gamma (hi); LayerNorm
+    // epsilon (alpha); Where's third operand strides; Concat's inputs (their
+    // chunk sizes in `stride_b`); Gather's indices and Slice's starts / steps.
+    std::vector<std::size_t> stride_c;
+    std::vector<Operand> more;
+    std::vector<std::int64_t> index;
   };
   // A parameter window copied (perturbed) into the workspace before the
   // steps run, for the few places that do not read a ParamView directly.

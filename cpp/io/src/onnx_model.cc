@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -104,6 +105,63 @@ std::vector<float> float_values(const TensorProto& t, const std::string& source,
   return out;
 }
 
+// Integer tensor types the native graph reads as shapes, axes and indices
+// (as Python's evokit/policy/native.py INT_TYPES), with their byte sizes.
+std::size_t int_type_size(int type) {
+  switch (type) {
+    case TensorProto::INT64: return 8;
+    case TensorProto::INT32:
+    case TensorProto::UINT32: return 4;
+    case TensorProto::INT16:
+    case TensorProto::UINT16: return 2;
+    case TensorProto::INT8:
+    case TensorProto::UINT8:
+    case TensorProto::BOOL: return 1;
+    default: return 0;
+  }
+}
+
+// The values of an integer or boolean tensor (`what` holds it), from raw_data
+// (little-endian), int64_data, uint64_data or int32_data.
+std::vector<std::int64_t> int_values(const TensorProto& t, const std::string& source,
+                                     const std::string& what) {
+  const std::size_t n = element_count(dims_of(t, source, what));
+  const std::size_t size = int_type_size(t.data_type());
+  const bool is_signed = t.data_type() == TensorProto::INT64 || t.data_type() == TensorProto::INT32 ||
+                         t.data_type() == TensorProto::INT16 || t.data_type() == TensorProto::INT8;
+  std::vector<std::int64_t> out(n);
+  if (t.has_raw_data()) {
+    const std::string& raw = t.raw_data();
+    if (raw.size() != n * size) {
+      throw ModelError(source + ": " + what + " holds " + std::to_string(raw.size()) +
+                       " bytes of raw data, its shape needs " + std::to_string(n * size));
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint64_t bits = 0;
+      for (std::size_t k = 0; k < size; ++k) {
+        bits |= static_cast<std::uint64_t>(static_cast<unsigned char>(raw[i * size + k])) << (8 * k);
+      }
+      if (is_signed && size < 8 && (bits >> (8 * size - 1)) != 0) bits |= ~0ull << (8 * size);
+      out[i] = static_cast<std::int64_t>(bits);
+    }
+    return out;
+  }
+  const auto stored = t.data_type() == TensorProto::INT64    ? t.int64_data_size()
+                      : t.data_type() == TensorProto::UINT32 ? t.uint64_data_size()
+                                                             : t.int32_data_size();
+  if (static_cast<std::size_t>(stored) != n) {
+    throw ModelError(source + ": " + what + " holds " + std::to_string(stored) +
+                     " values, its shape needs " + std::to_string(n));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const int k = static_cast<int>(i);
+    out[i] = t.data_type() == TensorProto::INT64    ? t.int64_data(k)
+             : t.data_type() == TensorProto::UINT32 ? static_cast<std::int64_t>(t.uint64_data(k))
+                                                    : t.int32_data(k);
+  }
+  return out;
+}
+
 std::string raw_bytes(const float* values, std::size_t n) {
   std::string out(n * 4, '\0');
   for (std::size_t i = 0; i < n; ++i) {
@@ -121,12 +179,15 @@ std::string node_label(const onnx::NodeProto& node, int index) {
 }
 
 // The tensor a Constant node holds: a FLOAT tensor `value`, or the floats of
-// `value_float` (a scalar) or `value_floats` (a vector); the first such
-// attribute counts. Other constants are refused, as by Python's native
-// backend (evokit/native.py).
+// `value_float` (a scalar) or `value_floats` (a vector); or an integer or
+// BOOL tensor `value`, `value_int`, `value_ints` (then `is_int`); the first
+// such attribute counts. Other constants are refused, as by Python's native
+// backend (evokit/policy/native.py).
 struct ConstantValue {
   std::vector<std::size_t> shape;
   std::vector<float> values;
+  std::vector<std::int64_t> ints;
+  bool is_int = false;
 };
 
 ConstantValue constant_value(const onnx::NodeProto& node, const std::string& label,
@@ -134,23 +195,31 @@ ConstantValue constant_value(const onnx::NodeProto& node, const std::string& lab
   using onnx::AttributeProto;
   for (const AttributeProto& a : node.attribute()) {
     if (a.name() == "value" && a.type() == AttributeProto::TENSOR) {
-      if (a.t().data_type() != TensorProto::FLOAT) {
-        throw ModelError(source + ": " + label + ": a " + data_type_name(a.t().data_type()) +
-                         " constant; only FLOAT tensors are supported");
-      }
       const std::string what = label + ": value";
-      return {dims_of(a.t(), source, what), float_values(a.t(), source, what)};
+      if (a.t().data_type() == TensorProto::FLOAT) {
+        return {dims_of(a.t(), source, what), float_values(a.t(), source, what), {}, false};
+      }
+      if (int_type_size(a.t().data_type()) != 0) {
+        return {dims_of(a.t(), source, what), {}, int_values(a.t(), source, what), true};
+      }
+      throw ModelError(source + ": " + label + ": a " + data_type_name(a.t().data_type()) +
+                       " constant; only FLOAT, integer and BOOL tensors are supported");
     }
-    if (a.name() == "value_float" && a.type() == AttributeProto::FLOAT) return {{}, {a.f()}};
+    if (a.name() == "value_float" && a.type() == AttributeProto::FLOAT) return {{}, {a.f()}, {}, false};
     if (a.name() == "value_floats" && a.type() == AttributeProto::FLOATS) {
       return {{static_cast<std::size_t>(a.floats_size())},
-              std::vector<float>(a.floats().begin(), a.floats().end())};
+              std::vector<float>(a.floats().begin(), a.floats().end()), {}, false};
+    }
+    if (a.name() == "value_int" && a.type() == AttributeProto::INT) return {{}, {}, {a.i()}, true};
+    if (a.name() == "value_ints" && a.type() == AttributeProto::INTS) {
+      return {{static_cast<std::size_t>(a.ints_size())}, {},
+              std::vector<std::int64_t>(a.ints().begin(), a.ints().end()), true};
     }
   }
   std::string names;
   for (const AttributeProto& a : node.attribute()) names += (names.empty() ? "" : ", ") + a.name();
   throw ModelError(source + ": " + label +
-                   ": only float tensor constants are supported (attributes: " +
+                   ": only tensor, float and integer constants are supported (attributes: " +
                    (names.empty() ? "none" : names) + ")");
 }
 
@@ -159,6 +228,51 @@ std::string supported_ops() {
   std::string out;
   for (const std::string& op : PolicyGraph::supported_ops()) out += op + ", ";
   return out + "Constant";
+}
+
+// Refuses a Dropout node whose training_mode input (opset 12+) is a constant
+// true and whose ratio is above 0: a model exported in training mode, which
+// would drop random activations at every call. The same check and message
+// as Python's OnnxPolicy (_refuse_active_dropout in onnx_policy.py).
+void refuse_active_dropout(const onnx::GraphProto& graph, const std::string& source) {
+  std::map<std::string, float> consts;  // one-element BOOL and FLOAT constants
+  const auto scalar = [&](const TensorProto& t, const std::string& name, const std::string& what) {
+    if (element_count(dims_of(t, source, what)) != 1) return;
+    if (t.data_type() == TensorProto::FLOAT) consts[name] = float_values(t, source, what)[0];
+    if (t.data_type() == TensorProto::BOOL) consts[name] = static_cast<float>(int_values(t, source, what)[0]);
+  };
+  for (const TensorProto& t : graph.initializer()) scalar(t, t.name(), initializer_label(t));
+  for (int index = 0; index < graph.node_size(); ++index) {
+    const onnx::NodeProto& node = graph.node(index);
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (node.op_type() == "Constant" && default_domain && node.output_size() > 0) {
+      for (const onnx::AttributeProto& a : node.attribute()) {
+        if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR) {
+          scalar(a.t(), node.output(0), node_label(node, index) + ": value");
+        } else if (a.name() == "value_float" && a.type() == onnx::AttributeProto::FLOAT) {
+          consts[node.output(0)] = a.f();
+        }
+      }
+    }
+    if (node.op_type() != "Dropout" || !default_domain) continue;
+    const auto training = node.input_size() > 2 ? consts.find(node.input(2)) : consts.end();
+    float ratio = 0.5f;
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.name() == "ratio" && a.type() == onnx::AttributeProto::FLOAT) ratio = a.f();
+    }
+    if (node.input_size() > 1 && !node.input(1).empty()) {
+      const auto it = consts.find(node.input(1));
+      ratio = it != consts.end() ? it->second : 0.5f;
+    }
+    if (training != consts.end() && training->second != 0.0f && ratio > 0.0f) {
+      char text[64];
+      const auto end = std::to_chars(text, text + sizeof(text), ratio).ptr;
+      throw ModelError(source + ": " + node_label(node, index) +
+                       ": dropout is active (training_mode true, ratio " + std::string(text, end) +
+                       "): the model was exported in training mode and would drop random "
+                       "activations at every call; export it after model.eval()");
+    }
+  }
 }
 
 }  // namespace
@@ -254,6 +368,7 @@ void OnnxModel::setup() {
                      " non-parameter inputs (" + few(data_inputs) +
                      "); a policy takes exactly one observation input");
   }
+  refuse_active_dropout(graph, src);
   input_name_ = data_inputs[0];
   output_name_ = graph.output(0).name();
 }
@@ -304,6 +419,9 @@ PolicyGraph OnnxModel::graph() const {
       } else if (t.data_type() == TensorProto::FLOAT) {
         g.add_constant(t.name(), dims_of(t, src, initializer_label(t)),
                        float_values(t, src, initializer_label(t)));
+      } else if (int_type_size(t.data_type()) != 0) {
+        g.add_int_constant(t.name(), dims_of(t, src, initializer_label(t)),
+                           int_values(t, src, initializer_label(t)));
       } else {
         other_initializers.emplace(t.name(), data_type_name(t.data_type()));
       }
@@ -328,7 +446,11 @@ PolicyGraph OnnxModel::graph() const {
                          std::to_string(node.output_size()));
       }
       try {
-        g.add_constant(node.output(0), c.shape, std::move(c.values));
+        if (c.is_int) {
+          g.add_int_constant(node.output(0), c.shape, std::move(c.ints));
+        } else {
+          g.add_constant(node.output(0), c.shape, std::move(c.values));
+        }
       } catch (const std::invalid_argument& e) {
         throw ModelError(src + ": " + e.what());
       }
@@ -344,7 +466,8 @@ PolicyGraph OnnxModel::graph() const {
       const auto it = other_initializers.find(in);
       if (it != other_initializers.end()) {
         throw ModelError(src + ": " + label + ": input '" + in + "' is a " + it->second +
-                         " initializer; the native policy computes on FLOAT tensors only");
+                         " initializer; the native policy computes on FLOAT tensors (and "
+                         "integer ones for shapes) only");
       }
     }
     NodeAttributes attributes;
@@ -353,10 +476,14 @@ PolicyGraph OnnxModel::graph() const {
         attributes.ints[a.name()] = a.i();
       } else if (a.type() == onnx::AttributeProto::FLOAT) {
         attributes.floats[a.name()] = a.f();
+      } else if (a.type() == onnx::AttributeProto::INTS) {
+        attributes.int_lists[a.name()].assign(a.ints().begin(), a.ints().end());
+      } else if (a.type() == onnx::AttributeProto::STRING) {
+        attributes.strings[a.name()] = a.s();
       } else {
         throw ModelError(src + ": " + label + ": attribute '" + a.name() + "' has type " +
                          onnx::AttributeProto::AttributeType_Name(a.type()) +
-                         ", the native policy supports INT and FLOAT attributes");
+                         ", the native policy supports INT, FLOAT, INTS and STRING attributes");
       }
     }
     // Before opset 13 Softmax's axis defaulted to 1 (and coerced to 2-D).

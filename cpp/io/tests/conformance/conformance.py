@@ -201,8 +201,8 @@ _allow("model", "fp_sequence_output_ir99", "fingerprint", Allowed(
     "text in both copies; for a non-tensor value fingerprint.py names the type ('has type "
     "sequence_type'), fingerprint.cc does not ('has a non-tensor type')"))
 _allow("model", "fingerprint_attributes native_unsupported_op unnamed_nodes fp_sequence_output_ir99 "
-       "fp_type_proto_attribute_ir99 native_int64_initializer_input obs_no_shape_ir99 obs_symbolic_feature "
-       "obs_double unknown_attribute_ir99", "native", Allowed(
+       "fp_type_proto_attribute_ir99 obs_no_shape_ir99 obs_symbolic_feature "
+       "obs_double", "native", Allowed(
            "wording",
            "the native graph's refusals are worded by each language's translation of ONNX into the "
            "core's PolicyGraph (evokit/policy/native.py, cpp/io/src/onnx_model.cc); they refuse the "
