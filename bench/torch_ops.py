@@ -181,11 +181,11 @@ def main() -> int:
         print("| --- | --- | --- | --- | --- | --- |")
         for backend in ("onnxruntime", "native"):
             rs = [r for r in runs if r["backend"] == backend]
-            print(f"| {backend} | {sum(r['solved'] for r in rs)}/{len(rs)} | "
-                  f"{', '.join(f'{r['wall_time']:.2f}' for r in rs)} | "
+            walls = ", ".join("%.2f" % r["wall_time"] for r in rs)
+            generations = ", ".join(str(r["generations"]) for r in rs)
+            print(f"| {backend} | {sum(r['solved'] for r in rs)}/{len(rs)} | {walls} | "
                   f"{statistics.median(r['wall_time'] for r in rs):.2f} | "
-                  f"{statistics.median(r['loop_time'] for r in rs):.2f} | "
-                  f"{', '.join(str(r['generations']) for r in rs)} |")
+                  f"{statistics.median(r['loop_time'] for r in rs):.2f} | {generations} |")
         print()
     if not args.skip_ops:
         rows = throughput()
