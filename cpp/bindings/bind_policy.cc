@@ -170,7 +170,7 @@ void bind_policy(py::module_& m) {
             g.add_int_constant(name, to_sizes(shape, ("constant '" + name + "'").c_str()), data);
           },
           py::arg("name"), py::arg("shape"), py::arg("data"),
-          "A fixed integer tensor (axes, starts, shapes), read when nodes are added.")
+          "A fixed integer tensor (shapes, axes, indices), known when the graph is built.")
       .def(
           "add_state_input",
           [](PolicyGraph& g, const std::string& name, const std::vector<std::int64_t>& shape,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "messages.h"
+#include "policy_graph_ops.h"
 #include "policy_kernels.h"
 #include "policy_recurrent.h"
 
@@ -35,6 +36,16 @@ struct MulOp {
 };
 struct DivOp {
   float operator()(float a, float b) const noexcept { return a / b; }
+};
+struct PowOp {
+  float operator()(float a, float b) const noexcept { return std::pow(a, b); }
+};
+// Greater and Less: a boolean value, 1.0f for true (Where's condition).
+struct GreaterOp {
+  float operator()(float a, float b) const noexcept { return a > b ? 1.0f : 0.0f; }
+};
+struct LessOp {
+  float operator()(float a, float b) const noexcept { return a < b ? 1.0f : 0.0f; }
 };
 
 // numpy broadcasting along precomputed strides (0 on broadcast dims).
@@ -72,18 +83,8 @@ float sigmoid(float x) {
 void PolicyGraph::execute(const Plan& plan, const float* obs, const ParamView& params,
                           float* workspace, float* out, float* state) const noexcept {
   using Source = Plan::Source;
-  const auto view = [&](const Plan::Operand& op) -> View {
-    switch (op.source) {
-      case Source::kObs: return View{obs + op.offset, nullptr, 0.0f};
-      case Source::kParam:
-        return View{params.base + op.offset,
-                    params.noise != nullptr ? params.noise + op.offset : nullptr, params.scale};
-      case Source::kConstant: return View{op.constant, nullptr, 0.0f};
-      case Source::kState: return View{state + op.offset, nullptr, 0.0f};
-      case Source::kWork: break;
-    }
-    return View{workspace + op.offset, nullptr, 0.0f};
-  };
+  const Ops::Context ctx{obs, params, workspace, state};
+  const auto view = [&](const Plan::Operand& op) -> View { return Ops::view(op, ctx); };
 
   for (const Plan::Copy& c : plan.copies_) {
     const View v = view(Plan::Operand{Source::kParam, c.param, nullptr});
@@ -161,6 +162,15 @@ void PolicyGraph::execute(const Plan& plan, const float* obs, const ParamView& p
       case Op::kDiv:
         binary(DivOp{}, step, view(step.in[0]), view(step.in[1]), y);
         break;
+      case Op::kPow:
+        binary(PowOp{}, step, view(step.in[0]), view(step.in[1]), y);
+        break;
+      case Op::kGreater:
+        binary(GreaterOp{}, step, view(step.in[0]), view(step.in[1]), y);
+        break;
+      case Op::kLess:
+        binary(LessOp{}, step, view(step.in[0]), view(step.in[1]), y);
+        break;
       case Op::kClip: {
         const float* x = view(step.in[0]).base;
         for (std::size_t i = 0; i < size; ++i) {
@@ -181,8 +191,7 @@ void PolicyGraph::execute(const Plan& plan, const float* obs, const ParamView& p
         break;
       }
       case Op::kTranspose:
-      case Op::kSlice:
-        detail::strided_copy(view(step.in[0]), step.start, step.out_shape, step.stride_a, size, y);
+        detail::strided_copy(view(step.in[0]), step.out_shape, step.stride_a, size, y);
         break;
       case Op::kLSTM:
       case Op::kGRU: {
@@ -209,8 +218,12 @@ void PolicyGraph::execute(const Plan& plan, const float* obs, const ParamView& p
         }
         break;
       }
+      case Op::kIdentity:
+      case Op::kFlatten:
+        break;  // never a step
       default:
-        break;  // Identity, Flatten, Squeeze, Unsqueeze, Reshape: never a step
+        Ops::run(step, ctx, y);
+        break;
     }
   }
 

@@ -11,6 +11,8 @@
 //   Flatten  (d0..d_{axis-1}, d_axis..) -> (prod, prod)
 #include "evokit/policy_graph.h"
 
+#include "policy_graph_ops.h"
+
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
@@ -31,18 +33,37 @@ constexpr OpInfo kOps[] = {
     {"Gemm", 2, 3},    {"MatMul", 2, 2},  {"Add", 2, 2},      {"Relu", 1, 1},    {"Tanh", 1, 1},
     {"Sigmoid", 1, 1}, {"Softmax", 1, 1}, {"Identity", 1, 1}, {"Flatten", 1, 1},
     {"Sub", 2, 2},     {"Mul", 2, 2},     {"Div", 2, 2},      {"Clip", 1, 3},
+    // policy_graph_ops.cc
+    {"LayerNormalization", 2, 3},
+    {"Gelu", 1, 1},
+    {"Erf", 1, 1},
+    {"LeakyRelu", 1, 1},
+    {"Elu", 1, 1},
+    {"Selu", 1, 1},
+    {"Softplus", 1, 1},
+    {"Mish", 1, 1},
+    {"Sqrt", 1, 1},
+    {"Pow", 2, 2},
+    {"ReduceMean", 1, 2},
+    {"Greater", 2, 2},
+    {"Less", 2, 2},
+    {"Where", 3, 3},
+    {"Concat", 1, 1024},
+    {"Gather", 2, 2},
+    {"Slice", 1, 5},
+    {"Reshape", 2, 2},
+    {"Squeeze", 1, 2},
+    {"Unsqueeze", 1, 2},
+    {"Dropout", 1, 3},
+    {"Cast", 1, 1},
+    {"Shape", 1, 1},
+    {"ReduceSum", 1, 2},
     // policy_graph_recurrent.cc
-    {"LSTM", 3, 8},      {"GRU", 3, 6},     {"Transpose", 1, 1}, {"Squeeze", 1, 2},
-    {"Unsqueeze", 1, 2}, {"Slice", 3, 5},   {"Reshape", 2, 2},
+    {"LSTM", 3, 8},
+    {"GRU", 3, 6},
+    {"Transpose", 1, 1},
 };
 
-// The recurrent and layout ops, built in policy_graph_recurrent.cc.
-bool recurrent_op(const std::string& op_type) {
-  for (const char* op : {"LSTM", "GRU", "Transpose", "Squeeze", "Unsqueeze", "Slice", "Reshape"}) {
-    if (op_type == op) return true;
-  }
-  return false;
-}
 // LSTM gives Y, Y_h, Y_c; GRU Y, Y_h; every other op one output.
 std::size_t max_outputs(const std::string& op_type) {
   return op_type == "LSTM" ? 3 : op_type == "GRU" ? 2 : 1;
@@ -112,6 +133,19 @@ SymbolicShape broadcast(const SymbolicShape& a, const SymbolicShape& b, const st
 
 }  // namespace
 
+namespace detail {
+// For policy_graph_ops.cc (declared in policy_graph_ops.h).
+SymbolicShape broadcast_shapes(const SymbolicShape& a, const SymbolicShape& b,
+                               const std::string& label) {
+  return broadcast(a, b, label);
+}
+Dim shape_product(const SymbolicShape& shape, std::size_t begin, std::size_t end,
+                  const std::string& label) {
+  return dim_product(shape, begin, end, label);
+}
+std::string format_dim_of(const Dim& d) { return format_dim(d); }
+}  // namespace detail
+
 std::string format_shape(const SymbolicShape& shape) {
   std::string out = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -130,8 +164,6 @@ const std::vector<std::string>& PolicyGraph::supported_ops() {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> names;
     for (const OpInfo& op : kOps) names.emplace_back(op.name);
-    names.emplace_back("Shape");  // integer shape arithmetic (policy_graph_recurrent.cc)
-    names.emplace_back("Concat");
     return names;
   }();
   return ops;
@@ -210,8 +242,15 @@ void PolicyGraph::add_constant(const std::string& name, const std::vector<std::s
 }
 
 void PolicyGraph::add_output(const std::string& name) {
-  if (find_value(name) < 0) {
+  const int id = find_value(name);
+  if (id < 0) {
     throw std::invalid_argument("output '" + name + "' is not a value of the graph");
+  }
+  const Value& v = values_[static_cast<std::size_t>(id)];
+  if (v.kind == Kind::kInts || v.boolean) {
+    throw std::invalid_argument("output '" + name + "' is " +
+                                (v.boolean ? "a boolean" : "an integer") +
+                                " tensor; a policy's output must be a float tensor");
   }
   outputs_.push_back(name);
 }
@@ -223,7 +262,6 @@ void PolicyGraph::add_node(const std::string& op_type, const std::vector<std::st
                                    : "node '" + name + "'";
   label += " (" + op_type + ")";
 
-  if (fold_shape_arithmetic(op_type, inputs, outputs, attributes, label)) return;
   std::size_t op_index = 0;
   while (op_index < std::size(kOps) && op_type != kOps[op_index].name) ++op_index;
   if (op_index == std::size(kOps)) {
@@ -272,13 +310,23 @@ void PolicyGraph::add_node(const std::string& op_type, const std::vector<std::st
     node.inputs.push_back(id);
   }
 
+  // A node of integer values only, or one whose result is known now, is
+  // evaluated here: its value is an integer value (kInts) or a constant. An
+  // omitted first output (an LSTM's Y) still gets a value, by a name no ONNX
+  // value can have.
   std::vector<SymbolicShape> more;  // the shapes of outputs 1, 2, ...
-  SymbolicShape shape = recurrent_op(op_type)
-                            ? infer_recurrent_shape(node, attributes, more)
-                            : infer_shape(node, attributes);
-  // An omitted first output (an LSTM's Y) still gets a value, by a name no
-  // ONNX value can have.
-  Value v{outputs[0].empty() ? "\x01" + label + ":0" : outputs[0], Kind::kNode, std::move(shape)};
+  Value v{outputs[0].empty() ? "\x01" + label + ":0" : outputs[0], Kind::kNode, {}};
+  if (is_extended(node.op) || is_recurrent(node.op)) {
+    check_extended_attributes(node, attributes);
+  }
+  if (is_extended(node.op)) {
+    v.shape = infer_extended(node, attributes, v);
+  } else if (is_recurrent(node.op)) {
+    v.shape = infer_recurrent_shape(node, attributes, more);
+  } else if (!fold_int_arithmetic(node, v)) {
+    refuse_non_float(node);
+    v.shape = infer_shape(node, attributes);
+  }
   v.node = nodes_.size();
   node.output = define(std::move(v), label);
   for (std::size_t i = 1; i < outputs.size(); ++i) {
@@ -295,6 +343,13 @@ void PolicyGraph::add_node(const std::string& op_type, const std::vector<std::st
 
 SymbolicShape PolicyGraph::infer_shape(Node& node, const NodeAttributes& attributes) const {
   const std::string& label = node.label;
+  if (!attributes.int_lists.empty() || !attributes.strings.empty()) {
+    const std::string key = !attributes.int_lists.empty() ? attributes.int_lists.begin()->first
+                                                          : attributes.strings.begin()->first;
+    throw std::invalid_argument(label + ": unknown " +
+                                (!attributes.int_lists.empty() ? "integer list" : "string") +
+                                " attribute '" + key + "'");
+  }
   // Refuse attributes the op does not know rather than ignore them.
   std::vector<std::string> known_ints, known_floats;
   switch (node.op) {
@@ -329,21 +384,11 @@ SymbolicShape PolicyGraph::infer_shape(Node& node, const NodeAttributes& attribu
     throw std::invalid_argument(label + ": unknown string attribute '" +
                                 attributes.strings.begin()->first + "'");
   }
-  for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-    if (node.inputs[i] >= 0 && values_[static_cast<std::size_t>(node.inputs[i])].kind ==
-                                   Kind::kIntConstant) {
-      throw std::invalid_argument(label + ": input '" +
-                                  values_[static_cast<std::size_t>(node.inputs[i])].name +
-                                  "' is an integer tensor; this op computes on float tensors");
-    }
-  }
   const auto int_attr = [&](const char* key, std::int64_t fallback) {
-    const auto it = attributes.ints.find(key);
-    return it == attributes.ints.end() ? fallback : it->second;
+    return detail::attribute_or(attributes.ints, key, fallback);
   };
   const auto float_attr = [&](const char* key, float fallback) {
-    const auto it = attributes.floats.find(key);
-    return it == attributes.floats.end() ? fallback : it->second;
+    return detail::attribute_or(attributes.floats, key, fallback);
   };
   const auto shape_of = [&](std::size_t i) -> const SymbolicShape& {
     return values_[static_cast<std::size_t>(node.inputs[i])].shape;
@@ -493,7 +538,7 @@ SymbolicShape PolicyGraph::infer_shape(Node& node, const NodeAttributes& attribu
       return out;
     }
     default:
-      break;  // the recurrent and layout ops: infer_recurrent_shape
+      break;  // the ops of policy_graph_ops.cc and policy_graph_recurrent.cc
   }
   throw std::logic_error(label + ": unhandled op");  // unreachable
 }

@@ -3,6 +3,7 @@
 // kernel (policy_graph.cc runs the plan).
 #include "evokit/policy_graph.h"
 
+#include "policy_graph_ops.h"
 #include "policy_recurrent.h"
 
 #include <stdexcept>
@@ -85,9 +86,9 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
       case Kind::kConstant:
         where[id] = Operand{Source::kConstant, 0, constants_[v.constant].data()};
         break;
-      case Kind::kNode: break;  // placed below
-      case Kind::kIntConstant: break;  // read when the graph was built, never run
-      case Kind::kState: break;        // placed below
+      case Kind::kNode:
+      case Kind::kInts:
+      case Kind::kState: break;  // placed below; kInts read when the graph was built
     }
   }
 
@@ -123,24 +124,18 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
     const auto in_shape = [&](std::size_t i) -> const std::vector<std::size_t>& {
       return shapes[static_cast<std::size_t>(node.inputs[i])];
     };
-    if (node.op == Op::kIdentity || node.op == Op::kFlatten || node.op == Op::kSqueeze ||
-        node.op == Op::kUnsqueeze || node.op == Op::kReshape) {
+    if (values_[out_id].kind != Kind::kNode) continue;  // evaluated when built
+    if (node.op == Op::kIdentity || node.op == Op::kFlatten || Ops::is_alias(node.op)) {
       where[out_id] = where[static_cast<std::size_t>(in_id(0))];  // same bytes, another shape
       continue;
     }
-    if (node.op == Op::kTranspose || node.op == Op::kSlice) {
-      // Input strides of each output axis, and the first element read.
+    if (node.op == Op::kTranspose) {
+      // Input strides of each output axis.
       const std::vector<std::size_t>& x = in_shape(0);
       std::vector<std::size_t> stride(x.size(), 1);
       for (std::size_t i = x.size(); i-- > 1;) stride[i - 1] = stride[i] * x[i];
       std::vector<std::size_t> strides;
-      std::size_t start = 0;
-      if (node.op == Op::kTranspose) {
-        for (std::size_t p : node.perm) strides.push_back(stride[p]);
-      } else {
-        strides = stride;
-        for (std::size_t i = 0; i < x.size(); ++i) start += node.starts[i] * stride[i];
-      }
+      for (std::size_t p : node.perm) strides.push_back(stride[p]);
       // The same bytes when the walk is contiguous: no step.
       bool contiguous = true;
       std::size_t expect = 1;
@@ -149,10 +144,8 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
         contiguous = contiguous && strides[i] == expect;
         expect *= out_shape[i];
       }
-      Operand in = where[static_cast<std::size_t>(in_id(0))];
       if (contiguous) {
-        if (in.source == Source::kConstant) in.constant += start; else in.offset += start;
-        where[out_id] = in;
+        where[out_id] = where[static_cast<std::size_t>(in_id(0))];
         continue;
       }
       if (out_shape.size() > 16) {
@@ -161,8 +154,7 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
       Plan::Step step;
       step.op = node.op;
       step.size = element_count(out_shape);
-      step.in[0] = in;
-      step.start = start;
+      step.in[0] = where[static_cast<std::size_t>(in_id(0))];
       step.out_shape = out_shape;
       step.stride_a = strides;
       step.out = reserve(step.size);
@@ -229,7 +221,10 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
       case Op::kAdd:
       case Op::kSub:
       case Op::kMul:
-      case Op::kDiv: {
+      case Op::kDiv:
+      case Op::kPow:
+      case Op::kGreater:
+      case Op::kLess: {
         step.in[0] = where[static_cast<std::size_t>(in_id(0))];
         step.in[1] = where[static_cast<std::size_t>(in_id(1))];
         const std::vector<std::size_t>& sa = in_shape(0);
@@ -285,8 +280,9 @@ PolicyGraph::Plan PolicyGraph::compile(std::size_t batch) const {
         }
         break;
       }
-      default:
-        break;  // handled above
+      default:  // the ops of policy_graph_ops.cc (aliases handled above)
+        Ops::plan(node, step, shapes, where, plain);
+        break;
     }
     step.out = reserve(step.size);
     where[out_id] = Operand{Source::kWork, step.out, nullptr};

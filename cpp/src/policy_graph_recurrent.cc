@@ -1,21 +1,19 @@
-// PolicyGraph: recurrent state, the recurrent ops LSTM and GRU, and the
-// layout ops exported graphs put around them (Transpose, Squeeze,
-// Unsqueeze, Slice, Reshape): building and their kernels. compile() plans
-// them in policy_graph_plan.cc, execute() runs them in policy_graph.cc.
+// PolicyGraph: recurrent state, the recurrent ops LSTM and GRU, and
+// Transpose: building and their kernels. compile() plans them in
+// policy_graph_plan.cc, execute() runs them in policy_graph.cc. The other
+// layout ops exported recurrent graphs put around them (Squeeze, Unsqueeze,
+// Slice, Reshape) and the integer shape arithmetic (Shape, Concat, Gather,
+// Mul, ...) are policy_graph_ops.cc's.
 //
-// Op semantics follow the ONNX operator specs (opset 13+; Squeeze's and
-// Unsqueeze's axes also as the attribute of opsets < 13):
+// Op semantics follow the ONNX operator specs (opset 13+):
 //   LSTM  layout 0, direction forward, default activations (sigmoid, tanh,
 //         tanh), gates i, o, f, c in W, R and B; no peepholes, clip or
 //         sequence_lens. Y (seq, 1, batch, hidden), Y_h and Y_c (1, batch,
 //         hidden).
 //   GRU   the same with gates z, r, h, linear_before_reset 0 or 1 (PyTorch
 //         exports 1).
-//   Transpose, Squeeze, Unsqueeze, Reshape (allowzero, one -1), Slice (step
-//         1; the batch dimension only whole).
-// Integer operands (axes, starts, ends, shapes) must be integer constants:
-// they are read when the graph is built. Every attribute value outside
-// these is refused naming the node.
+//   Transpose  perm (default: reversed axes).
+// Every attribute value outside these is refused naming the node.
 //
 // Recurrent state: add_state_input() declares an input holding state,
 // add_state_output() the value that holds its next value; compile() places
@@ -29,19 +27,12 @@
 #include <utility>
 
 #include "evokit/policy_graph.h"
+#include "policy_graph_ops.h"
 #include "policy_recurrent.h"
 
 namespace evokit {
 
 namespace {
-
-bool is_one(const Dim& d) { return !d.batch && d.factor == 1; }
-
-std::string join_ints(const std::vector<std::int64_t>& v) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
-  return out + "]";
-}
 
 std::string join_strings(const std::vector<std::string>& v) {
   std::string out = "[";
@@ -49,70 +40,13 @@ std::string join_strings(const std::vector<std::string>& v) {
   return out + "]";
 }
 
-// Refuses attributes outside `ints`, `floats`, `int_lists`, `strings`.
-void check_known(const NodeAttributes& a, const std::string& label,
-                 std::initializer_list<const char*> ints,
-                 std::initializer_list<const char*> int_lists,
-                 std::initializer_list<const char*> strings) {
-  const auto known = [](std::initializer_list<const char*> names, const std::string& key) {
-    return std::any_of(names.begin(), names.end(), [&](const char* n) { return key == n; });
-  };
-  for (const auto& kv : a.ints) {
-    if (!known(ints, kv.first)) {
-      throw std::invalid_argument(label + ": unknown integer attribute '" + kv.first + "'");
-    }
-  }
-  for (const auto& kv : a.floats) {
-    throw std::invalid_argument(label + ": attribute '" + kv.first + "' is not supported");
-  }
-  for (const auto& kv : a.int_lists) {
-    if (!known(int_lists, kv.first)) {
-      throw std::invalid_argument(label + ": unknown integer list attribute '" + kv.first + "'");
-    }
-  }
-  for (const auto& kv : a.strings) {
-    if (!known(strings, kv.first)) {
-      throw std::invalid_argument(label + ": unknown string attribute '" + kv.first + "'");
-    }
-  }
-}
-
 std::int64_t int_or(const NodeAttributes& a, const char* key, std::int64_t fallback) {
-  const auto it = a.ints.find(key);
-  return it == a.ints.end() ? fallback : it->second;
-}
-
-// Normalises axis (negative counts from the end) into [0, rank).
-std::size_t norm_axis(std::int64_t axis, std::size_t rank, const std::string& label) {
-  const auto r = static_cast<std::int64_t>(rank);
-  if (axis < -r || axis >= r) {
-    throw std::invalid_argument(label + ": axis " + std::to_string(axis) +
-                                " is out of range for rank " + std::to_string(rank));
-  }
-  return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
+  return detail::attribute_or(a.ints, key, fallback);
 }
 
 }  // namespace
 
 // ---- state --------------------------------------------------------------
-
-void PolicyGraph::add_int_constant(const std::string& name, const std::vector<std::size_t>& shape,
-                                   std::vector<std::int64_t> data) {
-  const std::string label = "constant '" + name + "'";
-  std::size_t size = 1;
-  for (std::size_t d : shape) size *= d;
-  if (data.size() != size) {
-    throw std::invalid_argument(label + ": shape " + format_shape(shape) + " holds " +
-                                std::to_string(size) + " values, got " +
-                                std::to_string(data.size()));
-  }
-  Value v{name, Kind::kIntConstant, {}};
-  for (std::size_t d : shape) v.shape.push_back(Dim{d, false});
-  v.constant = int_constants_.size();
-  define(std::move(v), label);
-  int_batch_.emplace_back(data.size(), false);
-  int_constants_.push_back(std::move(data));
-}
 
 void PolicyGraph::add_state_input(const std::string& name, const std::vector<std::size_t>& shape,
                                   std::size_t batch_axis) {
@@ -183,158 +117,6 @@ std::size_t PolicyGraph::state_size() const {
 
 // ---- building -------------------------------------------------------------
 
-const std::vector<std::int64_t>& PolicyGraph::int_constant(const Node& node, std::size_t input,
-                                                           const char* what,
-                                                           const std::vector<bool>** batch) const {
-  const Value& v = values_[static_cast<std::size_t>(node.inputs[input])];
-  if (v.kind != Kind::kIntConstant) {
-    throw std::invalid_argument(node.label + ": " + what + " '" + v.name +
-                                "' must be an integer constant (an int64 initializer or "
-                                "Constant), known when the graph is built");
-  }
-  const std::vector<bool>& flags = int_batch_[v.constant];
-  if (batch != nullptr) {
-    *batch = &flags;
-  } else if (std::find(flags.begin(), flags.end(), true) != flags.end()) {
-    throw std::invalid_argument(node.label + ": " + what + " '" + v.name +
-                                "' depends on the batch size");
-  }
-  return int_constants_[v.constant];
-}
-
-bool PolicyGraph::fold_shape_arithmetic(const std::string& op_type,
-                                        const std::vector<std::string>& inputs,
-                                        const std::vector<std::string>& outputs,
-                                        const NodeAttributes& attributes,
-                                        const std::string& label) {
-  static const char* const kFolded[] = {"Shape", "Concat", "Slice", "Mul", "Reshape",
-                                        "Squeeze", "Unsqueeze", "Identity"};
-  if (std::none_of(std::begin(kFolded), std::end(kFolded),
-                   [&](const char* op) { return op_type == op; })) {
-    return false;
-  }
-  // Integer inputs only (Shape: any first input); else the float op, if any.
-  std::vector<int> ids;
-  for (const std::string& in : inputs) ids.push_back(in.empty() ? -1 : find_value(in));
-  const auto is_int = [&](int id) {
-    return id >= 0 && values_[static_cast<std::size_t>(id)].kind == Kind::kIntConstant;
-  };
-  if (op_type != "Shape" && (ids.empty() || !is_int(ids[0]))) {
-    if (op_type == "Concat") {
-      throw std::invalid_argument(label + ": only integer shape arithmetic is supported (input '" +
-                                  (inputs.empty() ? std::string() : inputs[0]) +
-                                  "' is not an integer constant)");
-    }
-    return false;
-  }
-  if (outputs.size() != 1 || outputs[0].empty()) {
-    throw std::invalid_argument(label + ": expected 1 output, got " + std::to_string(outputs.size()));
-  }
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 && !inputs[i].empty()) {
-      throw std::invalid_argument(label + ": input '" + inputs[i] + "' is not defined");
-    }
-  }
-  Node node;  // for int_constant's messages
-  node.label = label;
-  node.inputs = ids;
-  std::vector<std::int64_t> values;
-  std::vector<bool> batch;
-  SymbolicShape shape;
-  const auto input_of = [&](std::size_t i) -> const Value& {
-    return values_[static_cast<std::size_t>(ids[i])];
-  };
-  const auto data = [&](std::size_t i) -> std::pair<const std::vector<std::int64_t>*,
-                                                    const std::vector<bool>*> {
-    const Value& v = input_of(i);
-    return {&int_constants_[v.constant], &int_batch_[v.constant]};
-  };
-  if (op_type == "Shape") {
-    if (ids.size() != 1 || ids[0] < 0) {
-      throw std::invalid_argument(label + ": expected 1 input, got " + std::to_string(ids.size()));
-    }
-    check_known(attributes, label, {"start", "end"}, {}, {});
-    const SymbolicShape& x = input_of(0).shape;
-    const auto rank = static_cast<std::int64_t>(x.size());
-    const auto clamp = [rank](std::int64_t v) {
-      if (v < 0) v += rank;
-      return std::min(std::max<std::int64_t>(v, 0), rank);
-    };
-    const std::int64_t lo = clamp(int_or(attributes, "start", 0));
-    const std::int64_t hi = clamp(int_or(attributes, "end", rank));
-    for (std::int64_t i = lo; i < hi; ++i) {
-      values.push_back(static_cast<std::int64_t>(x[static_cast<std::size_t>(i)].factor));
-      batch.push_back(x[static_cast<std::size_t>(i)].batch);
-    }
-    shape = {Dim{values.size(), false}};
-  } else if (op_type == "Concat") {
-    check_known(attributes, label, {"axis"}, {}, {});
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      if (!is_int(ids[i]) || input_of(i).shape.size() != 1) {
-        throw std::invalid_argument(label + ": only the concatenation of 1-D integer constants is "
-                                    "supported (input '" + inputs[i] + "')");
-      }
-      const auto [v, b] = data(i);
-      values.insert(values.end(), v->begin(), v->end());
-      batch.insert(batch.end(), b->begin(), b->end());
-    }
-    shape = {Dim{values.size(), false}};
-  } else if (op_type == "Mul") {
-    if (ids.size() != 2 || !is_int(ids[1])) return false;
-    check_known(attributes, label, {}, {}, {});
-    const auto [a, ab] = data(0);
-    const auto [b, bb] = data(1);
-    if (a->size() != b->size() && a->size() != 1 && b->size() != 1) {
-      throw std::invalid_argument(label + ": integer operands of " + std::to_string(a->size()) +
-                                  " and " + std::to_string(b->size()) + " elements");
-    }
-    const std::size_t n = std::max(a->size(), b->size());
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t ia = a->size() == 1 ? 0 : i, ib = b->size() == 1 ? 0 : i;
-      if ((*ab)[ia] && (*bb)[ib]) {
-        throw std::invalid_argument(label + ": multiplies the batch size by itself");
-      }
-      values.push_back((*a)[ia] * (*b)[ib]);
-      batch.push_back((*ab)[ia] || (*bb)[ib]);
-    }
-    shape = a->size() >= b->size() ? input_of(0).shape : input_of(1).shape;
-  } else {  // Slice, Reshape, Squeeze, Unsqueeze, Identity of an integer tensor
-    const auto [v, b] = data(0);
-    values = *v;
-    batch = *b;
-    shape = input_of(0).shape;
-    if (op_type == "Slice") {
-      check_known(attributes, label, {}, {}, {});
-      if (shape.size() != 1 || ids.size() < 3) {
-        throw std::invalid_argument(label + ": only slices of 1-D integer tensors are supported");
-      }
-      const auto dim = static_cast<std::int64_t>(values.size());
-      const auto clamp = [dim](std::int64_t x) {
-        if (x < 0) x += dim;
-        return std::min(std::max<std::int64_t>(x, 0), dim);
-      };
-      const std::int64_t lo = clamp(int_constant(node, 1, "starts").at(0));
-      const std::int64_t hi = std::max(lo, clamp(int_constant(node, 2, "ends").at(0)));
-      if (ids.size() > 4 && ids[4] >= 0 && int_constant(node, 4, "steps").at(0) != 1) {
-        throw std::invalid_argument(label + ": only step 1 is supported");
-      }
-      values.assign(v->begin() + lo, v->begin() + hi);
-      batch.assign(b->begin() + lo, b->begin() + hi);
-      shape = {Dim{values.size(), false}};
-    } else if (op_type == "Reshape" || op_type == "Squeeze" || op_type == "Unsqueeze") {
-      // The same elements; a rank of 0 or 1 (a scalar or a vector).
-      shape = values.size() == 1 && op_type == "Squeeze" ? SymbolicShape{}
-                                                         : SymbolicShape{Dim{values.size(), false}};
-    }
-  }
-  Value out{outputs[0], Kind::kIntConstant, shape};
-  out.constant = int_constants_.size();
-  define(std::move(out), label);
-  int_constants_.push_back(std::move(values));
-  int_batch_.push_back(std::move(batch));
-  return true;
-}
-
 SymbolicShape PolicyGraph::infer_recurrent_shape(Node& node, const NodeAttributes& attributes,
                                                  std::vector<SymbolicShape>& more) const {
   const std::string& label = node.label;
@@ -343,30 +125,17 @@ SymbolicShape PolicyGraph::infer_recurrent_shape(Node& node, const NodeAttribute
     return values_[static_cast<std::size_t>(node.inputs[i])];
   };
   const auto float_input = [&](std::size_t i, const char* what) -> const SymbolicShape& {
-    if (value(i).kind == Kind::kIntConstant) {
+    if (value(i).kind == Kind::kInts || value(i).boolean) {
       throw std::invalid_argument(label + ": " + what + " '" + value(i).name +
-                                  "' is an integer tensor, expected a float tensor");
+                                  "' is an integer or boolean tensor, expected a float tensor");
     }
     return value(i).shape;
-  };
-  // Axes from input 1 (opset 13+) or the attribute `axes`.
-  const auto axes_of = [&]() -> std::vector<std::int64_t> {
-    if (has(1)) return int_constant(node, 1, "axes");
-    const auto it = attributes.int_lists.find("axes");
-    return it == attributes.int_lists.end() ? std::vector<std::int64_t>{} : it->second;
   };
 
   switch (node.op) {
     case Op::kLSTM:
     case Op::kGRU: {
       const bool lstm = node.op == Op::kLSTM;
-      if (lstm) {
-        check_known(attributes, label, {"hidden_size", "layout", "input_forget"}, {},
-                    {"direction", "activations"});
-      } else {
-        check_known(attributes, label, {"hidden_size", "layout", "linear_before_reset"}, {},
-                    {"direction", "activations"});
-      }
       const std::int64_t hidden = int_or(attributes, "hidden_size", 0);
       if (hidden < 1) {
         throw std::invalid_argument(label + ": attribute hidden_size must be >= 1, got " +
@@ -441,7 +210,6 @@ SymbolicShape PolicyGraph::infer_recurrent_shape(Node& node, const NodeAttribute
     }
 
     case Op::kTranspose: {
-      check_known(attributes, label, {}, {"perm"}, {});
       const SymbolicShape& x = float_input(0, "input");
       std::vector<std::int64_t> perm;
       const auto it = attributes.int_lists.find("perm");
@@ -458,7 +226,7 @@ SymbolicShape PolicyGraph::infer_recurrent_shape(Node& node, const NodeAttribute
         if (ok) seen[static_cast<std::size_t>(perm[i])] = true;
       }
       if (!ok) {
-        throw std::invalid_argument(label + ": perm " + join_ints(perm) +
+        throw std::invalid_argument(label + ": perm " + detail::ints_text(perm) +
                                     " is not a permutation of the " + std::to_string(x.size()) +
                                     " axes of " + format_shape(x));
       }
@@ -471,167 +239,10 @@ SymbolicShape PolicyGraph::infer_recurrent_shape(Node& node, const NodeAttribute
       return out;
     }
 
-    case Op::kSqueeze: {
-      check_known(attributes, label, {}, {"axes"}, {});
-      const SymbolicShape& x = float_input(0, "input");
-      std::vector<bool> drop(x.size(), false);
-      const std::vector<std::int64_t> axes = axes_of();
-      if (axes.empty()) {  // every dimension of size 1 (the batch size is not one of them)
-        for (std::size_t i = 0; i < x.size(); ++i) drop[i] = is_one(x[i]);
-      }
-      for (std::int64_t a : axes) {
-        const std::size_t i = norm_axis(a, x.size(), label);
-        if (!is_one(x[i])) {
-          throw std::invalid_argument(label + ": cannot squeeze axis " + std::to_string(a) +
-                                      " of " + format_shape(x) + ": its size is not 1");
-        }
-        drop[i] = true;
-      }
-      SymbolicShape out;
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        if (!drop[i]) out.push_back(x[i]);
-      }
-      return out;
-    }
-
-    case Op::kUnsqueeze: {
-      check_known(attributes, label, {}, {"axes"}, {});
-      const SymbolicShape& x = float_input(0, "input");
-      const std::vector<std::int64_t> axes = axes_of();
-      if (axes.empty()) throw std::invalid_argument(label + ": axes are required");
-      const std::size_t rank = x.size() + axes.size();
-      std::vector<bool> inserted(rank, false);
-      for (std::int64_t a : axes) {
-        const std::size_t i = norm_axis(a, rank, label);
-        if (inserted[i]) {
-          throw std::invalid_argument(label + ": axis " + std::to_string(a) + " is repeated");
-        }
-        inserted[i] = true;
-      }
-      SymbolicShape out;
-      std::size_t next = 0;
-      for (std::size_t i = 0; i < rank; ++i) out.push_back(inserted[i] ? Dim{} : x[next++]);
-      return out;
-    }
-
-    case Op::kSlice: {
-      check_known(attributes, label, {}, {}, {});
-      const SymbolicShape& x = float_input(0, "input");
-      const std::vector<std::int64_t>& starts = int_constant(node, 1, "starts");
-      const std::vector<std::int64_t>& ends = int_constant(node, 2, "ends");
-      std::vector<std::int64_t> axes;
-      if (has(3)) {
-        axes = int_constant(node, 3, "axes");
-      } else {
-        for (std::size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<std::int64_t>(i));
-      }
-      if (has(4)) {
-        for (std::int64_t step : int_constant(node, 4, "steps")) {
-          if (step != 1) {
-            throw std::invalid_argument(label + ": step " + std::to_string(step) +
-                                        " is not supported (only 1)");
-          }
-        }
-      }
-      if (starts.size() != ends.size() || axes.size() != starts.size()) {
-        throw std::invalid_argument(label + ": starts " + join_ints(starts) + ", ends " +
-                                    join_ints(ends) + " and axes " + join_ints(axes) +
-                                    " must have the same length");
-      }
-      SymbolicShape out = x;
-      node.starts.assign(x.size(), 0);
-      node.ends.assign(x.size(), 0);
-      for (std::size_t i = 0; i < x.size(); ++i) node.ends[i] = x[i].factor;
-      for (std::size_t k = 0; k < axes.size(); ++k) {
-        const std::size_t a = norm_axis(axes[k], x.size(), label);
-        if (x[a].batch) {  // only the whole batch: start 0, end past it
-          if (starts[k] != 0 || ends[k] < std::numeric_limits<std::int32_t>::max()) {
-            throw std::invalid_argument(label + ": slicing the batch axis " +
-                                        std::to_string(a) + " of " + format_shape(x) + " [" +
-                                        std::to_string(starts[k]) + ", " +
-                                        std::to_string(ends[k]) +
-                                        ") is not supported (only the whole batch)");
-          }
-          continue;
-        }
-        const auto dim = static_cast<std::int64_t>(x[a].factor);
-        const auto clamp = [dim](std::int64_t v) {
-          if (v < 0) v += dim;
-          return std::min(std::max<std::int64_t>(v, 0), dim);
-        };
-        const std::int64_t s = clamp(starts[k]), e = clamp(ends[k]);
-        if (e <= s) {
-          throw std::invalid_argument(label + ": axis " + std::to_string(a) + " sliced [" +
-                                      std::to_string(starts[k]) + ", " + std::to_string(ends[k]) +
-                                      ") of size " + std::to_string(dim) + " is empty");
-        }
-        node.starts[a] = static_cast<std::size_t>(s);
-        node.ends[a] = static_cast<std::size_t>(e);
-        out[a] = Dim{static_cast<std::size_t>(e - s), false};
-      }
-      return out;
-    }
-
-    case Op::kReshape: {
-      check_known(attributes, label, {"allowzero"}, {}, {});
-      const SymbolicShape& x = float_input(0, "data");
-      const std::vector<bool>* target_batch = nullptr;  // elements that are batch multiples
-      const std::vector<std::int64_t>& target = int_constant(node, 1, "shape", &target_batch);
-      const bool allowzero = int_or(attributes, "allowzero", 0) != 0;
-      Dim total;
-      for (const Dim& d : x) {
-        total.factor *= d.factor;
-        total.batch = total.batch || d.batch;
-      }
-      SymbolicShape out(target.size());
-      Dim known;
-      std::size_t infer = target.size();
-      for (std::size_t i = 0; i < target.size(); ++i) {
-        const std::int64_t t = target[i];
-        if (t == -1) {
-          if (infer != target.size()) {
-            throw std::invalid_argument(label + ": shape " + join_ints(target) +
-                                        " has more than one -1");
-          }
-          infer = i;
-          continue;
-        }
-        if ((*target_batch)[i]) {
-          if (t < 1) throw std::invalid_argument(label + ": shape " + join_ints(target) + " is empty");
-          out[i] = Dim{static_cast<std::size_t>(t), true};
-        } else if (t == 0 && !allowzero) {
-          if (i >= x.size()) {
-            throw std::invalid_argument(label + ": shape " + join_ints(target) + " copies dimension " +
-                                        std::to_string(i) + " of " + format_shape(x) +
-                                        ", which has no such dimension");
-          }
-          out[i] = x[i];
-        } else if (t < 1) {
-          throw std::invalid_argument(label + ": shape " + join_ints(target) + " has dimension " +
-                                      std::to_string(t) + " (expected >= 1, 0 or one -1)");
-        } else {
-          out[i] = Dim{static_cast<std::size_t>(t), false};
-        }
-        known.factor *= out[i].factor;
-        known.batch = known.batch || out[i].batch;
-      }
-      const auto mismatch = [&]() {
-        return std::invalid_argument(label + ": cannot reshape " + format_shape(x) + " to " +
-                                     join_ints(target) + " for every batch size");
-      };
-      if (infer == target.size()) {
-        if (known != total) throw mismatch();
-        return out;
-      }
-      if ((known.batch && !total.batch) || total.factor % known.factor != 0) throw mismatch();
-      out[infer] = Dim{total.factor / known.factor, total.batch && !known.batch};
-      return out;
-    }
-
     default:
       break;
   }
-  throw std::logic_error(label + ": not a recurrent or layout op");  // unreachable
+  throw std::logic_error(label + ": not LSTM, GRU or Transpose");  // unreachable
 }
 
 // ---- kernels --------------------------------------------------------------
@@ -648,11 +259,11 @@ float logistic(float x) noexcept {
 
 }  // namespace
 
-void strided_copy(const View& in, std::size_t start, const std::vector<std::size_t>& out_shape,
+void strided_copy(const View& in, const std::vector<std::size_t>& out_shape,
                   const std::vector<std::size_t>& strides, std::size_t total, float* out) noexcept {
   const std::size_t rank = out_shape.size();
   std::size_t index[16] = {};  // compile() refuses ranks above 16
-  std::size_t at = start;
+  std::size_t at = 0;
   for (std::size_t i = 0; i < total; ++i) {
     out[i] = in[at];
     for (std::size_t k = rank; k-- > 0;) {

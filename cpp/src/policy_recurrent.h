@@ -1,4 +1,4 @@
-// Kernels of PolicyGraph's recurrent and layout ops (internal;
+// Kernels of PolicyGraph's recurrent ops and Transpose (internal;
 // policy_graph_recurrent.cc defines them, policy_graph.cc runs them). Like
 // the dense kernels, each output element is computed with the same float
 // operations in the same order whatever the operands' sources.
@@ -11,9 +11,9 @@
 
 namespace evokit::detail {
 
-// out[i] for i < total: in[start + sum_k index_k * strides[k]], the output's
-// multi-index walked in C order over out_shape (Transpose, Slice).
-void strided_copy(const View& in, std::size_t start, const std::vector<std::size_t>& out_shape,
+// out[i] for i < total: in[sum_k index_k * strides[k]], the output's
+// multi-index walked in C order over out_shape (Transpose).
+void strided_copy(const View& in, const std::vector<std::size_t>& out_shape,
                   const std::vector<std::size_t>& strides, std::size_t total, float* out) noexcept;
 
 // The shapes and operands of one LSTM or GRU node (ONNX layout 0, one

@@ -8,21 +8,30 @@ output names, integer and float attributes, which initializers are parameters
 ``OnnxPolicy`` lays it out) and which are constants. The extension module
 never links ONNX.
 
-Supported: ``Gemm``, ``MatMul`` (2-D right operand), ``Add`` (numpy
-broadcasting), ``Relu``, ``Tanh``, ``Sigmoid``, ``Softmax`` (last axis),
-``Identity``, ``Flatten``, and ``Constant`` nodes holding float tensors: the
-MLPs of :func:`~evokit.policy.mlp.init_mlp` and PyTorch's
-``torch.onnx.export`` of ``Linear`` / activation stacks. Recurrent policies:
-``LSTM`` and ``GRU`` (one forward direction, layout 0, default
-activations; other attribute values are refused naming the node) with the
-layout ops exports put around them (``Transpose``, ``Squeeze``,
-``Unsqueeze``, ``Slice``, ``Reshape``; their axes, starts and shapes int64
-initializers or Constants, or integer shape arithmetic on them, ``Shape``,
-``Concat``, ``Slice``, ``Mul``, folded when the graph is built), the state inputs paired with their outputs as
-:mod:`evokit.policy.onnx_policy` describes; the state is carried in a flat
-float32 buffer the caller passes (``state=``) and the core updates in place. Anything else raises
-:class:`NotSupportedError` naming the node and the op; ``OnnxPolicy`` with
-``backend="auto"`` then falls back to onnxruntime and says so once.
+Supported: ``Gemm``, ``MatMul`` (2-D right operand), ``Add``, ``Sub``,
+``Mul``, ``Div`` (numpy broadcasting), ``Relu``, ``Tanh``, ``Sigmoid``,
+``Softmax`` (last axis), ``Identity``, ``Flatten``, ``Clip``, the ops
+PyTorch's ``torch.onnx.export`` writes for common policies
+(``LayerNormalization`` and its decomposed form ``ReduceMean`` / ``Pow`` /
+``Sqrt``, ``Gelu`` and ``Erf``, ``LeakyRelu``, ``Elu``, ``Selu``,
+``Softplus``, ``Mish``, ``Greater`` / ``Less`` / ``Where``, ``Concat``,
+``Gather`` and ``Slice`` by constants, ``Reshape``, ``Squeeze``,
+``Unsqueeze``, ``Dropout`` in inference mode, ``Cast``, ``Shape``), and
+``Constant`` nodes and initializers holding float tensors, or integer and
+boolean ones for shapes, axes and indices (cpp/src/policy_graph_ops.cc):
+the MLPs of :func:`~evokit.policy.mlp.init_mlp` and PyTorch exports of
+``Linear`` / ``LayerNorm`` / activation stacks at opsets 13 to 20.
+Integer shape arithmetic (``Shape`` -> ``Gather`` -> ``Concat`` ->
+``Reshape``, ``Mul`` ...) is evaluated when the graph is built, the batch
+size kept symbolic. Recurrent policies: ``LSTM`` and ``GRU`` (one forward
+direction, layout 0, default activations; other attribute values are
+refused naming the node) with ``Transpose`` and the layout ops above around
+them (cpp/src/policy_graph_recurrent.cc), the state inputs paired with
+their outputs as :mod:`evokit.policy.onnx_policy` describes; the state is
+carried in a flat float32 buffer the caller passes (``state=``) and the
+core updates in place. Anything else raises :class:`NotSupportedError`
+naming the node and the op; ``OnnxPolicy`` with ``backend="auto"`` then
+falls back to onnxruntime and says so once.
 
 Outputs equal onnxruntime's within 1e-5 (tests/policy/test_native.py). Tanh
 is onnxruntime's own rational approximation, computed in plain float
@@ -50,7 +59,7 @@ from onnx import TensorProto
 
 from .. import _core
 from ..errors import ModelError, NotSupportedError
-from .tensor_data import float_tensor_values, int64_tensor_values
+from .tensor_data import INT_TYPES, float_tensor_values, int_tensor_values
 
 __all__ = ["NativePolicy", "PolicyLayout", "SUPPORTED_OPS"]
 
@@ -81,26 +90,33 @@ def _node_label(node: onnx.NodeProto, index: int) -> str:
 
 
 def _constant_value(node: onnx.NodeProto, label: str, source: str) -> np.ndarray:
-    """The float (or int64) tensor a Constant node holds."""
+    """The tensor a Constant node holds: float32, or int64 for integer and
+    boolean tensors (``value_int``, ``value_ints`` too)."""
     for attr in node.attribute:
         if attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
-            if attr.t.data_type == TensorProto.INT64:
-                return int64_tensor_values(attr.t, source, f"{label}: value").reshape(
-                    [int(d) for d in attr.t.dims])
-            if attr.t.data_type != TensorProto.FLOAT:
-                raise NotSupportedError(
-                    f"{source}: native backend: {label}: a "
-                    f"{TensorProto.DataType.Name(attr.t.data_type)} constant; only FLOAT tensors "
-                    f"are supported")
-            return float_tensor_values(attr.t, source, f"{label}: value").reshape(
-                [int(d) for d in attr.t.dims])
+            dims = [int(d) for d in attr.t.dims]
+            if attr.t.data_type == TensorProto.FLOAT:
+                return float_tensor_values(attr.t, source, f"{label}: value").reshape(dims)
+            if attr.t.data_type in INT_TYPES:
+                return int_tensor_values(attr.t, source, f"{label}: value").reshape(dims)
+            raise NotSupportedError(
+                f"{source}: native backend: {label}: a "
+                f"{TensorProto.DataType.Name(attr.t.data_type)} constant; only FLOAT, integer "
+                f"and BOOL tensors are supported")
         if attr.name in ("value_float", "value_floats"):
             return np.asarray(onnx.helper.get_attribute_value(attr), np.float32)
         if attr.name in ("value_int", "value_ints"):
             return np.asarray(onnx.helper.get_attribute_value(attr), np.int64)
     names = ", ".join(a.name for a in node.attribute) or "none"
-    raise NotSupportedError(f"{source}: native backend: {label}: only float tensor constants are "
-                            f"supported (attributes: {names})")
+    raise NotSupportedError(f"{source}: native backend: {label}: only tensor, float and integer "
+                            f"constants are supported (attributes: {names})")
+
+
+def _add_constant(g: Any, name: str, value: np.ndarray) -> None:
+    if value.dtype == np.int64:
+        g.add_int_constant(name, list(value.shape), value.reshape(-1).tolist())
+    else:
+        g.add_constant(name, list(value.shape), value.reshape(-1))
 
 
 class NativePolicy:
@@ -158,7 +174,7 @@ class NativePolicy:
 
         params = {name: (a, shape) for name, shape, (a, _) in
                   zip(policy.param_names, policy.param_shapes, policy.param_slices)}
-        other: dict = {}  # non-float initializers: name -> type name
+        other: dict = {}  # initializers of other types: name -> type name
         try:
             g.add_input(policy.input_name, list(obs_shape))
             for name, shape in zip(policy.state_names, policy.state_shapes):
@@ -171,9 +187,9 @@ class NativePolicy:
                 elif t.data_type == TensorProto.FLOAT:
                     g.add_constant(t.name, list(t.dims),
                                    float_tensor_values(t, source, f"initializer {t.name!r}"))
-                elif t.data_type == TensorProto.INT64:
+                elif t.data_type in INT_TYPES:
                     g.add_int_constant(t.name, list(t.dims),
-                                       int64_tensor_values(t, source, f"initializer {t.name!r}"))
+                                       int_tensor_values(t, source, f"initializer {t.name!r}"))
                 else:
                     other[t.name] = TensorProto.DataType.Name(t.data_type)
         except ModelError:  # a tensor whose shape disagrees with its data: a broken model
@@ -189,9 +205,8 @@ class NativePolicy:
                              f"ONNX domain")
             if node.op_type == "Constant":
                 value = _constant_value(node, label, source)
-                add = g.add_int_constant if value.dtype == np.int64 else g.add_constant
                 try:
-                    add(node.output[0], list(value.shape), value.reshape(-1))
+                    _add_constant(g, node.output[0], value)
                 except ValueError as exc:
                     raise refuse(str(exc)) from None
                 continue
@@ -201,7 +216,8 @@ class NativePolicy:
             for name in node.input:
                 if name in other:
                     raise refuse(f"{label}: input {name!r} is a {other[name]} initializer; the "
-                                 f"native backend computes on FLOAT tensors only")
+                                 f"native backend computes on FLOAT tensors (and integer ones "
+                                 f"for shapes) only")
             ints, floats, int_lists, strings = {}, {}, {}, {}
             for attr in node.attribute:
                 if attr.type == onnx.AttributeProto.INT:

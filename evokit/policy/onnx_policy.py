@@ -21,9 +21,10 @@ are accepted and converted once per call with
 ``np.asarray(params, dtype=np.float32)``; non-floating dtypes are rejected.
 
 Backends. ``backend="native"`` runs the graph on EvoKit's C++ core
-(:mod:`evokit.policy.native`: Gemm, MatMul, Add, Relu, Tanh, Sigmoid, Softmax,
-Identity, Flatten; outputs equal onnxruntime's within 1e-5, the same bits on
-every machine and thread count), ``"onnxruntime"`` on one shared onnxruntime
+(:mod:`evokit.policy.native`: Gemm, MatMul, the elementwise ops and
+activations, LayerNormalization, Gelu, Concat, Reshape, ... as PyTorch exports
+them; outputs equal onnxruntime's within 1e-5, the same bits for every thread
+count), ``"onnxruntime"`` on one shared onnxruntime
 session as described above, and ``"auto"`` (the default) natively when the
 core supports every node, else on onnxruntime with one
 :class:`NativeFallbackWarning` naming the node it cannot run.
@@ -51,6 +52,10 @@ state tensor in turn, in ``state_names`` order, C order, with the batch size
 filled in. Every episode starts from zeros; :meth:`OnnxPolicy.run` reads the
 state it is given and writes the next state into it in place.
 
+A model exported in training mode (a Dropout node whose ``training_mode`` is
+a constant true, with a ratio above 0) is refused on either backend, naming
+the node: it would drop random activations at every call.
+
 Every problem with a model file or with the inputs given to it raises
 :class:`ModelError` (a ``ValueError``) whose message starts with the file
 name, or ``<memory>`` for in-memory models.
@@ -74,7 +79,7 @@ from ..errors import FingerprintError, ModelError, NativeFallbackWarning, NotSup
 from ..util import atomic_write_bytes
 from .fingerprint import FINGERPRINT_VERSION, model_fingerprint, model_fingerprint_v1
 from .native import NativePolicy
-from .tensor_data import float_tensor_values
+from .tensor_data import float_tensor_values, int_tensor_values
 
 __all__ = ["BACKENDS", "OnnxPolicy", "select_action", "write_model_bytes"]
 
@@ -400,6 +405,7 @@ class OnnxPolicy:
         data_inputs = [vi for vi in graph.input if vi.name not in init_set]
         if not data_inputs:
             raise ModelError(f"{source}: model has no observation input")
+        _refuse_active_dropout(graph, source)
         obs_vi = data_inputs[0]
         pairs = pair_state(source, data_inputs[1:], list(graph.output)[1:])
         self.state_names = [a for a, _ in pairs]
@@ -745,6 +751,47 @@ class OnnxPolicy:
             + (f"state={self.state_names!r}, " if self.recurrent else "")
             + f"backend={self.backend!r})"
         )
+
+
+def _refuse_active_dropout(graph: onnx.GraphProto, source: str) -> None:
+    """Refuses a Dropout node whose ``training_mode`` input (opset 12+) is a
+    constant true and whose ratio is above 0: a model exported in training
+    mode, which would drop random activations at every call on either
+    backend. The same check and message as the C++ io component's."""
+    def scalar(t: TensorProto, what: str):
+        if t.data_type == TensorProto.FLOAT:
+            return float_tensor_values(t, source, what)[0]
+        return int_tensor_values(t, source, what)[0] != 0  # BOOL
+
+    consts: dict = {}
+    for t in graph.initializer:
+        if t.data_type in (TensorProto.BOOL, TensorProto.FLOAT) and math.prod(t.dims) == 1:
+            consts[t.name] = scalar(t, f"initializer {t.name!r}")
+    for index, node in enumerate(graph.node):
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
+            for attr in node.attribute:
+                if (attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR
+                        and attr.t.data_type in (TensorProto.BOOL, TensorProto.FLOAT)
+                        and math.prod(attr.t.dims) == 1):
+                    who = f"node '{node.name}'" if node.name else f"node #{index}"
+                    consts[node.output[0]] = scalar(attr.t, f"{who} (Constant): value")
+                elif attr.name == "value_float" and attr.type == onnx.AttributeProto.FLOAT:
+                    consts[node.output[0]] = np.float32(attr.f)
+        if node.op_type != "Dropout" or node.domain not in ("", "ai.onnx"):
+            continue
+        training = len(node.input) > 2 and node.input[2] in consts and bool(consts[node.input[2]])
+        ratio = np.float32(0.5)
+        for attr in node.attribute:
+            if attr.name == "ratio" and attr.type == onnx.AttributeProto.FLOAT:
+                ratio = np.float32(attr.f)
+        if len(node.input) > 1 and node.input[1]:
+            ratio = np.float32(consts.get(node.input[1], np.float32(0.5)))
+        if training and ratio > 0:
+            who = f"node '{node.name}'" if node.name else f"node #{index}"
+            raise ModelError(
+                f"{source}: {who} (Dropout): dropout is active (training_mode true, ratio "
+                f"{str(ratio)}): the model was exported in training mode and would drop random "
+                f"activations at every call; export it after model.eval()")
 
 
 def select_action(output: np.ndarray, discrete: bool):

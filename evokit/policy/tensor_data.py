@@ -1,11 +1,11 @@
-"""The values of an ONNX float or int64 tensor, read only after the shape it declares is
-checked against the data it holds.
+"""The values of an ONNX float or integer tensor, read only after the shape it declares
+is checked against the data it holds.
 
 A tensor's ``dims`` are only a claim: a model of a few hundred bytes can
 declare ``dims = [2**40]``. Nothing is allocated from them before they agree
 with the bytes present; a mismatch is one line naming the tensor, the data
 it holds and what its shape needs, in the words of the C++ io component
-(``cpp/io/src/onnx_model.cc``: ``float_values``).
+(``cpp/io/src/onnx_model.cc``: ``tensor_values``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,21 @@ from onnx import TensorProto
 
 from ..errors import ModelError
 
-__all__ = ["float_tensor_values", "int64_tensor_values"]
+__all__ = ["INT_TYPES", "float_tensor_values", "int_tensor_values"]
+
+#: Integer and boolean tensor types read as shapes, axes and indices: the
+#: little-endian layout of their raw_data and their typed field.
+_INT_LAYOUT = {
+    TensorProto.INT64: ("<i8", "int64_data"),
+    TensorProto.INT32: ("<i4", "int32_data"),
+    TensorProto.INT16: ("<i2", "int32_data"),
+    TensorProto.INT8: ("i1", "int32_data"),
+    TensorProto.UINT8: ("u1", "int32_data"),
+    TensorProto.UINT16: ("<u2", "int32_data"),
+    TensorProto.UINT32: ("<u4", "uint64_data"),
+    TensorProto.BOOL: ("u1", "int32_data"),
+}
+INT_TYPES = tuple(_INT_LAYOUT)
 
 _MAX_COUNT = 2**64 - 1  # what C++ counts in a size_t
 
@@ -53,7 +67,10 @@ def float_tensor_values(t: TensorProto, source: str, what: str) -> np.ndarray:
     return _tensor_values(t, source, what, t.float_data, "<f4", np.float32)
 
 
-def int64_tensor_values(t: TensorProto, source: str, what: str) -> np.ndarray:
-    """The int64 values of the INT64 tensor ``t`` (``raw_data`` or
-    ``int64_data``), checked as :func:`float_tensor_values` checks."""
-    return _tensor_values(t, source, what, t.int64_data, "<i8", np.int64)
+def int_tensor_values(t: TensorProto, source: str, what: str) -> np.ndarray:
+    """The values of the integer or BOOL tensor ``t`` (a type of
+    :data:`INT_TYPES`) as int64, flat, from ``raw_data`` or its typed field
+    (``int64_data``, ``int32_data``, ``uint64_data``), checked as
+    :func:`float_tensor_values` checks."""
+    raw_dtype, field = _INT_LAYOUT[t.data_type]
+    return _tensor_values(t, source, what, getattr(t, field), raw_dtype, np.int64)

@@ -252,10 +252,10 @@ def test_population_errors():
 
 
 def unsupported_model():
-    """y = LeakyRelu(x W): LeakyRelu is not a native op."""
+    """y = Sin(x W): Sin is not a native op."""
     w = numpy_helper.from_array(np.ones((3, 2), np.float32), "w")
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="fc"),
-             helper.make_node("LeakyRelu", ["h"], ["y"], name="act", alpha=0.1)]
+             helper.make_node("Sin", ["h"], ["y"], name="act")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 3])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 2])], initializer=[w])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
@@ -264,33 +264,34 @@ def unsupported_model():
 def test_unsupported_op_falls_back_with_exactly_one_warning():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        pol = OnnxPolicy.from_model(unsupported_model(), source="leaky.onnx")
+        pol = OnnxPolicy.from_model(unsupported_model(), source="sin.onnx")
         out = pol.run(-np.ones((2, 3), np.float32), pol.initial_params())
         pol.run(np.ones(3, np.float32), pol.initial_params())
         clone = pickle.loads(pickle.dumps(pol))  # a worker process: no second warning
         clone.run(np.ones(3, np.float32), clone.initial_params())
     assert [type(w.message) for w in caught] == [NativeFallbackWarning]
     assert str(caught[0].message) == (
-        "leaky.onnx: native backend: node 'act' (LeakyRelu): op LeakyRelu is not supported (supported: "
-        f"{', '.join(SUPPORTED_OPS)}); running the model on onnxruntime instead (backend='auto')")
-    assert SUPPORTED_OPS[:13] == ("Gemm", "MatMul", "Add", "Relu", "Tanh", "Sigmoid", "Softmax",
-                                  "Identity", "Flatten", "Sub", "Mul", "Div", "Clip")
+        "sin.onnx: native backend: node 'act' (Sin): op Sin is not supported (supported: "
+        "Gemm, MatMul, Add, Relu, Tanh, Sigmoid, Softmax, Identity, Flatten, Sub, Mul, Div, Clip, "
+        "LayerNormalization, Gelu, Erf, LeakyRelu, Elu, Selu, Softplus, Mish, Sqrt, Pow, ReduceMean, "
+        "Greater, Less, Where, Concat, Gather, Slice, Reshape, Squeeze, Unsqueeze, Dropout, Cast, Shape, "
+        "ReduceSum, LSTM, GRU, Transpose, Constant); running the model on onnxruntime instead (backend='auto')")
     assert pol.backend == clone.backend == "onnxruntime" and pol.native is None
-    assert "LeakyRelu" in pol.fallback_reason
-    np.testing.assert_allclose(out, np.full((2, 2), -0.3), rtol=1e-6)
+    assert "Sin" in pol.fallback_reason
+    np.testing.assert_allclose(out, np.full((2, 2), np.sin(-3.0)), rtol=1e-6)
 
 
 def test_unsupported_op_under_native_is_an_error():
     with pytest.raises(NotSupportedError, match=re.escape(
-            "leaky.onnx: native backend: node 'act' (LeakyRelu): op LeakyRelu is not supported")):
-        OnnxPolicy.from_model(unsupported_model(), source="leaky.onnx", backend="native")
-    with pytest.raises(NotSupportedError, match=re.escape("node #0 (Cos)")):
+            "sin.onnx: native backend: node 'act' (Sin): op Sin is not supported")):
+        OnnxPolicy.from_model(unsupported_model(), source="sin.onnx", backend="native")
+    with pytest.raises(NotSupportedError, match=re.escape("node #0 (Sin)")):
         bad = init_mlp(4, 2, (8,))
-        bad.graph.node.insert(0, helper.make_node("Cos", ["obs"], ["obs2"]))
+        bad.graph.node.insert(0, helper.make_node("Sin", ["obs"], ["obs2"]))
         bad.graph.node[1].input[0] = "obs2"
         OnnxPolicy.from_model(bad, backend="native")
     policy = OnnxPolicy.from_model(unsupported_model(), backend="onnxruntime")
-    with pytest.raises(NotSupportedError, match="LeakyRelu"):
+    with pytest.raises(NotSupportedError, match="Sin"):
         NativePolicy.from_onnx_policy(policy)
 
 

@@ -52,19 +52,23 @@ def test_torch_exports_run_natively_and_match_torch_step_by_step(name):
     assert np.abs(fresh - want[-1]).max() > 1e-3
 
 
-def test_shape_arithmetic_is_folded_when_the_graph_is_built():
+def test_shape_arithmetic_is_evaluated_when_the_graph_is_built():
     """The default exporter's batch_first GRU computes its Reshape's target
-    from Shape, Slice, Mul and Concat; the core folds them into a constant
-    (1, batch, 8). Concat of float tensors is refused naming the node."""
+    from Shape, Slice, Mul and Concat; the core evaluates them when the graph
+    is built ((1, batch, 8)), so the model runs natively. A Concat of a float
+    tensor and an integer one is refused naming the node."""
     model = onnx.load(Path(FIXTURES, "recurrent_gru_bf.onnx"))
     assert {"Shape", "Concat", "Mul"} <= {n.op_type for n in model.graph.node}
+    assert OnnxPolicy.from_model(model, backend="native").backend == "native"
     model = init_mlp(4, 2, (8,))
-    model.graph.node.insert(0, helper.make_node("Concat", ["obs", "obs"], ["both"], axis=1,
+    model.graph.node.insert(0, helper.make_node("Constant", [], ["k"], value_ints=[1, 2]))
+    model.graph.node.insert(1, helper.make_node("Concat", ["obs", "k"], ["both"], axis=0,
                                                 name="cat"))
     with pytest.raises(NotSupportedError) as e:
         OnnxPolicy.from_model(model, backend="native")
-    assert str(e.value) == ("<memory>: native backend: node 'cat' (Concat): only integer shape "
-                            "arithmetic is supported (input 'obs' is not an integer constant)")
+    assert str(e.value) == ("<memory>: native backend: node 'cat' (Concat): input 'k' is an "
+                            "integer tensor (shapes, axes and indices only); the native policy "
+                            "computes on FLOAT tensors only")
 
 
 @pytest.mark.parametrize("backend", ["native", "onnxruntime"])
@@ -168,7 +172,7 @@ def lstm_model(**attrs) -> onnx.ModelProto:
      "activations ['Sigmoid', 'Relu', 'Tanh'] are not supported (only the default "
      "['Sigmoid', 'Tanh', 'Tanh'])"),
     (dict(input_forget=1), "attribute input_forget 1 is not supported (only 0)"),
-    (dict(clip=3.0), "attribute 'clip' is not supported"),
+    (dict(clip=3.0), "unknown float attribute 'clip'"),
 ])
 def test_lstm_attributes_outside_the_native_subset_are_refused_naming_the_node(attrs, message):
     with pytest.raises(NotSupportedError) as e:

@@ -692,13 +692,13 @@ def test_the_native_fallback_warning_is_one_line_without_source(tmp_path):
     model = init_mlp(4, 2, (8,), seed=0)
     for node in model.graph.node:
         if node.op_type == "Tanh":
-            node.op_type = "Softplus"  # onnxruntime runs it, the native backend does not
+            node.op_type = "Sin"  # onnxruntime runs it, the native backend does not
     (tmp_path / "m.onnx").write_bytes(model.SerializeToString())
     out = evokit_cmd("evaluate", tmp_path / "m.onnx", "--env", "CartPole-v1", "--episodes", "1")
     assert out.returncode == 0, out.stderr
     assert out.stderr.count("\n") == 1
     assert out.stderr.startswith(f"evokit: warning: {tmp_path / 'm.onnx'}: native backend: node "
-                                 f"'layer0.tanh' (Softplus): op Softplus is not supported")
+                                 f"'layer0.tanh' (Sin): op Sin is not supported")
 
 
 def test_a_step_budget_ends_the_run_with_a_centre_evaluation(tmp_path):

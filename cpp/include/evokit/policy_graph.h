@@ -8,13 +8,20 @@
 //     supplied at run time, so an agent and all its clones (each with its own
 //     perturbed vector) run the same graph without copying weights;
 //   - constants: tensors the graph holds;
+//   - integer constants (INT64 / INT32 / BOOL tensors, add_int_constant):
+//     shapes, axes and indices, known when the graph is built;
 //   - nodes: Gemm, MatMul, Add, Sub, Mul, Div, Relu, Tanh, Sigmoid, Softmax,
 //     Identity, Flatten, Clip, with ONNX semantics (numpy broadcasting for
 //     Add, Sub, Mul, Div, MatMul with a 2-D right operand, Clip's min and max
-//     given as one-element constants); the recurrent ops LSTM and GRU and the
-//     layout ops around them in exported graphs (Transpose, Squeeze,
-//     Unsqueeze, Slice, Reshape; policy_graph_recurrent.cc), their axes,
-//     starts and shapes given as integer constants;
+//     given as one-element constants); the ops PyTorch exports of common
+//     policies produce (policy_graph_ops.cc): LayerNormalization, Gelu, Erf,
+//     LeakyRelu, Elu, Selu, Softplus, Mish, Sqrt, Pow, ReduceMean, ReduceSum,
+//     Greater, Less, Where, Concat, Gather and Slice (constant indices),
+//     Reshape, Squeeze, Unsqueeze, Dropout (inference only), Cast, Shape; and
+//     the recurrent ops LSTM and GRU with Transpose
+//     (policy_graph_recurrent.cc). Nodes whose inputs are all integer
+//     constants or shapes (Shape -> Gather -> Concat -> Reshape) are
+//     evaluated when the graph is built, the batch size kept symbolic;
 //   - outputs: run() returns the first.
 //   - recurrent state (optional): further inputs, each paired with an output
 //     that holds its next value (an LSTM's h0 -> hn). execute() reads the
@@ -86,9 +93,10 @@ std::string format_shape(const std::vector<std::size_t>& shape);
 struct NodeAttributes {
   std::map<std::string, std::int64_t> ints;
   std::map<std::string, float> floats;
-  // INTS attributes (Transpose's perm; Squeeze's axes before opset 13).
+  // INTS attributes (Transpose's perm, Squeeze's axes before opset 13).
   std::map<std::string, std::vector<std::int64_t>> int_lists;
-  // STRING and STRINGS attributes (an LSTM's direction, activations).
+  // STRING and STRINGS attributes (Gelu's approximate, an LSTM's direction
+  // and activations); a STRING is a list of one.
   std::map<std::string, std::vector<std::string>> strings;
 };
 
@@ -112,8 +120,10 @@ class PolicyGraph {
   void add_constant(const std::string& name, const std::vector<std::size_t>& shape,
                     std::vector<float> data);
 
-  // A fixed integer tensor (int64 initializers and Constants: axes, starts,
-  // shapes). Ops read these when the graph is built; they never run.
+  // A fixed integer tensor (ONNX INT64, INT32 or BOOL data): shapes, axes,
+  // indices. data.size() must equal prod(shape). Only ops that read integers
+  // (Reshape's shape, Gather's indices, Slice's bounds, ...) or integer-only
+  // nodes evaluated at build time may use it.
   void add_int_constant(const std::string& name, const std::vector<std::size_t>& shape,
                         std::vector<std::int64_t> data);
 
@@ -197,11 +207,23 @@ class PolicyGraph {
                float* out, float* state = nullptr) const noexcept;
 
  private:
-  enum class Kind { kInput, kParam, kConstant, kNode, kIntConstant, kState };
+  enum class Kind { kInput, kParam, kConstant, kNode, kInts, kState };
+  // In the order of the op table (policy_graph_build.cc).
   enum class Op {
     kGemm, kMatMul, kAdd, kRelu, kTanh, kSigmoid, kSoftmax, kIdentity, kFlatten,
     kSub, kMul, kDiv, kClip,
-    kLSTM, kGRU, kTranspose, kSqueeze, kUnsqueeze, kSlice, kReshape
+    // policy_graph_ops.cc
+    kLayerNorm, kGelu, kErf, kLeakyRelu, kElu, kSelu, kSoftplus, kMish, kSqrt, kPow,
+    kReduceMean, kGreater, kLess, kWhere, kConcat, kGather, kSlice, kReshape, kSqueeze,
+    kUnsqueeze, kDropout, kCast, kShape, kReduceSum,
+    // policy_graph_recurrent.cc
+    kLSTM, kGRU, kTranspose
+  };
+  // An element of an integer value: factor, times the batch size if `batch`.
+  struct IntDim {
+    std::int64_t factor = 0;
+    bool batch = false;
+    bool operator==(const IntDim& o) const noexcept { return factor == o.factor && batch == o.batch; }
   };
 
   struct Value {
@@ -209,9 +231,11 @@ class PolicyGraph {
     Kind kind;
     SymbolicShape shape;
     std::size_t offset = 0;    // kParam
-    std::size_t constant = 0;  // kConstant: index into constants_; kIntConstant: int_constants_
+    std::size_t constant = 0;  // kConstant: index into constants_
     std::size_t node = 0;      // kNode: producing node
     std::size_t state = 0;     // kState: index into state_inputs_
+    std::vector<IntDim> ints{};  // kInts: the elements, C order
+    bool boolean = false;      // a kNode of Greater / Less: 1.0f true, 0.0f false
   };
   struct Node {
     std::string label;  // for errors: "node 'fc1' (Gemm)"
@@ -225,41 +249,46 @@ class PolicyGraph {
     std::int64_t axis = 0;
     // Clip
     float lo = 0.0f, hi = 0.0f;
-    // Recurrent and layout ops (policy_graph_recurrent.cc): LSTM / GRU's
-    // further outputs (Y_h, Y_c; -1 if omitted), hidden size and GRU's
-    // linear_before_reset; Transpose's perm; Slice's starts, ends per axis.
+    // policy_graph_ops.cc: LayerNorm epsilon (alpha), Selu gamma, Gelu tanh
+    // (trans_a); Gather indices, Slice starts and steps per output dim.
+    float gamma = 0.0f;
+    std::vector<std::int64_t> index;
+    // policy_graph_recurrent.cc: LSTM / GRU's further outputs (Y_h, Y_c; -1
+    // if omitted), hidden size and GRU's linear_before_reset; Transpose's
+    // perm.
     std::vector<int> more_outputs;
     std::size_t hidden = 0;
     bool linear_before_reset = false;
-    std::vector<std::size_t> perm, starts, ends;
+    std::vector<std::size_t> perm;
   };
 
   int find_value(const std::string& name) const;  // -1 if unknown
   int define(Value value, const std::string& label);
   SymbolicShape infer_shape(Node& node, const NodeAttributes& attributes) const;
-  // LSTM, GRU, Transpose, Squeeze, Unsqueeze, Slice, Reshape
-  // (policy_graph_recurrent.cc): the output shapes, more_outputs' shapes in
-  // `more`.
+  // policy_graph_ops.cc: the ops PyTorch exports add. The attributes each
+  // op knows (refused otherwise), its output shape (throwing like
+  // infer_shape), and for a node evaluated when the graph is built, the
+  // value it defines (an integer value or a float constant).
+  static bool is_extended(Op op) noexcept;
+  void check_extended_attributes(const Node& node, const NodeAttributes& attributes) const;
+  SymbolicShape infer_extended(Node& node, const NodeAttributes& attributes, Value& folded);
+  const std::vector<IntDim>& int_input(const Node& node, std::size_t i, const char* what) const;
+  // Refuses an integer or boolean value among the first `inputs` inputs.
+  void refuse_non_float(const Node& node, std::size_t inputs = 1024) const;
+  // Add, Sub, Mul, Div or Identity on integer values only: evaluated into
+  // `folded` (true), else false.
+  bool fold_int_arithmetic(const Node& node, Value& folded) const;
+  // Planning and running the ops of policy_graph_ops.cc (policy_graph_ops.h).
+  struct Ops;
+  // LSTM, GRU and Transpose (policy_graph_recurrent.cc): the output shape,
+  // more_outputs' shapes in `more`.
+  static bool is_recurrent(Op op) noexcept { return op == Op::kLSTM || op == Op::kGRU || op == Op::kTranspose; }
   SymbolicShape infer_recurrent_shape(Node& node, const NodeAttributes& attributes,
                                       std::vector<SymbolicShape>& more) const;
-  // An integer input's values; its elements that are multiples of the batch
-  // size (from Shape) are refused unless `batch` is given to receive the flags.
-  const std::vector<std::int64_t>& int_constant(const Node& node, std::size_t input,
-                                                const char* what,
-                                                const std::vector<bool>** batch = nullptr) const;
-  // Integer shape arithmetic (Shape, Concat, and Slice, Mul, Reshape,
-  // Squeeze, Unsqueeze on integer tensors) folded when the graph is built
-  // into an integer constant whose elements may be multiples of the batch
-  // size; false if the node is not such arithmetic.
-  bool fold_shape_arithmetic(const std::string& op_type, const std::vector<std::string>& inputs,
-                             const std::vector<std::string>& outputs,
-                             const NodeAttributes& attributes, const std::string& label);
 
   std::vector<Value> values_;
   std::map<std::string, int> value_ids_;
   std::vector<std::vector<float>> constants_;
-  std::vector<std::vector<std::int64_t>> int_constants_;
-  std::vector<std::vector<bool>> int_batch_;  // per element: times the batch size
   std::vector<std::string> state_inputs_, state_outputs_;
   std::vector<Node> nodes_;
   std::vector<std::string> outputs_;
@@ -282,6 +311,7 @@ class PolicyGraph::Plan {
 
  private:
   friend class PolicyGraph;
+  friend struct PolicyGraph::Ops;
 
   // Where an operand lives: the observations, the parameter vector (read
   // through the ParamView), a constant of the graph, or the workspace.
@@ -307,12 +337,18 @@ class PolicyGraph::Plan {
     std::size_t c_rows = 1, c_cols = 1;  // Gemm's C as broadcast
     AddKind add = AddKind::kSame;  // also Sub, Mul, Div
     float lo = 0.0f, hi = 0.0f;    // Clip
-    std::vector<std::size_t> out_shape, stride_a, stride_b;  // kGeneral; Transpose, Slice
+    std::vector<std::size_t> out_shape, stride_a, stride_b;  // kGeneral; Transpose
     // LSTM / GRU: sequence length, hidden size, GRU's linear_before_reset,
     // the gate scratch, and where Y_c goes (the output holds Y then Y_h
-    // aliases its last step); Transpose / Slice: the input's start offset.
-    std::size_t seq = 0, hidden = 0, scratch = 0, out2 = 0, start = 0;
+    // aliases its last step).
+    std::size_t seq = 0, hidden = 0, scratch = 0, out2 = 0;
     bool linear_before_reset = false, has_h0 = false, has_c0 = false;
+    // policy_graph_ops.cc: the unary ops' alpha (lo), gamma (hi); LayerNorm
+    // epsilon (alpha); Where's third operand strides; Concat's inputs (their
+    // chunk sizes in `stride_b`); Gather's indices and Slice's starts / steps.
+    std::vector<std::size_t> stride_c;
+    std::vector<Operand> more;
+    std::vector<std::int64_t> index;
   };
   // A parameter window copied (perturbed) into the workspace before the
   // steps run, for the few places that do not read a ParamView directly.

@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -109,12 +110,13 @@ std::vector<T> tensor_values(const TensorProto& t, const Typed& typed, const std
       for (std::size_t k = sizeof(T); k-- > 0;) {
         bits = (bits << 8) | static_cast<unsigned char>(raw[sizeof(T) * i + k]);
       }
-      if constexpr (sizeof(T) == 4) {
-        const auto narrow = static_cast<std::uint32_t>(bits);
-        std::memcpy(&out[i], &narrow, 4);
-      } else {
-        std::memcpy(&out[i], &bits, 8);
-      }
+      // The low sizeof(T) bytes as T (two's complement for signed T).
+      using Bits = std::conditional_t<
+          sizeof(T) == 1, std::uint8_t,
+          std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                             std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
+      const auto narrow = static_cast<Bits>(bits);
+      std::memcpy(&out[i], &narrow, sizeof(T));
     }
     return out;
   }
@@ -129,11 +131,6 @@ std::vector<T> tensor_values(const TensorProto& t, const Typed& typed, const std
 std::vector<float> float_values(const TensorProto& t, const std::string& source,
                                 const std::string& what) {
   return tensor_values<float>(t, t.float_data(), source, what);
-}
-
-std::vector<std::int64_t> int64_values(const TensorProto& t, const std::string& source,
-                                       const std::string& what) {
-  return tensor_values<std::int64_t>(t, t.int64_data(), source, what);
 }
 
 // A value's declared shape as Python's _declared_shape gives it: -1 for a
@@ -178,6 +175,40 @@ std::string stem(const std::string& name, std::initializer_list<const char*> suf
   return "";
 }
 
+// Integer tensor types the native graph reads as shapes, axes and indices
+// (as Python's evokit/policy/native.py INT_TYPES), with their byte sizes.
+std::size_t int_type_size(int type) {
+  switch (type) {
+    case TensorProto::INT64: return 8;
+    case TensorProto::INT32:
+    case TensorProto::UINT32: return 4;
+    case TensorProto::INT16:
+    case TensorProto::UINT16: return 2;
+    case TensorProto::INT8:
+    case TensorProto::UINT8:
+    case TensorProto::BOOL: return 1;
+    default: return 0;
+  }
+}
+
+// The values of an integer or boolean tensor (`what` holds it), from raw_data
+// (little-endian) or its typed field (int64_data, uint64_data or int32_data),
+// through tensor_values: the shape is checked against the data first.
+std::vector<std::int64_t> int_values(const TensorProto& t, const std::string& source,
+                                     const std::string& what) {
+  const auto widen = [](const auto& v) { return std::vector<std::int64_t>(v.begin(), v.end()); };
+  switch (t.data_type()) {
+    case TensorProto::INT64: return tensor_values<std::int64_t>(t, t.int64_data(), source, what);
+    case TensorProto::INT32: return widen(tensor_values<std::int32_t>(t, t.int32_data(), source, what));
+    case TensorProto::UINT32: return widen(tensor_values<std::uint32_t>(t, t.uint64_data(), source, what));
+    case TensorProto::INT16: return widen(tensor_values<std::int16_t>(t, t.int32_data(), source, what));
+    case TensorProto::UINT16: return widen(tensor_values<std::uint16_t>(t, t.int32_data(), source, what));
+    case TensorProto::INT8: return widen(tensor_values<std::int8_t>(t, t.int32_data(), source, what));
+    default:  // UINT8, BOOL
+      return widen(tensor_values<std::uint8_t>(t, t.int32_data(), source, what));
+  }
+}
+
 std::string raw_bytes(const float* values, std::size_t n) {
   std::string out(n * 4, '\0');
   for (std::size_t i = 0; i < n; ++i) {
@@ -195,14 +226,15 @@ std::string node_label(const onnx::NodeProto& node, int index) {
 }
 
 // The tensor a Constant node holds: a FLOAT tensor `value`, or the floats of
-// `value_float` (a scalar) or `value_floats` (a vector); the first such
-// attribute counts. Other constants are refused, as by Python's native
-// backend (evokit/native.py).
+// `value_float` (a scalar) or `value_floats` (a vector); or an integer or
+// BOOL tensor `value`, `value_int`, `value_ints` (then `is_int`); the first
+// such attribute counts. Other constants are refused, as by Python's native
+// backend (evokit/policy/native.py).
 struct ConstantValue {
   std::vector<std::size_t> shape;
   std::vector<float> values;
-  bool integer = false;  // an INT64 constant: ints
   std::vector<std::int64_t> ints;
+  bool is_int = false;  // an integer or BOOL constant: ints
 };
 
 ConstantValue constant_value(const onnx::NodeProto& node, const std::string& label,
@@ -210,34 +242,31 @@ ConstantValue constant_value(const onnx::NodeProto& node, const std::string& lab
   using onnx::AttributeProto;
   for (const AttributeProto& a : node.attribute()) {
     if (a.name() == "value" && a.type() == AttributeProto::TENSOR) {
-      if (a.t().data_type() == TensorProto::INT64) {
-        const std::string what = label + ": value";
-        return {dims_of(a.t(), source, what), {}, true, int64_values(a.t(), source, what)};
-      }
-      if (a.t().data_type() != TensorProto::FLOAT) {
-        throw ModelError(source + ": " + label + ": a " + data_type_name(a.t().data_type()) +
-                         " constant; only FLOAT tensors are supported");
-      }
       const std::string what = label + ": value";
-      return {dims_of(a.t(), source, what), float_values(a.t(), source, what), false, {}};
+      if (a.t().data_type() == TensorProto::FLOAT) {
+        return {dims_of(a.t(), source, what), float_values(a.t(), source, what), {}, false};
+      }
+      if (int_type_size(a.t().data_type()) != 0) {
+        return {dims_of(a.t(), source, what), {}, int_values(a.t(), source, what), true};
+      }
+      throw ModelError(source + ": " + label + ": a " + data_type_name(a.t().data_type()) +
+                       " constant; only FLOAT, integer and BOOL tensors are supported");
     }
-    if (a.name() == "value_float" && a.type() == AttributeProto::FLOAT) {
-      return {{}, {a.f()}, false, {}};
-    }
+    if (a.name() == "value_float" && a.type() == AttributeProto::FLOAT) return {{}, {a.f()}, {}, false};
     if (a.name() == "value_floats" && a.type() == AttributeProto::FLOATS) {
       return {{static_cast<std::size_t>(a.floats_size())},
-              std::vector<float>(a.floats().begin(), a.floats().end()), false, {}};
+              std::vector<float>(a.floats().begin(), a.floats().end()), {}, false};
     }
-    if (a.name() == "value_int" && a.type() == AttributeProto::INT) return {{}, {}, true, {a.i()}};
+    if (a.name() == "value_int" && a.type() == AttributeProto::INT) return {{}, {}, {a.i()}, true};
     if (a.name() == "value_ints" && a.type() == AttributeProto::INTS) {
-      return {{static_cast<std::size_t>(a.ints_size())}, {}, true,
-              std::vector<std::int64_t>(a.ints().begin(), a.ints().end())};
+      return {{static_cast<std::size_t>(a.ints_size())}, {},
+              std::vector<std::int64_t>(a.ints().begin(), a.ints().end()), true};
     }
   }
   std::string names;
   for (const AttributeProto& a : node.attribute()) names += (names.empty() ? "" : ", ") + a.name();
   throw ModelError(source + ": " + label +
-                   ": only float tensor constants are supported (attributes: " +
+                   ": only tensor, float and integer constants are supported (attributes: " +
                    (names.empty() ? "none" : names) + ")");
 }
 
@@ -246,6 +275,51 @@ std::string supported_ops() {
   std::string out;
   for (const std::string& op : PolicyGraph::supported_ops()) out += op + ", ";
   return out + "Constant";
+}
+
+// Refuses a Dropout node whose training_mode input (opset 12+) is a constant
+// true and whose ratio is above 0: a model exported in training mode, which
+// would drop random activations at every call. The same check and message
+// as Python's OnnxPolicy (_refuse_active_dropout in onnx_policy.py).
+void refuse_active_dropout(const onnx::GraphProto& graph, const std::string& source) {
+  std::map<std::string, float> consts;  // one-element BOOL and FLOAT constants
+  const auto scalar = [&](const TensorProto& t, const std::string& name, const std::string& what) {
+    if (element_count(dims_of(t, source, what)) != 1) return;
+    if (t.data_type() == TensorProto::FLOAT) consts[name] = float_values(t, source, what)[0];
+    if (t.data_type() == TensorProto::BOOL) consts[name] = static_cast<float>(int_values(t, source, what)[0]);
+  };
+  for (const TensorProto& t : graph.initializer()) scalar(t, t.name(), initializer_label(t));
+  for (int index = 0; index < graph.node_size(); ++index) {
+    const onnx::NodeProto& node = graph.node(index);
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (node.op_type() == "Constant" && default_domain && node.output_size() > 0) {
+      for (const onnx::AttributeProto& a : node.attribute()) {
+        if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR) {
+          scalar(a.t(), node.output(0), node_label(node, index) + ": value");
+        } else if (a.name() == "value_float" && a.type() == onnx::AttributeProto::FLOAT) {
+          consts[node.output(0)] = a.f();
+        }
+      }
+    }
+    if (node.op_type() != "Dropout" || !default_domain) continue;
+    const auto training = node.input_size() > 2 ? consts.find(node.input(2)) : consts.end();
+    float ratio = 0.5f;
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.name() == "ratio" && a.type() == onnx::AttributeProto::FLOAT) ratio = a.f();
+    }
+    if (node.input_size() > 1 && !node.input(1).empty()) {
+      const auto it = consts.find(node.input(1));
+      ratio = it != consts.end() ? it->second : 0.5f;
+    }
+    if (training != consts.end() && training->second != 0.0f && ratio > 0.0f) {
+      char text[64];
+      const auto end = std::to_chars(text, text + sizeof(text), ratio).ptr;
+      throw ModelError(source + ": " + node_label(node, index) +
+                       ": dropout is active (training_mode true, ratio " + std::string(text, end) +
+                       "): the model was exported in training mode and would drop random "
+                       "activations at every call; export it after model.eval()");
+    }
+  }
 }
 
 }  // namespace
@@ -336,6 +410,7 @@ void OnnxModel::setup() {
     if (seen.count(vi.name()) == 0) data_inputs.push_back(&vi);
   }
   if (data_inputs.empty()) throw ModelError(src + ": model has no observation input");
+  refuse_active_dropout(graph, src);
   input_name_ = data_inputs[0]->name();
   output_name_ = graph.output(0).name();
   pair_state(std::vector<const onnx::ValueInfoProto*>(data_inputs.begin() + 1, data_inputs.end()));
@@ -476,9 +551,9 @@ PolicyGraph OnnxModel::graph() const {
       } else if (t.data_type() == TensorProto::FLOAT) {
         g.add_constant(t.name(), dims_of(t, src, initializer_label(t)),
                        float_values(t, src, initializer_label(t)));
-      } else if (t.data_type() == TensorProto::INT64) {
+      } else if (int_type_size(t.data_type()) != 0) {
         g.add_int_constant(t.name(), dims_of(t, src, initializer_label(t)),
-                           int64_values(t, src, initializer_label(t)));
+                           int_values(t, src, initializer_label(t)));
       } else {
         other_initializers.emplace(t.name(), data_type_name(t.data_type()));
       }
@@ -503,7 +578,7 @@ PolicyGraph OnnxModel::graph() const {
                          std::to_string(node.output_size()));
       }
       try {
-        if (c.integer) {
+        if (c.is_int) {
           g.add_int_constant(node.output(0), c.shape, std::move(c.ints));
         } else {
           g.add_constant(node.output(0), c.shape, std::move(c.values));
@@ -523,7 +598,8 @@ PolicyGraph OnnxModel::graph() const {
       const auto it = other_initializers.find(in);
       if (it != other_initializers.end()) {
         throw ModelError(src + ": " + label + ": input '" + in + "' is a " + it->second +
-                         " initializer; the native policy computes on FLOAT tensors only");
+                         " initializer; the native policy computes on FLOAT tensors (and "
+                         "integer ones for shapes) only");
       }
     }
     NodeAttributes attributes;

@@ -212,11 +212,57 @@ TEST(OnnxModelErrors, UnsupportedOpNamesOpAndNode) {
   Builder b;
   b.init("W", {2, 2}, {1, 0, 0, 1});
   b.node("MatMul", {"obs", "W"}, "h", "mm");
-  b.node("LeakyRelu", {"h"}, "y", "leaky");
+  b.node("Sin", {"h"}, "y", "sin");
   b.output("y", 2);
   const OnnxModel m = b.load();  // loading is fine: only graph() runs it
-  EXPECT_THROW_WITH(m.graph(), ModelError,
-                    "test.onnx: node 'leaky' (LeakyRelu): unsupported op LeakyRelu");
+  EXPECT_THROW_WITH(m.graph(), ModelError, "test.onnx: node 'sin' (Sin): unsupported op Sin");
+}
+
+TEST(OnnxModelErrors, DropoutInTrainingModeIsRefusedAtLoad) {
+  // PyTorch's exports in training mode (tests/fixtures/torch_ops): refused
+  // by load(), naming the node, as by Python's OnnxPolicy on both backends.
+  const std::string dir = std::string(EVOKIT_SOURCE_DIR) + "/tests/fixtures/torch_ops/";
+  EXPECT_THROW_WITH(OnnxModel::load(dir + "dropout_train-opset17.onnx"), ModelError,
+                    dir + "dropout_train-opset17.onnx: node '/2/Dropout' (Dropout): dropout is "
+                    "active (training_mode true, ratio 0.2): the model was exported in training "
+                    "mode and would drop random activations at every call; export it after "
+                    "model.eval()");
+  EXPECT_THROW_WITH(OnnxModel::load(dir + "dropout_train-opset20.onnx"), ModelError,
+                    "node 'node_native_dropout__1' (Dropout): dropout is active (training_mode true, ratio 0.2)");
+  // training_mode false, or a ratio of 0: an identity.
+  for (const bool training : {false, true}) {
+    Builder b(8, 17);
+    b.init("W", {2, 2}, {1, 2, 3, 4});
+    b.node("MatMul", {"obs", "W"}, "h", "mm");
+    Builder::attribute(b.constant("r"), "value_float", onnx::AttributeProto::FLOAT)
+        ->set_f(training ? 0.0f : 0.5f);
+    onnx::TensorProto* t =
+        Builder::attribute(b.constant("t"), "value", onnx::AttributeProto::TENSOR)->mutable_t();
+    t->set_data_type(onnx::TensorProto::BOOL);
+    t->add_int32_data(training ? 1 : 0);
+    b.node("Dropout", {"h", "r", "t"}, "y", "drop");
+    b.output("y", 2);
+    const OnnxModel m = b.load();
+    EXPECT_TRUE(evokit::testing::SameBits(run(m, {1, -1}, m.parameters()), {-2, -2}));
+  }
+}
+
+TEST(OnnxModel, TorchExportsRunNatively) {
+  // Every PyTorch export of tests/fixtures/torch_ops (LayerNorm, GELU, ...,
+  // opsets 13, 17, 20) builds a native graph; their values against Python's
+  // are checked through native_cases (AcceptsAndRefusesWhatPythonsNativeBackendDoes).
+  std::size_t models = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(EVOKIT_SOURCE_DIR) +
+                                                              "/tests/fixtures/torch_ops")) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() != ".onnx" || name.rfind("dropout_train", 0) == 0) continue;
+    SCOPED_TRACE(name);
+    const OnnxModel m = OnnxModel::load(entry.path().string());
+    const PolicyGraph g = m.graph();
+    EXPECT_EQ(g.output_shape(5)[0], 5u);
+    ++models;
+  }
+  EXPECT_EQ(models, 45u);
 }
 
 TEST(OnnxModelErrors, ShapeMismatchNamesTheNode) {
@@ -246,9 +292,17 @@ TEST(OnnxModelErrors, NonFloatInitializerInput) {
   b.node("MatMul", {"obs", "W"}, "h");
   b.node("Add", {"h", "shape"}, "y", "add");
   b.output("y", 2);
+  // An integer initializer is a shape for the core: no operand of Add.
   EXPECT_THROW_WITH(b.load().graph(), ModelError,
-                    "node 'add' (Add): input 'shape' is an integer tensor; this op computes on "
-                    "float tensors");
+                    "node 'add' (Add): input 'shape' is an integer tensor (shapes, axes and "
+                    "indices only); the native policy computes on FLOAT tensors only");
+  t->set_data_type(onnx::TensorProto::DOUBLE);
+  t->clear_int64_data();
+  t->add_double_data(1);
+  t->add_double_data(2);
+  EXPECT_THROW_WITH(b.load().graph(), ModelError,
+                    "node 'add' (Add): input 'shape' is a DOUBLE initializer; the native policy "
+                    "computes on FLOAT tensors (and integer ones for shapes) only");
 }
 
 TEST(OnnxModelErrors, CheckerAndStructure) {
@@ -419,15 +473,29 @@ TEST(OnnxModelErrors, ConstantsRefusedAsInPython) {
     b.output("y", 2);
     return b.load();
   };
+  // Integer constants are shapes, axes and indices: accepted.
   const OnnxModel int64 = with_constant([](onnx::NodeProto* n) {
     onnx::TensorProto* t = Builder::attribute(n, "value", A::TENSOR)->mutable_t();
     t->set_data_type(onnx::TensorProto::INT64);
     t->add_int64_data(7);
   });
-  EXPECT_EQ(int64.graph().num_nodes(), 1u);  // integer constants: axes and shapes
+  EXPECT_EQ(int64.graph().num_nodes(), 1u);
   const OnnxModel ints = with_constant(
       [](onnx::NodeProto* n) { Builder::attribute(n, "value_int", A::INT)->set_i(3); });
   EXPECT_EQ(ints.graph().num_nodes(), 1u);
+  const OnnxModel doubles = with_constant([](onnx::NodeProto* n) {
+    onnx::TensorProto* t = Builder::attribute(n, "value", A::TENSOR)->mutable_t();
+    t->set_data_type(onnx::TensorProto::DOUBLE);
+    t->add_double_data(7);
+  });
+  EXPECT_THROW_WITH(doubles.graph(), ModelError,
+                    "test.onnx: node 'k' (Constant): a DOUBLE constant; only FLOAT, integer and "
+                    "BOOL tensors are supported");
+  const OnnxModel strings = with_constant(
+      [](onnx::NodeProto* n) { Builder::attribute(n, "value_string", A::STRING)->set_s("x"); });
+  EXPECT_THROW_WITH(strings.graph(), ModelError,
+                    "test.onnx: node 'k' (Constant): only tensor, float and integer constants are "
+                    "supported (attributes: value_string)");
   const OnnxModel short_data = with_constant([](onnx::NodeProto* n) {
     onnx::TensorProto* t = Builder::attribute(n, "value", A::TENSOR)->mutable_t();
     t->set_data_type(onnx::TensorProto::FLOAT);

@@ -23,7 +23,8 @@ Writes, next to this script:
                          and Sub, Div, Clip in front of the MLP
   native_cases/*.onnx    small models of every node and attribute form Python's
                          native backend (evokit/native.py) accepts, and some it
-                         refuses (native_cases.txt says which)
+                         refuses (native_cases.txt says which); torch_*: the
+                         PyTorch exports of tests/fixtures/torch_ops
   (solver_v1.pb, not written here: iter1/solver.pb as the EvoKit before
                          fingerprint version 2 wrote it, kept to test old files,
                          with the sha256 trailer `evokit seal` adds and its
@@ -273,6 +274,20 @@ def native_cases():
         unused_constant("constant_int64", value=numpy_helper.from_array(np.array([1, 2], np.int64))),
         unused_constant("constant_value_int", value_int=3),
         unused_constant("constant_value_ints", value_ints=[3, 4]),
+        ("dropout_training_mode_false", model([
+            mm, node("Constant", [], "r", value=numpy_helper.from_array(f32(0.3))),
+            node("Constant", [], "t", value=helper.make_tensor("t", TensorProto.BOOL, [], [False])),
+            node("Dropout", ["mm", "r", "t"], "y")], ["N", 4]), obs),
+        ("shape_gather_concat_reshape", model([
+            node("Shape", ["obs"], "shape"), node("Constant", [], "zero", value_int=0),
+            node("Gather", ["shape", "zero"], "n", axis=0), node("Constant", [], "ax", value_ints=[0]),
+            node("Unsqueeze", ["n", "ax"], "n1"),
+            node("Constant", [], "rest", value=numpy_helper.from_array(np.array([-1], np.int32))),
+            node("Cast", ["rest"], "rest64", to=TensorProto.INT64),
+            node("Concat", ["n1", "rest64"], "target", axis=0), node("Reshape", ["obs", "target"], "flat"),
+            node("MatMul", ["flat", "w6"], "y")], ["N", 2],
+            [numpy_helper.from_array(np.linspace(-2, 2, 12, dtype=f32).reshape(6, 2), "w6")],
+            obs_dims=(2, 3)), obs3),
         # refused
         unused_constant("constant_value_string", value_string="x"),
         ("int64_constant_input", model([mm, node("Constant", [], "c", value_ints=[1, 2, 3, 4]),
@@ -284,8 +299,25 @@ def native_cases():
         ("int64_initializer_input", model([mm, node("Add", ["mm", "k"], "y")], ["N", 4],
                                           [numpy_helper.from_array(np.array([1, 2, 3, 4], np.int64), "k")]), obs),
         ("output_without_batch", model([node("Constant", [], "y", value=raw)], [4]), obs),
-        ("unsupported_op", model([mm, node("LeakyRelu", ["mm"], "y", alpha=0.1)], ["N", 4]), obs),
-    ]
+        ("unsupported_op", model([mm, node("Sin", ["mm"], "y")], ["N", 4]), obs),
+    ] + torch_cases(rng)
+
+
+def torch_cases(rng):
+    """(name, model, obs) of every PyTorch export of tests/fixtures/torch_ops
+    (make_torch_ops.py) that loads: LayerNorm, GELU, ... at opsets 13, 17, 20."""
+    import onnx
+
+    folder = os.path.join(ROOT, "tests", "fixtures", "torch_ops")
+    cases = []
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".onnx") or name.startswith("dropout_train"):
+            continue
+        model = onnx.load(os.path.join(folder, name))
+        dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
+        cases.append(("torch_" + name[:-len(".onnx")].replace("-", "_"), model,
+                      rng.uniform(-2, 2, (2, *dims)).astype(np.float32)))
+    return cases
 
 
 def write_native_cases():

@@ -74,11 +74,15 @@ class OnnxModel {
 
   // The forward pass: the ops of PolicyGraph::supported_ops() with INT,
   // FLOAT, INTS, STRING and STRINGS attributes (Softmax's axis defaulting to
-  // 1 before opset 13), INT64 initializers and Constants (axes, shapes) and
-  // Constant nodes holding a FLOAT tensor (`value`), `value_float` or
-  // `value_floats`; the state inputs and outputs, if any. Throws ModelError naming the file and the node for
-  // another op or constant, a non-float initializer input, a shape it cannot
-  // run, or a first output that does not start with the batch dimension.
+  // 1 before opset 13), and Constant nodes holding a FLOAT tensor (`value`),
+  // `value_float` or `value_floats`, or an integer or BOOL tensor,
+  // `value_int` or `value_ints` (shapes, axes, indices; integer and BOOL
+  // initializers likewise); the state inputs and outputs, if any. Throws
+  // ModelError naming the file and the node for another op or constant, an
+  // initializer of another type as an input, a shape it cannot run, or a
+  // first output that does not start with the batch dimension. (load()
+  // already refused a model exported in training mode: a Dropout node with
+  // training_mode a constant true and ratio > 0.)
   PolicyGraph graph() const;
 
   // The original model with the parameter initializers set to `params`
