@@ -318,18 +318,12 @@ class CRFMNES final : public DistributionStrategy {
 
   void load_state(const SolverState& state, const std::string& prefix) override {
     const std::size_t n = num_params();
-    const std::vector<double>& mean = state.double_array(prefix + "mean", n);
-    const std::vector<double>& sigma = state.double_array(prefix + "sigma", 1);
-    const std::vector<double>& d = state.double_array(prefix + "d", n);
-    const std::vector<double>& v = state.double_array(prefix + "v", n);
-    const std::vector<double>& p_sigma = state.double_array(prefix + "p_sigma", n);
-    const std::vector<double>& p_c = state.double_array(prefix + "p_c", n);
-    detail::require_finite_entries(mean, prefix + "mean");
-    detail::require_positive_entries(sigma, prefix + "sigma");
-    detail::require_positive_entries(d, prefix + "d");
-    detail::require_finite_entries(v, prefix + "v");
-    detail::require_finite_entries(p_sigma, prefix + "p_sigma");
-    detail::require_finite_entries(p_c, prefix + "p_c");
+    const auto& mean = detail::finite_entry(state, prefix, "mean", n);
+    const auto& sigma = detail::finite_entry(state, prefix, "sigma", 1, true);
+    const auto& d = detail::finite_entry(state, prefix, "d", n, true);
+    const auto& v = detail::finite_entry(state, prefix, "v", n);
+    const auto& p_sigma = detail::finite_entry(state, prefix, "p_sigma", n);
+    const auto& p_c = detail::finite_entry(state, prefix, "p_c", n);
     if (!(norm2(v.data(), n) > 0.0)) {
       throw std::invalid_argument("state entry '" + prefix + "v' must not be all zeros");
     }

@@ -83,10 +83,8 @@ class SNES final : public DistributionStrategy {
 
   void load_state(const SolverState& state, const std::string& prefix) override {
     const std::size_t n = num_params();
-    const std::vector<double>& mean = state.double_array(prefix + "mean", n);
-    const std::vector<double>& sigma = state.double_array(prefix + "sigma", n);
-    detail::require_finite_entries(mean, prefix + "mean");
-    detail::require_positive_entries(sigma, prefix + "sigma");
+    const auto& mean = detail::finite_entry(state, prefix, "mean", n);
+    const auto& sigma = detail::finite_entry(state, prefix, "sigma", n, true);
     mean_ = mean;
     sigma_ = sigma;
   }

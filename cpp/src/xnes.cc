@@ -172,12 +172,9 @@ class XNES final : public DistributionStrategy {
 
   void load_state(const SolverState& state, const std::string& prefix) override {
     const std::size_t n = num_params();
-    const std::vector<double>& mean = state.double_array(prefix + "mean", n);
-    const std::vector<double>& sigma = state.double_array(prefix + "sigma", 1);
-    const std::vector<double>& b = state.double_array(prefix + "b", n * n);
-    detail::require_finite_entries(mean, prefix + "mean");
-    detail::require_finite_entries(b, prefix + "b");
-    detail::require_positive_entries(sigma, prefix + "sigma");
+    const auto& mean = detail::finite_entry(state, prefix, "mean", n);
+    const auto& sigma = detail::finite_entry(state, prefix, "sigma", 1, true);
+    const auto& b = detail::finite_entry(state, prefix, "b", n * n);
     mean_ = mean;
     sigma_ = sigma[0];
     b_ = b;
