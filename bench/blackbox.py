@@ -76,6 +76,25 @@ def different_powers(X):
     return np.sum(np.abs(X) ** (2 + 4 * np.arange(n) / max(n - 1, 1)), axis=-1)
 
 
+_ROTATIONS: Dict[int, np.ndarray] = {}
+
+
+def rotation(n: int) -> np.ndarray:
+    """A fixed random rotation of R^n (QR of a Gaussian matrix drawn with seed
+    n, signs fixed so that R has a positive diagonal), the same for every
+    implementation and run."""
+    if n not in _ROTATIONS:
+        q, r = np.linalg.qr(np.random.default_rng(n).standard_normal((n, n)))
+        _ROTATIONS[n] = q * np.sign(np.diag(r))
+    return _ROTATIONS[n]
+
+
+def rotated_ellipsoid(X):
+    """The ellipsoid of condition 1e6 in the rotated coordinates x R^T (BBOB
+    f10's shape): not separable, so a strategy must learn correlations."""
+    return ellipsoid(X @ rotation(X.shape[-1]).T)
+
+
 def jax_function(name: str):
     """The function `name` in jax.numpy (for evosax's compiled loop)."""
     import jax.numpy as jnp
@@ -92,6 +111,8 @@ def jax_function(name: str):
         "rastrigin": lambda X: 10.0 * X.shape[-1] + jnp.sum(X * X - 10.0 * jnp.cos(2 * jnp.pi * X), axis=-1),
         "discus": lambda X: 1e6 * X[..., 0] ** 2 + jnp.sum(X[..., 1:] ** 2, axis=-1),
         "different_powers": lambda X: jnp.sum(jnp.abs(X) ** (2 + scaled(X, 4)), axis=-1),
+        "rotated_ellipsoid": lambda X: (lambda Y: jnp.sum(10.0 ** scaled(Y, 6) * Y * Y, axis=-1))(
+            X @ jnp.asarray(rotation(X.shape[-1]).T)),
     }
     return table[name]
 
@@ -104,6 +125,7 @@ FUNCTIONS = {
     "rastrigin": (rastrigin, 3.0, 2.0),
     "discus": (discus, 1.0, 0.5),
     "different_powers": (different_powers, 1.0, 0.5),
+    "rotated_ellipsoid": (rotated_ellipsoid, 1.0, 0.5),
 }
 
 

@@ -1,10 +1,12 @@
 """A NumPy reference of one CMA-ES generation, written from the tutorial.
 
 N. Hansen, "The CMA Evolution Strategy: A Tutorial", arXiv:1604.00772
-(2016): Appendix A and Table 1; equation numbers as there. The separable
-variant (Ros & Hansen 2008) keeps only the diagonal of C and scales c1 and
-cmu by (n + 2) / 3. Plain and slow on purpose: full matrices, a fresh
-eigendecomposition, no lazy updates.
+(2016): Appendix A and Table 1; equation numbers as there, with pycma's two
+changes to full CMA-ES's defaults (its rank-mu offset 1/4 in Eq. (58) and its
+c_sigma = min(1/2, (mueff + 2) / (n + mueff + 3))). The separable variant
+(Ros & Hansen 2008) keeps the tutorial's rates, only the diagonal of C, and
+scales c1 and cmu by (n + 2) / 3. Plain and slow on purpose: full matrices, a
+fresh eigendecomposition, no lazy updates.
 """
 
 import numpy as np
@@ -19,7 +21,8 @@ def default_params(n, lam=None, separable=False):
     mueff_minus = wp[mu:].sum() ** 2 / (wp[mu:] ** 2).sum()
     alpha_cov = 2.0
     c1 = alpha_cov / ((n + 1.3) ** 2 + mueff)                       # Eq. (57)
-    cmu = min(1 - c1, alpha_cov * (mueff - 2 + 1 / mueff)
+    offset = 0.0 if separable else 0.25                            # pycma's rankmu_offset
+    cmu = min(1 - c1, alpha_cov * (mueff - 2 + 1 / mueff + offset)
               / ((n + 2) ** 2 + alpha_cov * mueff / 2))             # Eq. (58)
     if separable:
         c1 = min(1.0, c1 * (n + 2) / 3)
@@ -29,7 +32,8 @@ def default_params(n, lam=None, separable=False):
     alpha_posdef_minus = (1 - c1 - cmu) / (n * cmu)                 # Eq. (52)
     w = np.where(wp >= 0, wp / wp[wp > 0].sum(),                    # Eq. (53)
                  min(alpha_mu_minus, alpha_mueff_minus, alpha_posdef_minus) * wp / -wp[wp < 0].sum())
-    c_sigma = (mueff + 2) / (n + mueff + 5)                         # Eq. (55)
+    c_sigma = ((mueff + 2) / (n + mueff + 5) if separable           # Eq. (55)
+               else min(0.5, (mueff + 2) / (n + mueff + 3)))        # pycma's cs
     return {
         "population_size": lam, "mu": mu, "weights": w, "mueff": mueff, "cm": 1.0,  # Eq. (54)
         "c_sigma": c_sigma,

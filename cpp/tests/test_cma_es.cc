@@ -73,8 +73,9 @@ TEST(CMAParams, DefaultsFollowTheTutorial) {
     const double mueff = sp * sp / sp2;
     const double mueff_minus = sn * sn / sn2;
     const double c1 = 2 / ((N + 1.3) * (N + 1.3) + mueff);
-    const double cmu = std::min(1 - c1, 2 * (mueff - 2 + 1 / mueff) / ((N + 2) * (N + 2) + mueff));
-    const double cs = (mueff + 2) / (N + mueff + 5);
+    // pycma's two changes to the tutorial: rank-mu offset 1/4, its c_sigma.
+    const double cmu = std::min(1 - c1, 2 * (mueff - 2 + 1 / mueff + 0.25) / ((N + 2) * (N + 2) + mueff));
+    const double cs = std::min(0.5, (mueff + 2) / (N + mueff + 3));
     const double ds = 1 + 2 * std::max(0.0, std::sqrt((mueff - 1) / (N + 1)) - 1) + cs;
     const double cc = (4 + mueff / N) / (N + 4 + 2 * mueff / N);
     const double alpha = std::min({1 + c1 / cmu, 1 + 2 * mueff_minus / (mueff + 2), (1 - c1 - cmu) / (N * cmu)});
@@ -104,9 +105,14 @@ TEST(CMAParams, DefaultsFollowTheTutorial) {
 TEST(CMAParams, SeparableScalesTheLearningRates) {
   const CMAParams full = cma_default_params(100, 17, false);
   const CMAParams sep = cma_default_params(100, 17, true);
+  // The tutorial's rates (without pycma's changes to full CMA-ES), scaled.
+  const double mueff = full.mueff;
+  const double cmu_tutorial = 2 * (mueff - 2 + 1 / mueff) / (102.0 * 102.0 + mueff);
   EXPECT_NEAR(sep.c1, full.c1 * 102.0 / 3.0, 1e-15);
-  EXPECT_NEAR(sep.cmu, full.cmu * 102.0 / 3.0, 1e-15);
-  EXPECT_EQ(sep.c_sigma, full.c_sigma);
+  EXPECT_NEAR(sep.cmu, cmu_tutorial * 102.0 / 3.0, 1e-15);
+  EXPECT_GT(full.cmu, cmu_tutorial);
+  EXPECT_NEAR(sep.c_sigma, (mueff + 2) / (100.0 + mueff + 5), 1e-15);
+  EXPECT_NEAR(full.c_sigma, (mueff + 2) / (100.0 + mueff + 3), 1e-15);
   EXPECT_EQ(sep.cc, full.cc);
 }
 

@@ -160,7 +160,8 @@ class _CMABlackBox(ReplayPickling, AskTellStrategy):
 
 
 class CMAES(_CMABlackBox):
-    """Full-covariance CMA-ES (Hansen's tutorial, arXiv:1604.00772), minimising.
+    """Full-covariance CMA-ES (Hansen's tutorial, arXiv:1604.00772, with pycma's
+    rank-mu offset and c_sigma), minimising.
 
     x0, sigma0: the initial mean and step size (about a quarter of the
         search range is a good sigma0).

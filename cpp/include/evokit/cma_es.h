@@ -133,7 +133,9 @@ struct CMAESOptions {
 };
 
 // The strategy parameters: the tutorial's defaults (Table 1, Eqs. (48)-(58))
-// for dimension n and population size lambda; for the separable variant the
+// for dimension n and population size lambda, with pycma's two changes for
+// full CMA-ES (rank-mu offset 1/4 in cmu, c_sigma = min(1/2, (mueff + 2) /
+// (n + mueff + 3)); cma_params.cc); for the separable variant the tutorial's
 // covariance learning rates c1 and cmu are multiplied by (n + 2) / 3 (Ros &
 // Hansen 2008), capped so that c1 + cmu <= 1.
 struct CMAParams {
