@@ -34,4 +34,23 @@ void transposed_product(const double* __restrict v, std::size_t vstride, std::si
                         const double* __restrict q, std::size_t qstride, std::size_t m, std::size_t len,
                         double* __restrict out, std::size_t ostride) noexcept;
 
+// c[i * ldc + j] = sum_{p < k} a[i * lda + p] b[p * ldb + j] (or c[i * ldc + j] -=
+// that sum, if subtract) for i < m, j < n: a general row-major matrix product.
+// Each sum runs over p ascending from 0 in one accumulator (a plain loop's
+// order) and is then stored or subtracted, so the bits do not depend on the
+// register tile that computed an output, on the instruction set or on how
+// a caller cuts the outputs into blocks. Register tiles of 4 x 32 outputs.
+void matmul(std::size_t m, std::size_t n, std::size_t k, const double* a, std::size_t lda, const double* b,
+            std::size_t ldb, double* c, std::size_t ldc, bool subtract) noexcept;
+
+// Rows of c per work item of matmul_threaded (fixed: never depends on the
+// thread count).
+constexpr std::size_t kMatmulRows = 64;
+
+// matmul, threaded over blocks of kMatmulRows rows of c when m n k >=
+// kParallelWork (same bits as matmul for any num_threads).
+void matmul_threaded(std::size_t m, std::size_t n, std::size_t k, const double* a, std::size_t lda,
+                     const double* b, std::size_t ldb, double* c, std::size_t ldc, bool subtract,
+                     int num_threads);
+
 }  // namespace evokit::detail
