@@ -39,9 +39,20 @@ void transposed_product(const double* __restrict v, std::size_t vstride, std::si
 // Each sum runs over p ascending from 0 in one accumulator (a plain loop's
 // order) and is then stored or subtracted, so the bits do not depend on the
 // register tile that computed an output, on the instruction set or on how
-// a caller cuts the outputs into blocks. Register tiles of 4 x 32 outputs.
+// a caller cuts the outputs into blocks. b is first copied into panels.
 void matmul(std::size_t m, std::size_t n, std::size_t k, const double* a, std::size_t lda, const double* b,
-            std::size_t ldb, double* c, std::size_t ldc, bool subtract) noexcept;
+            std::size_t ldb, double* c, std::size_t ldc, bool subtract);
+
+// b (k x n, row-major) as panels of kMatmulPanel columns, each k x kMatmulPanel
+// row-major and contiguous (the last zero-padded): what matmul_packed reads.
+constexpr std::size_t kMatmulPanel = 32;
+inline std::size_t packed_size(std::size_t k, std::size_t n) { return k * ((n + kMatmulPanel - 1) / kMatmulPanel) * kMatmulPanel; }
+void pack_panels(std::size_t k, std::size_t n, const double* b, std::size_t ldb, double* packed) noexcept;
+
+// matmul with b already packed (same bits). A k x 32 row-major b (ldb = 32)
+// is its own packed form.
+void matmul_packed(std::size_t m, std::size_t n, std::size_t k, const double* a, std::size_t lda,
+                   const double* packed, double* c, std::size_t ldc, bool subtract) noexcept;
 
 // Rows of c per work item of matmul_threaded (fixed: never depends on the
 // thread count).

@@ -139,31 +139,6 @@ void rank2_row(double* __restrict row, std::size_t len, const double* __restrict
   for (std::size_t t = 0; t < len; ++t) row[t] -= vi * w[t] + wi * v[t];
 }
 
-// Four rank-2 terms in one pass, each subtracted in turn:
-// row[t] -= vi_r w_r[t] + wi_r v_r[t] for r = 0, 1, 2, 3 (stride apart).
-EVOKIT_KERNEL_TARGETS
-void rank2_row4(double* __restrict row, std::size_t len, const double* __restrict v,
-                const double* __restrict w, std::size_t stride, const double* vi, const double* wi) {
-  const double* __restrict v0 = v;
-  const double* __restrict v1 = v + stride;
-  const double* __restrict v2 = v + 2 * stride;
-  const double* __restrict v3 = v + 3 * stride;
-  const double* __restrict w0 = w;
-  const double* __restrict w1 = w + stride;
-  const double* __restrict w2 = w + 2 * stride;
-  const double* __restrict w3 = w + 3 * stride;
-  const double a0 = vi[0], a1 = vi[stride], a2 = vi[2 * stride], a3 = vi[3 * stride];
-  const double b0 = wi[0], b1 = wi[stride], b2 = wi[2 * stride], b3 = wi[3 * stride];
-  for (std::size_t t = 0; t < len; ++t) {
-    double r = row[t];
-    r -= a0 * w0[t] + b0 * v0[t];
-    r -= a1 * w1[t] + b1 * v1[t];
-    r -= a2 * w2[t] + b2 * v2[t];
-    r -= a3 * w3[t] + b3 * v3[t];
-    row[t] = r;
-  }
-}
-
 // Steps of the tridiagonal reduction per panel (as LAPACK's dsytrd / dlatrd).
 constexpr std::size_t kPanel = 32;
 
@@ -200,6 +175,7 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
   // The panel's v and w, column jj at [jj * n], full length (zero above their start).
   std::vector<double> vp(kPanel * n), wp(kPanel * n);
   std::vector<double> alpha(kPanel), beta(kPanel);
+  std::vector<double> left, right, packed;  // the trailing update's operands
   for (std::size_t k0 = 0; k0 + 2 < n; k0 += kPanel) {
     const std::size_t k1 = std::min(k0 + kPanel, n - 2);  // steps k0..k1-1
     std::fill(vp.begin(), vp.end(), 0.0);
@@ -273,24 +249,41 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
         wp[j * n + r0 + i] = p[i] - kk * x[i];
       }
     }
-    // The panel's updates on the trailing lower triangle (rows and columns k1..).
+    // The panel's updates on the trailing lower triangle (rows and columns
+    // k1..): A22 -= [V W] [W V]^T, a matrix product (each entry's 2 np terms
+    // summed in a fixed order, then subtracted), in blocks of kRowBlock rows
+    // over the columns up to the block's last row (the rest of the diagonal
+    // block lands in the unused upper part). An item takes blocks b and
+    // last - b, for equal work.
     const std::size_t m = n - k1;
     const std::size_t np = k1 - k0;
+    const std::size_t q2 = 2 * np;
+    left.resize(m * q2);
+    right.resize(q2 * m);
+    packed.resize(packed_size(q2, m));
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t jj = 0; jj < np; ++jj) {
+        left[i * q2 + jj] = vp[jj * n + k1 + i];
+        left[i * q2 + np + jj] = wp[jj * n + k1 + i];
+      }
+    }
+    for (std::size_t jj = 0; jj < np; ++jj) {
+      std::copy_n(wp.data() + jj * n + k1, m, right.data() + jj * m);
+      std::copy_n(vp.data() + jj * n + k1, m, right.data() + (np + jj) * m);
+    }
+    pack_panels(q2, m, right.data(), m, packed.data());
     const std::size_t blocks = ceil_div(m, kRowBlock);
     const double work = static_cast<double>(m) * static_cast<double>(m) * static_cast<double>(np);
-    parallel_items(blocks, work < kParallelWork ? 1 : team_size(blocks, threads), [&](std::size_t b) {
-      // Block b: rows k1 + b, k1 + b + blocks, ... (interleaved, for equal area).
-      for (std::size_t i = k1 + b; i < n; i += blocks) {
-        double* row = a.data() + i * n + k1;
-        std::size_t jj = 0;
-        for (; jj + 4 <= np; jj += 4) {
-          rank2_row4(row, i - k1 + 1, vp.data() + jj * n + k1, wp.data() + jj * n + k1, n, vp.data() + jj * n + i,
-                     wp.data() + jj * n + i);
-        }
-        for (; jj < np; ++jj) {
-          rank2_row(row, i - k1 + 1, vp.data() + jj * n + k1, wp.data() + jj * n + k1, vp[jj * n + i], wp[jj * n + i]);
-        }
-      }
+    auto update = [&](std::size_t b) {
+      const std::size_t i0 = b * kRowBlock;
+      const std::size_t i1 = std::min(m, i0 + kRowBlock);
+      matmul_packed(i1 - i0, i1, q2, left.data() + i0 * q2, q2, packed.data(), a.data() + (k1 + i0) * n + k1, n,
+                    true);
+    };
+    const std::size_t items = ceil_div(blocks, 2);
+    parallel_items(items, work < kParallelWork ? 1 : team_size(items, threads), [&](std::size_t it) {
+      update(it);
+      if (blocks - 1 - it != it) update(blocks - 1 - it);
     });
   }
   // The last 2 x 2 block (updated by the last panel).
@@ -1000,6 +993,7 @@ void divide_and_conquer(std::vector<double>& d, std::vector<double>& e, std::siz
 
 // Reflectors per block of apply_qt_right and rows of x per work item.
 constexpr std::size_t kBackBlock = 32;
+static_assert(kBackBlock == kMatmulPanel, "V (m x kBackBlock) is used as its own packed form");
 constexpr std::size_t kBackRows = 32;
 
 // x <- x Q^T (x: n x n, row-major; Q = P_0 ... P_{n-3} from tridiagonalize,
@@ -1017,7 +1011,7 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
   const std::size_t nblocks = ceil_div(reflectors, b);
   struct Block {
     std::size_t r0, m;
-    std::vector<double> v, vt, t;
+    std::vector<double> v, vt, t;  // V (m x b, its own packed form), V^T packed, T
   };
   std::vector<Block> blocks(nblocks);
   parallel_items(nblocks, static_cast<double>(n) * n * b < kParallelWork ? 1 : team_size(nblocks, threads),
@@ -1042,7 +1036,7 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
     // gram[c * b + r] = v_c^T v_r (over all m rows: the entries above v_r's
     // start are zeros), then T column by column as dlarft.
     std::vector<double> gram(b * b);
-    matmul(b, b, m, B.vt.data(), m, B.v.data(), b, gram.data(), b, false);
+    matmul_packed(b, b, m, B.vt.data(), m, B.v.data(), gram.data(), b, false);  // V is its own packed form
     for (std::size_t r = 0; r < nb; ++r) {
       const double tau = h[k0 + r] == 0.0 ? 0.0 : 1.0 / h[k0 + r];
       for (std::size_t c = 0; c < r; ++c) {
@@ -1052,6 +1046,9 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
       }
       B.t[r * b + r] = tau;
     }
+    std::vector<double> packed(packed_size(b, m));
+    pack_panels(b, m, B.vt.data(), m, packed.data());
+    B.vt = std::move(packed);
   });
   const std::size_t items = ceil_div(n, kBackRows);
   const double work = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
@@ -1062,7 +1059,7 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
     for (std::size_t bi = nblocks; bi-- > 0;) {
       const Block& B = blocks[bi];
       double* xr = x + i0 * n + B.r0;
-      matmul(rows, b, B.m, xr, n, B.v.data(), b, y.data(), b, false);
+      matmul_packed(rows, b, B.m, xr, n, B.v.data(), y.data(), b, false);
       for (std::size_t r = 0; r < rows; ++r) {  // y2 = y T^T
         for (std::size_t c = 0; c < b; ++c) {
           double sum = 0.0;
@@ -1070,7 +1067,7 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
           y2[r * b + c] = sum;
         }
       }
-      matmul(rows, B.m, b, y2.data(), b, B.vt.data(), B.m, xr, n, true);
+      matmul_packed(rows, B.m, b, y2.data(), b, B.vt.data(), xr, n, true);
     }
   });
 }
