@@ -117,6 +117,42 @@ double symmetric_row(const double* __restrict row, std::size_t len, const double
   return acc[0] + row[len] * xi;
 }
 
+// Rows i and i+1 of the symmetric product in one pass (row0 = row i, row1 =
+// row i+1, n apart), with the bits of two symmetric_row calls: a term of
+// index t goes to partial sum t mod 16 in both, and s[t] gets row i's term,
+// then row i+1's. Returns the two row parts in out[0], out[1].
+EVOKIT_KERNEL_TARGETS
+void symmetric_row2(const double* __restrict row0, const double* __restrict row1, std::size_t i,
+                    const double* __restrict x, double* __restrict s, double* __restrict out) {
+  constexpr std::size_t kL = 16;
+  const double x0 = x[i];
+  const double x1 = x[i + 1];
+  double acc0[kL] = {}, acc1[kL] = {};
+  std::size_t t = 0;
+  for (; t + kL <= i; t += kL) {
+    for (std::size_t u = 0; u < kL; ++u) {
+      acc0[u] += row0[t + u] * x[t + u];
+      acc1[u] += row1[t + u] * x[t + u];
+      s[t + u] = (s[t + u] + row0[t + u] * x0) + row1[t + u] * x1;
+    }
+  }
+  for (std::size_t u = 0; t + u < i; ++u) {
+    acc0[u] += row0[t + u] * x[t + u];
+    acc1[u] += row1[t + u] * x[t + u];
+    s[t + u] = (s[t + u] + row0[t + u] * x0) + row1[t + u] * x1;
+  }
+  acc1[i % kL] += row1[i] * x[i];
+  s[i] += row1[i] * x1;
+  for (std::size_t width = kL / 2; width > 0; width /= 2) {
+    for (std::size_t u = 0; u < width; ++u) {
+      acc0[u] += acc0[u + width];
+      acc1[u] += acc1[u + width];
+    }
+  }
+  out[0] = acc0[0] + row0[i] * x0;
+  out[1] = acc1[0] + row1[i + 1] * x1;
+}
+
 // sum_t a[t] b[t] in four interleaved partial sums (a fixed order).
 EVOKIT_KERNEL_TARGETS
 double dot4(const double* __restrict a, const double* __restrict b, std::size_t len) {
@@ -137,6 +173,31 @@ EVOKIT_KERNEL_TARGETS
 void rank2_row(double* __restrict row, std::size_t len, const double* __restrict v,
                const double* __restrict w, double vi, double wi) {
   for (std::size_t t = 0; t < len; ++t) row[t] -= vi * w[t] + wi * v[t];
+}
+
+// Four rank-2 terms in one pass, each subtracted in turn:
+// row[t] -= vi_r w_r[t] + wi_r v_r[t] for r = 0, 1, 2, 3 (stride apart).
+EVOKIT_KERNEL_TARGETS
+void rank2_row4(double* __restrict row, std::size_t len, const double* __restrict v,
+                const double* __restrict w, std::size_t stride, const double* vi, const double* wi) {
+  const double* __restrict v0 = v;
+  const double* __restrict v1 = v + stride;
+  const double* __restrict v2 = v + 2 * stride;
+  const double* __restrict v3 = v + 3 * stride;
+  const double* __restrict w0 = w;
+  const double* __restrict w1 = w + stride;
+  const double* __restrict w2 = w + 2 * stride;
+  const double* __restrict w3 = w + 3 * stride;
+  const double a0 = vi[0], a1 = vi[stride], a2 = vi[2 * stride], a3 = vi[3 * stride];
+  const double b0 = wi[0], b1 = wi[stride], b2 = wi[2 * stride], b3 = wi[3 * stride];
+  for (std::size_t t = 0; t < len; ++t) {
+    double r = row[t];
+    r -= a0 * w0[t] + b0 * v0[t];
+    r -= a1 * w1[t] + b1 * v1[t];
+    r -= a2 * w2[t] + b2 * v2[t];
+    r -= a3 * w3[t] + b3 * v3[t];
+    row[t] = r;
+  }
 }
 
 // Steps of the tridiagonal reduction per panel (as LAPACK's dsytrd / dlatrd).
@@ -162,7 +223,9 @@ constexpr std::size_t kPanel = 32;
 // into its own vector s_b, and p_i = row part of i + sum_b s_b[i] (b
 // ascending). The panel updates are parallel over blocks of rows.
 //
-// h[k] receives H_k = v^T v / 2 of reflector k (0: none). With form_q false,
+// h[k] receives H_k = v^T v / 2 of reflector k (0: none). With form_q true
+// (small n: QL on the whole matrix) Q is formed and the panel updates are
+// the rank-2 terms row by row, as before; with form_q false,
 // Q is not formed (apply_qt_right applies it later).
 void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& d,
                     std::vector<double>& e, std::vector<double>& h, std::vector<double>& q, bool form_q,
@@ -225,7 +288,11 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
         const std::size_t i1 = row_begin(b + 1);
         double* s = partial.data() + b * n;
         std::fill_n(s, i1, 0.0);
-        for (std::size_t i = i0; i < i1; ++i) p[i] = symmetric_row(a.data() + (r0 + i) * n + r0, i, x, s);
+        std::size_t i = i0;
+        for (; i + 2 <= i1; i += 2) {
+          symmetric_row2(a.data() + (r0 + i) * n + r0, a.data() + (r0 + i + 1) * n + r0, i, x, s, p.data() + i);
+        }
+        for (; i < i1; ++i) p[i] = symmetric_row(a.data() + (r0 + i) * n + r0, i, x, s);
       });
       for (std::size_t b = 0; b < blocks; ++b) {
         const double* s = partial.data() + b * n;
@@ -257,6 +324,22 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
     // last - b, for equal work.
     const std::size_t m = n - k1;
     const std::size_t np = k1 - k0;
+    if (form_q) {
+      // Small n (QL on the whole matrix): the rank-2 terms one after the
+      // other, row by row, as before divide and conquer existed (the same bits).
+      for (std::size_t i = k1; i < n; ++i) {
+        double* row = a.data() + i * n + k1;
+        std::size_t jj = 0;
+        for (; jj + 4 <= np; jj += 4) {
+          rank2_row4(row, i - k1 + 1, vp.data() + jj * n + k1, wp.data() + jj * n + k1, n, vp.data() + jj * n + i,
+                     wp.data() + jj * n + i);
+        }
+        for (; jj < np; ++jj) {
+          rank2_row(row, i - k1 + 1, vp.data() + jj * n + k1, wp.data() + jj * n + k1, vp[jj * n + i], wp[jj * n + i]);
+        }
+      }
+      continue;
+    }
     const std::size_t q2 = 2 * np;
     left.resize(m * q2);
     right.resize(q2 * m);
