@@ -141,6 +141,20 @@ __attribute__((always_inline)) inline void matmul_blocks(std::size_t m, std::siz
 
 }  // namespace
 
+void pack_rows(std::size_t k, std::size_t n, const double* const* rows, double* packed) noexcept {
+  for (std::size_t j0 = 0; j0 < n; j0 += kMatmulPanel) {
+    const std::size_t w = std::min(kMatmulPanel, n - j0);
+    double* out = packed + j0 * k;
+    for (std::size_t p = 0; p < k; ++p) {
+      const double* bp = rows[p] + j0;
+      double* o = out + p * kMatmulPanel;
+      std::size_t u = 0;
+      for (; u < w; ++u) o[u] = bp[u];
+      for (; u < kMatmulPanel; ++u) o[u] = 0.0;
+    }
+  }
+}
+
 void pack_panels(std::size_t k, std::size_t n, const double* b, std::size_t ldb, double* packed) noexcept {
   for (std::size_t j0 = 0; j0 < n; j0 += kMatmulPanel) {
     const std::size_t w = std::min(kMatmulPanel, n - j0);
@@ -173,21 +187,18 @@ void matmul(std::size_t m, std::size_t n, std::size_t k, const double* a, std::s
 }
 
 void matmul_threaded(std::size_t m, std::size_t n, std::size_t k, const double* a, std::size_t lda,
-                     const double* b, std::size_t ldb, double* c, std::size_t ldc, bool subtract,
-                     int num_threads) {
-  std::vector<double> packed(packed_size(k, n));
-  pack_panels(k, n, b, ldb, packed.data());
+                     const double* packed, double* c, std::size_t ldc, bool subtract, int num_threads) {
   const std::size_t blocks = ceil_div(m, kMatmulRows);
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const int threads = work < kParallelWork ? 1 : team_size(blocks, num_threads);
+  const int threads = work < kParallelMatmulWork ? 1 : team_size(blocks, num_threads);
   if (threads <= 1) {
-    matmul_packed(m, n, k, a, lda, packed.data(), c, ldc, subtract);
+    matmul_packed(m, n, k, a, lda, packed, c, ldc, subtract);
     return;
   }
   parallel_items(blocks, threads, [&](std::size_t blk) {
     const std::size_t i0 = blk * kMatmulRows;
     const std::size_t rows = std::min(kMatmulRows, m - i0);
-    matmul_packed(rows, n, k, a + i0 * lda, lda, packed.data(), c + i0 * ldc, ldc, subtract);
+    matmul_packed(rows, n, k, a + i0 * lda, lda, packed, c + i0 * ldc, ldc, subtract);
   });
 }
 

@@ -153,6 +153,60 @@ void symmetric_row2(const double* __restrict row0, const double* __restrict row1
   out[1] = acc1[0] + row1[i + 1] * x1;
 }
 
+// Rows i..i+3 of the symmetric product in one pass (rows n apart), with the
+// bits of four symmetric_row calls (as symmetric_row2). out[r]: row i+r's part.
+EVOKIT_KERNEL_TARGETS
+void symmetric_row4(const double* __restrict row0, std::size_t stride, std::size_t i,
+                    const double* __restrict x, double* __restrict s, double* __restrict out) {
+  constexpr std::size_t kL = 16;
+  const double* __restrict row1 = row0 + stride;
+  const double* __restrict row2 = row1 + stride;
+  const double* __restrict row3 = row2 + stride;
+  const double x0 = x[i], x1 = x[i + 1], x2 = x[i + 2], x3 = x[i + 3];
+  double acc0[kL] = {}, acc1[kL] = {}, acc2[kL] = {}, acc3[kL] = {};
+  std::size_t t = 0;
+  for (; t + kL <= i; t += kL) {
+    for (std::size_t u = 0; u < kL; ++u) {
+      const double xt = x[t + u];
+      acc0[u] += row0[t + u] * xt;
+      acc1[u] += row1[t + u] * xt;
+      acc2[u] += row2[t + u] * xt;
+      acc3[u] += row3[t + u] * xt;
+      s[t + u] = (((s[t + u] + row0[t + u] * x0) + row1[t + u] * x1) + row2[t + u] * x2) + row3[t + u] * x3;
+    }
+  }
+  for (std::size_t u = 0; t + u < i; ++u) {
+    const double xt = x[t + u];
+    acc0[u] += row0[t + u] * xt;
+    acc1[u] += row1[t + u] * xt;
+    acc2[u] += row2[t + u] * xt;
+    acc3[u] += row3[t + u] * xt;
+    s[t + u] = (((s[t + u] + row0[t + u] * x0) + row1[t + u] * x1) + row2[t + u] * x2) + row3[t + u] * x3;
+  }
+  // The triangle's corner: row i+r has entries up to i+r-1 before its diagonal.
+  acc1[i % kL] += row1[i] * x[i];
+  acc2[i % kL] += row2[i] * x[i];
+  acc3[i % kL] += row3[i] * x[i];
+  acc2[(i + 1) % kL] += row2[i + 1] * x[i + 1];
+  acc3[(i + 1) % kL] += row3[i + 1] * x[i + 1];
+  acc3[(i + 2) % kL] += row3[i + 2] * x[i + 2];
+  s[i] = ((s[i] + row1[i] * x1) + row2[i] * x2) + row3[i] * x3;
+  s[i + 1] = (s[i + 1] + row2[i + 1] * x2) + row3[i + 1] * x3;
+  s[i + 2] += row3[i + 2] * x3;
+  for (std::size_t width = kL / 2; width > 0; width /= 2) {
+    for (std::size_t u = 0; u < width; ++u) {
+      acc0[u] += acc0[u + width];
+      acc1[u] += acc1[u + width];
+      acc2[u] += acc2[u + width];
+      acc3[u] += acc3[u + width];
+    }
+  }
+  out[0] = acc0[0] + row0[i] * x0;
+  out[1] = acc1[0] + row1[i + 1] * x1;
+  out[2] = acc2[0] + row2[i + 2] * x2;
+  out[3] = acc3[0] + row3[i + 3] * x3;
+}
+
 // sum_t a[t] b[t] in four interleaved partial sums (a fixed order).
 EVOKIT_KERNEL_TARGETS
 double dot4(const double* __restrict a, const double* __restrict b, std::size_t len) {
@@ -289,6 +343,7 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
         double* s = partial.data() + b * n;
         std::fill_n(s, i1, 0.0);
         std::size_t i = i0;
+        for (; i + 4 <= i1; i += 4) symmetric_row4(a.data() + (r0 + i) * n + r0, n, i, x, s, p.data() + i);
         for (; i + 2 <= i1; i += 2) {
           symmetric_row2(a.data() + (r0 + i) * n + r0, a.data() + (r0 + i + 1) * n + r0, i, x, s, p.data() + i);
         }
@@ -364,7 +419,7 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
                     true);
     };
     const std::size_t items = ceil_div(blocks, 2);
-    parallel_items(items, work < kParallelWork ? 1 : team_size(items, threads), [&](std::size_t it) {
+    parallel_items(items, work < kParallelMatmulWork ? 1 : team_size(items, threads), [&](std::size_t it) {
       update(it);
       if (blocks - 1 - it != it) update(blocks - 1 - it);
     });
@@ -622,6 +677,23 @@ void tridiagonal_ql(std::vector<double>& d, std::vector<double>& e, std::vector<
 }
 
 
+// Whether every a[i], i < count, is finite: x * 0 is 0 for a finite x and
+// NaN otherwise, summed in 8 partial sums (vectorised; the caller scans
+// again for the first bad entry).
+EVOKIT_KERNEL_TARGETS
+bool all_finite(const double* __restrict a, std::size_t count) {
+  constexpr std::size_t kL = 8;
+  double acc[kL] = {};
+  std::size_t i = 0;
+  for (; i + kL <= count; i += kL) {
+    for (std::size_t u = 0; u < kL; ++u) acc[u] += a[i + u] * 0.0;
+  }
+  for (std::size_t u = 0; i < count; ++i, ++u) acc[u] += a[i] * 0.0;
+  double sum = 0.0;
+  for (std::size_t u = 0; u < kL; ++u) sum += acc[u];
+  return sum == 0.0;
+}
+
 // ---- divide and conquer on the tridiagonal ------------------------------------
 //
 // Cuppen's method (J. J. M. Cuppen, "A divide and conquer method for the
@@ -730,7 +802,7 @@ double secular_root(const double* d, const double* z2, std::size_t k, double rho
   double sums[4];
   std::size_t o, p;
   double lo, hi, tau;
-  bool reuse = false;
+  bool reuse = false, recompute = false;
   if (j + 1 < k) {
     p = j;
     const double mid = (d[j + 1] - d[j]) / 2.0;
@@ -748,6 +820,13 @@ double secular_root(const double* d, const double* z2, std::size_t k, double rho
       lo = -mid;
       hi = 0.0;
       tau = -mid;
+      // The sums at the same point serve for the first step (it needs
+      // delta_p and delta_p+1 from the new origin); the whole row is
+      // recomputed if that point is already the root.
+      delta[p] = shift[p] - tau;
+      delta[p + 1] = shift[p + 1] - tau;
+      reuse = true;
+      recompute = true;
     }
   } else {
     p = k - 2;
@@ -765,7 +844,13 @@ double secular_root(const double* d, const double* z2, std::size_t k, double rho
     const double psi = sums[0], dpsi = sums[1], phi = sums[2], dphi = sums[3];
     const double w = rhoinv + psi + phi;
     const double bound = eps * (8.0 * (phi - psi + rhoinv) + std::fabs(tau) * (dpsi + dphi));
-    if (std::fabs(w) <= bound) break;
+    if (std::fabs(w) <= bound) {
+      if (recompute) {
+        for (std::size_t i = 0; i < k; ++i) delta[i] = shift[i] - tau;
+      }
+      break;
+    }
+    recompute = false;
     if (w < 0.0) {
       lo = std::max(lo, tau);
     } else {
@@ -814,30 +899,31 @@ void loewner_factor(double* __restrict w, const double* __restrict d, const doub
   for (std::size_t i = b; i < i1; ++i) w[i] *= delta[i] / (d[i] - dj);
 }
 
-// v[i] = zhat[i] / v[i] (v enters as delta_j), normalised (the norm in 8
-// interleaved partial sums).
+// row[col[i]] = zhat[i] / delta_i, normalised (the norm in 8 interleaved
+// partial sums), where row enters holding delta_i at i; tmp: k numbers.
 EVOKIT_KERNEL_TARGETS
-void secular_vector(const double* __restrict zhat, std::size_t k, double* __restrict v) {
+void secular_vector(const double* __restrict zhat, std::size_t k, const std::size_t* __restrict col,
+                    double* __restrict row, double* __restrict tmp) {
   constexpr std::size_t kL = 8;
   double acc[kL] = {};
   std::size_t i = 0;
   for (; i + kL <= k; i += kL) {
     for (std::size_t u = 0; u < kL; ++u) {
-      const double x = zhat[i + u] / v[i + u];
-      v[i + u] = x;
+      const double x = zhat[i + u] / row[i + u];
+      tmp[i + u] = x;
       acc[u] += x * x;
     }
   }
   for (std::size_t u = 0; i < k; ++i, ++u) {
-    const double x = zhat[i] / v[i];
-    v[i] = x;
+    const double x = zhat[i] / row[i];
+    tmp[i] = x;
     acc[u] += x * x;
   }
   for (std::size_t width = kL / 2; width > 0; width /= 2) {
     for (std::size_t u = 0; u < width; ++u) acc[u] += acc[u + width];
   }
   const double norm = std::sqrt(acc[0]);
-  for (std::size_t t = 0; t < k; ++t) v[t] /= norm;
+  for (std::size_t t = 0; t < k; ++t) row[col[t]] = tmp[t] / norm;
 }
 
 // The eigensystem of diag(d) + rho z z^T (k x k; d strictly ascending, z
@@ -845,9 +931,10 @@ void secular_vector(const double* __restrict zhat, std::size_t k, double* __rest
 // of lambda[j]. vec first holds delta_j[i] = d[i] - lambda_j; Loewner's
 // formula then gives the z^ for which the computed lambdas are exact,
 //   z^_i^2 = -delta_i[i] prod_{j != i} delta_j[i] / (d_i - d_j)  (times 1/rho),
-// with the sign of z_i, and the eigenvectors z^_i / delta_j[i], normalised.
+// with the sign of z_i, and the eigenvectors z^_i / delta_j[i], normalised,
+// entry i stored in column col[i] of vec.
 void secular_eigensystem(const double* d, const double* z, double rho, std::size_t k, double* lambda,
-                         double* vec, int threads) {
+                         double* vec, const std::size_t* col, int threads) {
   std::vector<double> z2(k), zhat(k, 1.0);
   for (std::size_t i = 0; i < k; ++i) z2[i] = z[i] * z[i];
   const double work = 8.0 * static_cast<double>(k) * static_cast<double>(k);
@@ -865,8 +952,9 @@ void secular_eigensystem(const double* d, const double* z, double rho, std::size
     for (std::size_t i = i0; i < i1; ++i) zhat[i] = std::copysign(std::sqrt(std::fabs(zhat[i])), z[i]);
   });
   parallel_items(blocks, t, [&](std::size_t b) {
+    std::vector<double> tmp(k);
     for (std::size_t j = b * kRootBlock; j < std::min(k, (b + 1) * kRootBlock); ++j) {
-      secular_vector(zhat.data(), k, vec + j * k);
+      secular_vector(zhat.data(), k, col, vec + j * k, tmp.data());
     }
   });
 }
@@ -904,8 +992,17 @@ void solve_leaf(std::vector<double>& d, const std::vector<double>& e, std::size_
 // into two: (k x k1)(k1 x m1) for the first m1 columns and (k x k2)(k2 x m2)
 // for the others, k1, k2 the top and bottom vectors among the k (LAPACK's
 // dlaed3 exploits the same structure).
+// Buffers of the merges (only ever grown: a merge writes what it reads).
+struct MergeWork {
+  std::vector<double> vec, packed_top, packed_bottom, new_top, new_bottom, old_deflated;
+};
+inline double* grown(std::vector<double>& v, std::size_t size) {
+  if (v.size() < size) v.resize(size);
+  return v.data();
+}
+
 void merge(std::size_t n, std::size_t lo, std::size_t m1, std::size_t m2, double beta, double* dglobal,
-           double* v, int threads) {
+           double* v, MergeWork& ws, int threads) {
   const double eps = std::numeric_limits<double>::epsilon();
   const std::size_t m = m1 + m2;
   double* dm = dglobal + lo;
@@ -976,35 +1073,51 @@ void merge(std::size_t n, std::size_t lo, std::size_t m1, std::size_t m2, double
     deflated = perm;
   }
   const std::size_t k = kept.size();
-  std::vector<double> dk(k), zk(k), lambda(k), vec(k * k);
+  // Columns of the new vectors' coordinates: top-only, then both, then
+  // bottom-only (each in ascending order of d), so that the top product
+  // takes columns [0, k1) and the bottom one [k - k2, k).
+  std::vector<std::size_t> col(k), top_rows, bottom_rows;
+  std::size_t k1 = 0, k2 = 0;
+  {
+    std::size_t c = 0;
+    for (unsigned char want : {1, 3, 2}) {
+      for (std::size_t q = 0; q < k; ++q) {
+        if (mask[kept[q]] == want) col[q] = c++;
+      }
+    }
+    for (std::size_t q = 0; q < k; ++q) {
+      if (mask[kept[q]] & 1) ++k1;
+      if (mask[kept[q]] & 2) ++k2;
+    }
+  }
+  std::vector<const double*> rows_top(k1), rows_bottom(k2);
+  for (std::size_t q = 0; q < k; ++q) {
+    if (mask[kept[q]] & 1) rows_top[col[q]] = row(kept[q]);
+    if (mask[kept[q]] & 2) rows_bottom[col[q] - (k - k2)] = row(kept[q]) + m1;
+  }
+  std::vector<double> dk(k), zk(k), lambda(k);
   for (std::size_t q = 0; q < k; ++q) {
     dk[q] = dm[kept[q]];
     zk[q] = z[kept[q]];
   }
-  if (k > 0) secular_eigensystem(dk.data(), zk.data(), rho, k, lambda.data(), vec.data(), threads);
-  // The two products.
-  std::vector<std::size_t> top, bottom;
-  for (std::size_t q = 0; q < k; ++q) {
-    if (mask[kept[q]] & 1) top.push_back(q);
-    if (mask[kept[q]] & 2) bottom.push_back(q);
-  }
-  const std::size_t k1 = top.size(), k2 = bottom.size();
-  std::vector<double> old_top(k1 * m1), old_bottom(k2 * m2), w_top(k * k1), w_bottom(k * k2);
-  for (std::size_t p = 0; p < k1; ++p) std::copy_n(row(kept[top[p]]), m1, old_top.data() + p * m1);
-  for (std::size_t p = 0; p < k2; ++p) std::copy_n(row(kept[bottom[p]]) + m1, m2, old_bottom.data() + p * m2);
-  for (std::size_t j = 0; j < k; ++j) {
-    for (std::size_t p = 0; p < k1; ++p) w_top[j * k1 + p] = vec[j * k + top[p]];
-    for (std::size_t p = 0; p < k2; ++p) w_bottom[j * k2 + p] = vec[j * k + bottom[p]];
-  }
-  std::vector<double> new_top(k * m1), new_bottom(k * m2);
-  matmul_threaded(k, m1, k1, w_top.data(), k1, old_top.data(), m1, new_top.data(), m1, false, threads);
-  matmul_threaded(k, m2, k2, w_bottom.data(), k2, old_bottom.data(), m2, new_bottom.data(), m2, false, threads);
+  double* vec = grown(ws.vec, k * k);
+  if (k > 0) secular_eigensystem(dk.data(), zk.data(), rho, k, lambda.data(), vec, col.data(), threads);
+  // The two products, the old vectors packed straight from v.
+  double* packed_top = grown(ws.packed_top, packed_size(k1, m1));
+  double* packed_bottom = grown(ws.packed_bottom, packed_size(k2, m2));
+  pack_rows(k1, m1, rows_top.data(), packed_top);
+  pack_rows(k2, m2, rows_bottom.data(), packed_bottom);
+  double* new_top = grown(ws.new_top, k * m1);
+  double* new_bottom = grown(ws.new_bottom, k * m2);
+  matmul_threaded(k, m1, k1, vec, k, packed_top, new_top, m1, false, threads);
+  matmul_threaded(k, m2, k2, vec + (k - k2), k, packed_bottom, new_bottom, m2, false, threads);
   // Deflated pairs, ascending (stable), then merged with the lambdas.
   std::stable_sort(deflated.begin(), deflated.end(), [&](std::size_t x, std::size_t y) { return dm[x] < dm[y]; });
   const std::size_t nd = deflated.size();
-  std::vector<double> old_deflated(nd * m), dd(nd);
+  double* old_deflated = grown(ws.old_deflated, nd * m);
+  std::vector<double> dd(nd);
   for (std::size_t q = 0; q < nd; ++q) {
-    std::copy_n(row(deflated[q]), m, old_deflated.data() + q * m);
+    std::copy_n(row(deflated[q]), m, old_deflated + q * m);
     dd[q] = dm[deflated[q]];
   }
   std::size_t a = 0, b = 0;
@@ -1012,12 +1125,12 @@ void merge(std::size_t n, std::size_t lo, std::size_t m1, std::size_t m2, double
     double* out = row(f);
     if (b == nd || (a < k && lambda[a] <= dd[b])) {
       dm[f] = lambda[a];
-      std::copy_n(new_top.data() + a * m1, m1, out);
-      std::copy_n(new_bottom.data() + a * m2, m2, out + m1);
+      std::copy_n(new_top + a * m1, m1, out);
+      std::copy_n(new_bottom + a * m2, m2, out + m1);
       ++a;
     } else {
       dm[f] = dd[b];
-      std::copy_n(old_deflated.data() + b * m, m, out);
+      std::copy_n(old_deflated + b * m, m, out);
       ++b;
     }
   }
@@ -1055,9 +1168,12 @@ void divide_and_conquer(std::vector<double>& d, std::vector<double>& e, std::siz
     d[g.lo + g.m1] -= beta;
   }
   v.assign(n * n, 0.0);
-  const double leaf_work = 4.0 * static_cast<double>(n) * static_cast<double>(kLeaf * kLeaf);
+  // (QL on a leaf of m rows: about m^3 / 2 multiply-adds, a few hundred
+  // rotations with a division and a square root each.)
+  const double leaf_work = static_cast<double>(n) * static_cast<double>(kLeaf * kLeaf);
   parallel_items(leaves.size(), leaf_work < kParallelWork ? 1 : team_size(leaves.size(), threads),
                  [&](std::size_t l) { solve_leaf(d, e, n, v.data(), leaves[l].first, leaves[l].second); });
+  std::vector<MergeWork> work_of(static_cast<std::size_t>(std::max(threads, 1)));
   for (std::size_t depth = max_depth + 1; depth-- > 0;) {
     std::vector<Merge> level;
     for (const Merge& g : merges) {
@@ -1069,7 +1185,8 @@ void divide_and_conquer(std::vector<double>& d, std::vector<double>& e, std::siz
     const bool across = level.size() >= static_cast<std::size_t>(threads) && work >= kParallelWork && threads > 1;
     parallel_items(level.size(), across ? team_size(level.size(), threads) : 1, [&](std::size_t q) {
       const Merge& g = level[q];
-      merge(n, g.lo, g.m1, g.m2, e[g.lo + g.m1 - 1], d.data(), v.data(), across ? 1 : threads);
+      MergeWork& w = work_of[static_cast<std::size_t>(omp_get_thread_num())];
+      merge(n, g.lo, g.m1, g.m2, e[g.lo + g.m1 - 1], d.data(), v.data(), w, across ? 1 : threads);
     });
   }
 }
@@ -1135,7 +1252,7 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
   });
   const std::size_t items = ceil_div(n, kBackRows);
   const double work = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
-  parallel_items(items, work < kParallelWork ? 1 : team_size(items, threads), [&](std::size_t it) {
+  parallel_items(items, work < kParallelMatmulWork ? 1 : team_size(items, threads), [&](std::size_t it) {
     const std::size_t i0 = it * kBackRows;
     const std::size_t rows = std::min(kBackRows, n - i0);
     std::vector<double> y(rows * b), y2(rows * b);
@@ -1161,7 +1278,7 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
 SymmetricEigen symmetric_eigen(const double* a, std::size_t n, int num_threads) {
   detail::require_non_null(a, "a");
   detail::require_num_threads(num_threads);
-  for (std::size_t i = 0; i < n * n; ++i) {
+  for (std::size_t i = detail::all_finite(a, n * n) ? n * n : 0; i < n * n; ++i) {
     if (!std::isfinite(a[i])) {
       throw std::invalid_argument("symmetric_eigen: matrix entry (" + std::to_string(i / n) + ", " +
                                   std::to_string(i % n) + ") is " + detail::format_number(a[i]));
