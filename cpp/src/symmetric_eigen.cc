@@ -867,16 +867,29 @@ double secular_root(const double* d, const double* z2, std::size_t k, double rho
     const double a = (da + db) * w - da * db * (dpsi + dphi);
     const double b = da * db * w;
     const double c = w - da * dpsi - db * dphi;
+    // The root between the two poles, or (last root) the one right of both,
+    // each in the form without cancellation.
     double eta;
     if (c == 0.0) {
       eta = a != 0.0 ? b / a : 0.0;
     } else {
       const double disc = std::sqrt(std::fabs(a * a - 4.0 * b * c));
-      eta = a <= 0.0 ? (a - disc) / (2.0 * c) : (2.0 * b) / (a + disc);
+      if (j + 1 < k) {
+        eta = a <= 0.0 ? (a - disc) / (2.0 * c) : (2.0 * b) / (a + disc);
+      } else {
+        eta = a >= 0.0 ? (a + disc) / (2.0 * c) : (2.0 * b) / (a - disc);
+      }
     }
     if (!(w * eta < 0.0)) eta = -w / (dpsi + dphi);  // Newton
     double next = tau + eta;
-    if (!(next > lo && next < hi)) next = lo + (hi - lo) / 2.0;
+    if (!(next > lo && next < hi)) {
+      // The origin pole alone against the rest held fixed (the root of
+      // rest + z2[o] / (-t) = 0): right when the root hugs a pole of tiny
+      // weight, where bisection would take a hundred halvings.
+      const double rest = w - z2[o] / delta[o];
+      next = rest != 0.0 ? z2[o] / rest : lo;
+      if (!(next > lo && next < hi)) next = lo + (hi - lo) / 2.0;
+    }
     if (next == tau || !(next > lo && next < hi)) break;  // the bracket is an ulp wide
     tau = next;
   }
