@@ -1224,7 +1224,7 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
   const std::size_t nblocks = ceil_div(reflectors, b);
   struct Block {
     std::size_t r0, m;
-    std::vector<double> v, vt, t;  // V (m x b, its own packed form), V^T packed, T
+    std::vector<double> v, vt, t;  // V (m x b, its own packed form), V^T packed, T^T
   };
   std::vector<Block> blocks(nblocks);
   parallel_items(nblocks, static_cast<double>(n) * n * b < kParallelWork ? 1 : team_size(nblocks, threads),
@@ -1262,6 +1262,12 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
     std::vector<double> packed(packed_size(b, m));
     pack_panels(b, m, B.vt.data(), m, packed.data());
     B.vt = std::move(packed);
+    // T^T (b x b = one panel: its own packed form).
+    std::vector<double> tt(b * b);
+    for (std::size_t r = 0; r < b; ++r) {
+      for (std::size_t c = 0; c < b; ++c) tt[r * b + c] = B.t[c * b + r];
+    }
+    B.t = std::move(tt);
   });
   const std::size_t items = ceil_div(n, kBackRows);
   const double work = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
@@ -1273,13 +1279,8 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
       const Block& B = blocks[bi];
       double* xr = x + i0 * n + B.r0;
       matmul_packed(rows, b, B.m, xr, n, B.v.data(), y.data(), b, false);
-      for (std::size_t r = 0; r < rows; ++r) {  // y2 = y T^T
-        for (std::size_t c = 0; c < b; ++c) {
-          double sum = 0.0;
-          for (std::size_t t2 = c; t2 < b; ++t2) sum += y[r * b + t2] * B.t[c * b + t2];
-          y2[r * b + c] = sum;
-        }
-      }
+      // y2 = y T^T (the terms t < c of each sum are exact zeros).
+      matmul_packed(rows, b, b, y.data(), b, B.t.data(), y2.data(), b, false);
       matmul_packed(rows, B.m, b, y2.data(), b, B.vt.data(), xr, n, true);
     }
   });
