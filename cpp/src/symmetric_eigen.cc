@@ -5,21 +5,37 @@
 // Algorithm:
 // 1. Householder reduction to tridiagonal form T = Q^T A Q, blocked as
 //    LAPACK's dsytrd / dlatrd: within a panel of kPanel steps the trailing
-//    matrix is only read, and the panel's rank-2 updates are applied to it
-//    together at the end of the panel (tridiagonalize).
-// 2. Q accumulated backwards in blocks of kQBlock reflectors, in compact WY
+//    matrix is only read (the symmetric product four rows per pass), and the
+//    panel's rank-2 updates are applied to it together at the end of the
+//    panel (tridiagonalize): as one matrix product A22 -= [V W][W V]^T for
+//    n > kQlMaxSize, as rank-2 terms row by row for smaller n.
+// For n > kQlMaxSize (LAPACK's dsyevd):
+// 2. Divide and conquer on T (Cuppen; Gu and Eisenstat's eigenvectors; see
+//    "divide and conquer on the tridiagonal" below): eigenvalues ascending,
+//    the eigenvectors of T as rows, leaves of at most kLeaf rows by QL.
+// 3. Those rows times Q^T, Q applied from the right in compact WY blocks of
+//    kBackBlock reflectors (as LAPACK's dormtr; apply_qt_right): two matrix
+//    products per block, no Q formed.
+// For n <= kQlMaxSize (bit-identical to the solver before step 2 existed):
+// 2'. Q accumulated backwards in blocks of kQBlock reflectors, in compact WY
 //    form I - V T V^T with T as LAPACK's dlarft builds it.
-// 3. The implicit QL algorithm with Wilkinson shifts on T (as EISPACK's tql2,
+// 3'. The implicit QL algorithm with Wilkinson shifts on T (as EISPACK's tql2,
 //    JAMA and Hansen's C code). Its rotations depend on T only, so they are
 //    logged and applied to Q in bulk, in their order (tridiagonal_ql).
-// 4. Eigenvalues sorted ascending (a stable sort), eigenvectors as rows.
+// 4'. Eigenvalues sorted ascending (a stable sort), eigenvectors as rows.
+// The matrix products are dense_kernels' matmul (register tiles, no FMA,
+// each sum in one accumulator over its terms in order).
 //
 // Threads (OpenMP): the symmetric product of each reduction step in row
 // blocks of about equal area (only steps of m >= 1024 rows: a step is well
 // under a millisecond and each parallel region waits for every thread), the
-// panel updates over blocks of rows, the accumulation of Q over blocks of
-// columns, and the rotations over blocks of rows. A loop of less than
-// kParallelWork multiply-adds runs on one thread.
+// panel updates over blocks of rows, the leaves, the merges of a level of
+// the tree (when there are at least as many as threads) or a merge's secular
+// roots, Loewner products and matrix products over fixed blocks, and the
+// back-transformation over blocks of rows; for n <= kQlMaxSize the
+// accumulation of Q over blocks of columns and the rotations over blocks of
+// rows. A loop of less than kParallelWork multiply-adds (kParallelMatmulWork
+// for matrix products, about 100 microseconds either) runs on one thread.
 //
 // Determinism: the cut of the work into blocks depends on the matrix size
 // only, never on the thread count; every number is computed by one thread
