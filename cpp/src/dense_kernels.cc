@@ -1,7 +1,11 @@
 // Dense double-precision kernels (dense_kernels.h).
 #include "dense_kernels.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "kernel_targets.h"
+#include "parallel.h"
 
 namespace evokit::detail {
 
@@ -63,8 +67,139 @@ void transposed_product(const double* __restrict v, std::size_t vstride, std::si
   }
 }
 
-// The second product of applying a block of kQBlock reflectors to a block of
-// at most kRowBlock columns of Q (register tiles of 32 outputs, each summed
-// over r ascending from 0):
+namespace {
+
+// Outputs c[r][u], r < R, u < W: each sum over p ascending in one
+// accumulator, then stored (or subtracted from c). Inlined into each
+// instruction-set clone.
+template <std::size_t R, std::size_t W, bool Subtract>
+__attribute__((always_inline)) inline void matmul_tile(std::size_t k, const double* __restrict a, std::size_t lda,
+                                                       const double* __restrict b, std::size_t ldb,
+                                                       double* __restrict c, std::size_t ldc) {
+  double acc[R][W] = {};
+  for (std::size_t p = 0; p < k; ++p) {
+    const double* __restrict bp = b + p * ldb;
+    for (std::size_t r = 0; r < R; ++r) {
+      const double x = a[r * lda + p];
+      for (std::size_t u = 0; u < W; ++u) acc[r][u] += x * bp[u];
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    double* __restrict cr = c + r * ldc;
+    if (Subtract) {
+      for (std::size_t u = 0; u < W; ++u) cr[u] -= acc[r][u];
+    } else {
+      for (std::size_t u = 0; u < W; ++u) cr[u] = acc[r][u];
+    }
+  }
+}
+
+// The same for the last, partial panel (w < W valid columns): through a
+// R x W scratch, the padding columns computed and dropped.
+template <std::size_t R, std::size_t W, bool Subtract>
+__attribute__((always_inline)) inline void matmul_tile_partial(std::size_t k, const double* __restrict a,
+                                                               std::size_t lda, const double* __restrict b,
+                                                               double* __restrict c, std::size_t ldc,
+                                                               std::size_t w) {
+  double scratch[R * W];
+  matmul_tile<R, W, false>(k, a, lda, b, W, scratch, W);
+  for (std::size_t r = 0; r < R; ++r) {
+    for (std::size_t u = 0; u < w; ++u) {
+      c[r * ldc + u] = Subtract ? c[r * ldc + u] - scratch[r * W + u] : scratch[r * W + u];
+    }
+  }
+}
+
+// Rows in blocks of 64 (kept in L2 while the panels pass), 4-row register
+// tiles (4 x 32 outputs: 16 AVX-512 registers), a remainder of rows one at
+// a time.
+template <bool Subtract>
+__attribute__((always_inline)) inline void matmul_blocks(std::size_t m, std::size_t n, std::size_t k,
+                                                         const double* __restrict a, std::size_t lda,
+                                                         const double* __restrict packed, double* __restrict c,
+                                                         std::size_t ldc) {
+  constexpr std::size_t kRowsPerBlock = 64;
+  constexpr std::size_t kW = kMatmulPanel;
+  for (std::size_t i0 = 0; i0 < m; i0 += kRowsPerBlock) {
+    const std::size_t i1 = std::min(m, i0 + kRowsPerBlock);
+    for (std::size_t j0 = 0; j0 < n; j0 += kW) {
+      const double* bp = packed + j0 * k;
+      const std::size_t w = std::min(kW, n - j0);
+      std::size_t i = i0;
+      if (w == kW) {
+        for (; i + 4 <= i1; i += 4) matmul_tile<4, kW, Subtract>(k, a + i * lda, lda, bp, kW, c + i * ldc + j0, ldc);
+        for (; i < i1; ++i) matmul_tile<1, kW, Subtract>(k, a + i * lda, lda, bp, kW, c + i * ldc + j0, ldc);
+      } else {
+        for (; i + 4 <= i1; i += 4) {
+          matmul_tile_partial<4, kW, Subtract>(k, a + i * lda, lda, bp, c + i * ldc + j0, ldc, w);
+        }
+        for (; i < i1; ++i) matmul_tile_partial<1, kW, Subtract>(k, a + i * lda, lda, bp, c + i * ldc + j0, ldc, w);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void pack_rows(std::size_t k, std::size_t n, const double* const* rows, double* packed) noexcept {
+  for (std::size_t j0 = 0; j0 < n; j0 += kMatmulPanel) {
+    const std::size_t w = std::min(kMatmulPanel, n - j0);
+    double* out = packed + j0 * k;
+    for (std::size_t p = 0; p < k; ++p) {
+      const double* bp = rows[p] + j0;
+      double* o = out + p * kMatmulPanel;
+      std::size_t u = 0;
+      for (; u < w; ++u) o[u] = bp[u];
+      for (; u < kMatmulPanel; ++u) o[u] = 0.0;
+    }
+  }
+}
+
+void pack_panels(std::size_t k, std::size_t n, const double* b, std::size_t ldb, double* packed) noexcept {
+  for (std::size_t j0 = 0; j0 < n; j0 += kMatmulPanel) {
+    const std::size_t w = std::min(kMatmulPanel, n - j0);
+    double* out = packed + j0 * k;
+    for (std::size_t p = 0; p < k; ++p) {
+      const double* bp = b + p * ldb + j0;
+      double* o = out + p * kMatmulPanel;
+      std::size_t u = 0;
+      for (; u < w; ++u) o[u] = bp[u];
+      for (; u < kMatmulPanel; ++u) o[u] = 0.0;
+    }
+  }
+}
+
+EVOKIT_KERNEL_TARGETS
+void matmul_packed(std::size_t m, std::size_t n, std::size_t k, const double* __restrict a, std::size_t lda,
+                   const double* __restrict packed, double* __restrict c, std::size_t ldc, bool subtract) noexcept {
+  if (subtract) {
+    matmul_blocks<true>(m, n, k, a, lda, packed, c, ldc);
+  } else {
+    matmul_blocks<false>(m, n, k, a, lda, packed, c, ldc);
+  }
+}
+
+void matmul(std::size_t m, std::size_t n, std::size_t k, const double* a, std::size_t lda, const double* b,
+            std::size_t ldb, double* c, std::size_t ldc, bool subtract) {
+  std::vector<double> packed(packed_size(k, n));
+  pack_panels(k, n, b, ldb, packed.data());
+  matmul_packed(m, n, k, a, lda, packed.data(), c, ldc, subtract);
+}
+
+void matmul_threaded(std::size_t m, std::size_t n, std::size_t k, const double* a, std::size_t lda,
+                     const double* packed, double* c, std::size_t ldc, bool subtract, int num_threads) {
+  const std::size_t blocks = ceil_div(m, kMatmulRows);
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const int threads = work < kParallelMatmulWork ? 1 : team_size(blocks, num_threads);
+  if (threads <= 1) {
+    matmul_packed(m, n, k, a, lda, packed, c, ldc, subtract);
+    return;
+  }
+  parallel_items(blocks, threads, [&](std::size_t blk) {
+    const std::size_t i0 = blk * kMatmulRows;
+    const std::size_t rows = std::min(kMatmulRows, m - i0);
+    matmul_packed(rows, n, k, a + i0 * lda, lda, packed, c + i0 * ldc, ldc, subtract);
+  });
+}
 
 }  // namespace evokit::detail

@@ -84,14 +84,74 @@ def test_a_logged_sample_is_rebuilt_from_its_key(cls):
     np.testing.assert_array_equal(offline.core.get_state()["cov"], es.core.get_state()["cov"])
 
 
-def test_symmetric_eigen_against_numpy():
+def _eigen_cases():
+    """(name, matrix): the eigensolver's hard and CMA-like cases (n > 32 take divide and conquer)."""
     rng = np.random.default_rng(1)
-    a = rng.normal(size=(40, 40))
-    a = a + a.T
-    values, vectors = _core.symmetric_eigen(a)
-    np.testing.assert_allclose(values, np.linalg.eigvalsh(a), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(vectors.T @ np.diag(values) @ vectors, a, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(vectors @ vectors.T, np.eye(40), rtol=0, atol=1e-13)
+    eps = np.finfo(float).eps
+
+    def sym(g):
+        return np.tril(g) + np.tril(g, -1).T
+
+    def with_spectrum(lam):
+        q, _ = np.linalg.qr(rng.normal(size=(len(lam), len(lam))))
+        return (q * lam) @ q.T
+
+    def tridiagonal(d, e):
+        return np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+
+    for n in (1, 2, 3, 31, 32, 33, 64, 100, 257, 500):
+        yield f"random-{n}", sym(rng.normal(size=(n, n)))
+    for n in (33, 200):
+        yield f"identity-{n}", np.eye(n)
+        yield f"2.5I-{n}", 2.5 * np.eye(n)
+        yield f"zero-{n}", np.zeros((n, n))
+        yield f"diag-repeated-{n}", np.diag(np.arange(n) % 3.0)
+        for r in (1, 5, 30):  # C early in a CMA-ES run
+            y = rng.normal(size=(n, r))
+            yield f"alphaI+rank{r}-{n}", 0.7 * np.eye(n) + 0.01 * (y * rng.uniform(0, 1, r)) @ y.T
+        yield f"graded-{n}", with_spectrum(np.logspace(-14, 0, n))
+        yield f"negative-definite-{n}", with_spectrum(-np.logspace(0, 2, n))
+        yield f"indefinite-{n}", with_spectrum(np.linspace(-5, 5, n))
+        yield f"clustered-{n}", with_spectrum(1 + np.arange(n) * 1e-12)
+        yield f"tridiagonal-{n}", tridiagonal(rng.normal(size=n), rng.normal(size=n - 1))
+        # Hard secular equations: poles a few ulps apart, tiny or mixed couplings.
+        d = np.sort(np.concatenate([np.arange(n // 2), np.arange(n - n // 2) * (1 + 4 * eps * np.arange(n - n // 2))]))
+        yield f"ulp-close-poles-{n}", tridiagonal(d, np.full(n - 1, 1e-10))
+        yield f"mixed-couplings-{n}", tridiagonal(d, np.resize([1e-18, 1e-3, 1e-9], n - 1))
+    w21 = tridiagonal(np.abs(np.arange(21) - 10.0), np.ones(20))
+    for copies in (2, 10):
+        g = np.kron(np.eye(copies), w21)
+        for c in range(1, copies):
+            g[21 * c - 1, 21 * c] = g[21 * c, 21 * c - 1] = 1e-8 if c % 2 else 1.0
+        yield f"glued-W21-x{copies}", g
+
+
+@pytest.mark.parametrize("name, a", list(_eigen_cases()), ids=lambda x: x if isinstance(x, str) else "")
+def test_symmetric_eigen_against_numpy(name, a):
+    n = a.shape[0]
+    eps = np.finfo(float).eps
+    values, vectors = _core.symmetric_eigen(a, num_threads=2)
+    reference = np.linalg.eigvalsh(a)
+    norm = max(np.abs(reference).max(), np.finfo(float).tiny)
+    bound = 2 * n * eps  # LAPACK's: residual and orthogonality of order n eps ||A||
+    assert np.all(np.diff(values) >= 0)
+    np.testing.assert_allclose(values, reference, rtol=0, atol=bound * norm)
+    assert np.abs(a @ vectors.T - vectors.T * values).max() <= bound * norm
+    assert np.abs(vectors @ vectors.T - np.eye(n)).max() <= bound
+
+
+@pytest.mark.parametrize("n", [300, 600])
+def test_symmetric_eigen_thread_count_does_not_change_bits(n):
+    rng = np.random.default_rng(n)
+    y = rng.normal(size=(n, 40))
+    for a in (np.tril(rng.normal(size=(n, n))) + np.tril(rng.normal(size=(n, n)), -1).T,
+              0.3 * np.eye(n) + 0.01 * y @ y.T):  # dense, and heavily deflated
+        a = (a + a.T) / 2
+        one = _core.symmetric_eigen(a, num_threads=1)
+        for threads in (2, 3):
+            other = _core.symmetric_eigen(a, num_threads=threads)
+            np.testing.assert_array_equal(one[0], other[0])
+            np.testing.assert_array_equal(one[1], other[1])
 
 
 # ---- determinism -----------------------------------------------------------------------

@@ -10,13 +10,16 @@ namespace evokit {
 
 // Eigendecomposition of a symmetric n x n matrix (row-major; the lower
 // triangle is used, every entry is checked to be finite): blocked Householder
-// tridiagonalisation (as LAPACK dsytrd), then the implicit QL algorithm with
-// Wilkinson shifts (as in EISPACK tql2, JAMA, and Hansen's C code). values
-// ascend; vectors is n * n row-major with row j the unit
-// eigenvector of values[j]. Threaded; bit-identical for any num_threads.
-// Throws std::invalid_argument if `a` holds a non-finite value and
-// std::runtime_error if QL does not converge. symmetric_eigen.cc describes
-// the algorithm, its threads and why the bits do not depend on them.
+// tridiagonalisation (as LAPACK dsytrd), then for n > 32 divide and conquer
+// on the tridiagonal (Cuppen; Gu and Eisenstat; as LAPACK dstedc) and the
+// reflectors applied to its eigenvectors in blocks (as dormtr), for n <= 32
+// the implicit QL algorithm with Wilkinson shifts (as in EISPACK tql2, JAMA,
+// and Hansen's C code). values ascend; vectors is n * n row-major with row j
+// the unit eigenvector of values[j]. Threaded; bit-identical for any
+// num_threads and on every instruction set. Throws std::invalid_argument if
+// `a` holds a non-finite value and std::runtime_error if an iteration (QL,
+// or a root of a secular equation) does not converge. symmetric_eigen.cc
+// describes the algorithm, its threads and why the bits do not depend on them.
 struct SymmetricEigen {
   std::vector<double> values;
   std::vector<double> vectors;
