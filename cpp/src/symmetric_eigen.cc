@@ -1243,7 +1243,8 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
     std::vector<double> v, vt, t;  // V (m x b, its own packed form), V^T packed, T^T
   };
   std::vector<Block> blocks(nblocks);
-  parallel_items(nblocks, static_cast<double>(n) * n * b < kParallelWork ? 1 : team_size(nblocks, threads),
+  // (Building the blocks is about n^2 b multiply-adds; threaded from n of about 360.)
+  parallel_items(nblocks, static_cast<double>(n) * n * b < kParallelMatmulWork ? 1 : team_size(nblocks, threads),
                  [&](std::size_t bi) {
     Block& B = blocks[bi];
     const std::size_t k0 = bi * b;
