@@ -422,6 +422,34 @@ TEST(SymmetricEigen, DivideAndConquerOnRandomMatrices) {
   }
 }
 
+// Matrices far from 1 in size: without scaling, the secular equation of a
+// matrix of largest entry 1e175 overflowed ("did not converge") and one of
+// 1e-150 underflowed (residuals of 1e14 n eps ||A||). Both solver paths.
+TEST(SymmetricEigen, HugeAndTinyMatricesAreScaled) {
+  std::mt19937_64 rng(23);
+  for (double scale : {1e-300, 1e-250, 1e-150, 1e150, 1e175, 1e250, 1e300}) {
+    for (std::size_t n : {20u, 33u, 120u}) {
+      std::vector<double> a = RandomSymmetric(n, rng);
+      for (double& v : a) v *= scale;
+      ExpectAccurate(a, n, "random times " + std::to_string(scale));
+    }
+  }
+  // Scaling is by a power of two: for A of largest entry in [1/2, 1), the
+  // eigenvalues of 2^600 A are 2^600 times A's, bit for bit.
+  std::vector<double> a = RandomSymmetric(90, rng);
+  double largest = 0;
+  for (double v : a) largest = std::max(largest, std::fabs(v));
+  int exponent = 0;
+  std::frexp(largest, &exponent);
+  for (double& v : a) v = std::ldexp(v, -exponent);
+  std::vector<double> big(a);
+  for (double& v : big) v = std::ldexp(v, 600);
+  const SymmetricEigen e = symmetric_eigen(a.data(), 90);
+  const SymmetricEigen f = symmetric_eigen(big.data(), 90);
+  for (std::size_t i = 0; i < 90; ++i) EXPECT_EQ(f.values[i], std::ldexp(e.values[i], 600)) << i;
+  EXPECT_TRUE(SameBits(e.vectors, f.vectors));
+}
+
 TEST(SymmetricEigen, DivideAndConquerOnStructuredMatrices) {
   std::mt19937_64 rng(22);
   std::normal_distribution<double> normal;
