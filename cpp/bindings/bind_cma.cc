@@ -153,7 +153,7 @@ void bind_cma(py::module_& m) {
         return py::make_tuple(to_array(e.values), to_matrix(e.vectors, n, n));
       },
       py::arg("a"), py::arg("num_threads") = 1,
-      "(values ascending, vectors with row j the eigenvector of values[j]): Householder + implicit QL.");
+      "(values ascending, vectors with row j the eigenvector of values[j]): Householder, then divide and conquer (n > 32) or implicit QL.");
 
   py::class_<CMABase>(m, "CMABase", "The ask/tell bookkeeping shared by CMAES and SepCMAES.")
       .def(

@@ -14,7 +14,8 @@ namespace evokit {
 // on the tridiagonal (Cuppen; Gu and Eisenstat; as LAPACK dstedc) and the
 // reflectors applied to its eigenvectors in blocks (as dormtr), for n <= 32
 // the implicit QL algorithm with Wilkinson shifts (as in EISPACK tql2, JAMA,
-// and Hansen's C code). values ascend; vectors is n * n row-major with row j
+// and Hansen's C code); a matrix whose largest entry is outside
+// 2^-384..2^384 is first scaled by a power of two (as dsyevd). values ascend; vectors is n * n row-major with row j
 // the unit eigenvector of values[j]. Threaded; bit-identical for any
 // num_threads and on every instruction set. Throws std::invalid_argument if
 // `a` holds a non-finite value and std::runtime_error if an iteration (QL,
