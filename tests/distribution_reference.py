@@ -126,7 +126,8 @@ def crfmnes_defaults(n, lam=None, lam_f=None):
         "population_size": lam, "learning_rate_mean": 1.0, "mu_eff": mu_eff,
         "c_sigma": (mu_eff + 2) / (n + mu_eff + 5),
         "c_c": (4 + mu_eff / n) / (n + 4 + 2 * mu_eff / n),
-        "c_1": 2 / ((n + 1.3) ** 2 + mu_eff) * (n - 5) / 6 * lam_f / lam,
+        # Table I's rate, floored at 0 (negative for d < 5; crfmnes.cc says why)
+        "c_1": max(0.0, 2 / ((n + 1.3) ** 2 + mu_eff) * (n - 5) / 6 * lam_f / lam),
         "chi_d": np.sqrt(n) * (1 - 1 / (4 * n) + 1 / (21 * n * n)),
         "h_inv": crfmnes_h_inv(n),
         "alpha_dist": crfmnes_h_inv(n) * min(1, np.sqrt(lam / n)) * np.sqrt(lam_f / lam),

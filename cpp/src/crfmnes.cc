@@ -44,7 +44,12 @@
 //   lambda = 4 + floor(3 ln d), rounded up to even;  w_rank = the NES utilities;
 //   mu_eff = 1 / sum_i (w_rank_i + 1/lambda)^2;  c_sigma = (mu_eff + 2) / (d + mu_eff + 5);
 //   c_c = (4 + mu_eff / d) / (d + 4 + 2 mu_eff / d);
-//   c_1 = 2 / ((d + 1.3)^2 + mu_eff) * (d - 5) / 6 * lambda_F / lambda  (<= 0 for d <= 5, as published);
+//   c_1 = max(0, 2 / ((d + 1.3)^2 + mu_eff) * (d - 5) / 6 * lambda_F / lambda): the published
+//     rate, which is negative for d < 5, floored at 0 there (as at d = 5: no rank-one update).
+//     A negative rate multiplies D by 1 + c_1 s_c (l. 19), which turns negative once p_c is
+//     long (s_c grows as (p_c / D)^2): at d = 2 on the ellipsoid, 5 of 100 runs reached
+//     D < 0 and sampled NaN solutions (evosax's CR_FM_NES, which keeps the published rate,
+//     reaches the target in none of 100 runs there);
 //   eta_m = 1, eta_move = 1, eta_stag = tanh((0.024 lambda_F + 0.7 d + 20) / (d + 12)),
 //   eta_conv = 2 tanh((0.025 lambda_F + 0.75 d + 10) / (d + 4)),
 //   eta_B = tanh((min(0.02 lambda_F, 3 ln d) + 5) / (0.23 d + 25));
@@ -360,7 +365,10 @@ class CRFMNES final : public DistributionStrategy {
   double eta_conv(double lambda_f) const {
     return 2.0 * std::tanh((0.025 * lambda_f + 0.75 * dim() + 10.0) / (dim() + 4.0));
   }
-  double c1(double lambda_f) const { return c1_cma_ * (dim() - 5.0) / 6.0 * (lambda_f / lambda()); }
+  // Table I's c_1, floored at 0 (see the header comment).
+  double c1(double lambda_f) const {
+    return std::max(0.0, c1_cma_ * (dim() - 5.0) / 6.0 * (lambda_f / lambda()));
+  }
   double eta_b(double lambda_f) const {
     return std::tanh((std::min(0.02 * lambda_f, 3.0 * std::log(dim())) + 5.0) / (0.23 * dim() + 25.0));
   }

@@ -68,4 +68,8 @@ constexpr std::size_t kMatmulRows = 64;
 void matmul_threaded(std::size_t m, std::size_t n, std::size_t k, const double* a, std::size_t lda,
                      const double* packed, double* c, std::size_t ldc, bool subtract, int num_threads);
 
+// Whether every a[i], i < count, is finite (vectorised; the same answer on
+// every instruction set).
+bool all_finite(const double* __restrict a, std::size_t count) noexcept;
+
 }  // namespace evokit::detail

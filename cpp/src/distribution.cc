@@ -82,7 +82,22 @@ void DistributionStrategy::materialize() {
 }
 
 const std::vector<double>& DistributionStrategy::ask() {
-  if (!sampled_) materialize();
+  if (!sampled_) {
+    materialize();
+    // An update that overflowed, or turned a scale negative, makes the
+    // distribution sample NaN or inf: say so here, by name, rather than hand
+    // such solutions to the objective.
+    if (!detail::all_finite(x_.data(), x_.size())) {
+      std::size_t i = 0;
+      while (std::isfinite(x_[i])) ++i;
+      sampled_ = false;
+      throw std::runtime_error(family_ + ": generation " + std::to_string(generation_) + "'s member " +
+                               std::to_string(i / num_params_) + " has coordinate " +
+                               std::to_string(i % num_params_) + " = " + detail::format_number(x_[i]) +
+                               ": an update left the distribution non-finite. Resume from a saved state, or "
+                               "restart with another sigma0 or seed");
+    }
+  }
   return x_;
 }
 

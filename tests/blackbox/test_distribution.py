@@ -187,3 +187,18 @@ def test_the_policy_family_is_the_same_strategy(mlp_path):
         agent.update(infos, rewards)
         es.tell(X, -rewards)
         np.testing.assert_array_equal(agent.center, es.mean.astype(np.float32))
+
+
+def test_a_non_finite_distribution_is_refused_by_name():
+    """An update that overflows (here SNES's step sizes, grown by ranking the
+    farthest samples best from sigma0 = 1e300) makes ask() raise, naming the
+    family, the generation, the member and the coordinate, instead of handing
+    inf or NaN solutions to the objective."""
+    es = evokit.SNES(np.zeros(3), 1e300, seed=1)
+    with pytest.raises(RuntimeError, match=r"^SNES: generation (\d+)'s member \d+ has coordinate \d+ = "
+                                           r"-?(inf|nan): an update left the distribution non-finite"):
+        for _ in range(500):
+            X = es.ask()
+            Z = (X - es.mean) / 1e300
+            es.tell(X, -np.sum(Z * Z, axis=1))
+    assert es.iterations > 10  # it was the update, not the start
