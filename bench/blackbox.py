@@ -408,7 +408,8 @@ def convergence_table(strategies, functions, dims, seeds, libraries):
                 peers = [v for k, v in by.items() if k != "evokit"]
                 ratio = "-"
                 if "evokit" in by and peers:
-                    ratio = f"{by['evokit'] / min(peers):.2f}" + ("" if every_seed else " (ERT)")
+                    r = by["evokit"] / min(peers)
+                    ratio = (f"{r:.2f}" if r >= 0.1 else f"{r:.2g}") + ("" if every_seed else " (ERT)")
                 print(f"| {strategy} | {fname} | {n} | " + " | ".join(cells) + f" | {ratio} |", flush=True)
 
 
