@@ -210,8 +210,10 @@ class CRFMNES(DistributionES):
     linear time and memory per sample (for up to millions of parameters);
     mirrored members (2p and 2p + 1 are +z and -z), the distance weights
     and the movement-dependent learning rates of the paper. Every other
-    hyper-parameter is the paper's default (``parameters`` lists them); the
-    initial v is N(0, I / n) drawn from the seed.
+    hyper-parameter is the paper's default (``parameters`` lists them) but
+    c_1, floored at 0 where Table I's formula is negative (n < 5: as
+    published it turned D negative and sampled NaN solutions); the initial v
+    is N(0, I / n) drawn from the seed.
 
     learning_rate_mean: eta_m (paper: 1).
     population_size: even; None is 4 + floor(3 ln n), rounded up to even.
