@@ -343,7 +343,10 @@ def evaluations(strategy, library, fname, n, x0, sigma0, seed, budget):
         return impl.es.p.stats.evaluations, best < TARGET
     count = 0
     while count < budget and not impl.stopped():
-        X = impl.ask()
+        try:
+            X = impl.ask()
+        except RuntimeError:  # EvoKit refuses to sample from a distribution gone non-finite: a miss
+            return count, False
         F = f(X)
         impl.tell(X, F)
         count += len(X)
