@@ -32,10 +32,11 @@
 // panel updates over blocks of rows, the leaves, the merges of a level of
 // the tree (when there are at least as many as threads) or a merge's secular
 // roots, Loewner products and matrix products over fixed blocks, and the
-// back-transformation over blocks of rows; for n <= kQlMaxSize the
-// accumulation of Q over blocks of columns and the rotations over blocks of
-// rows. A loop of less than kParallelWork multiply-adds (kParallelMatmulWork
-// for matrix products, about 100 microseconds either) runs on one thread.
+// back-transformation over blocks of rows (for n <= kQlMaxSize, Q's
+// accumulation over blocks of columns; the QL rotations, on at most
+// kQlMaxSize rows, stay on one thread). A loop of less than kParallelWork
+// multiply-adds (kParallelMatmulWork for matrix products, about 100
+// microseconds either) runs on one thread.
 //
 // Determinism: the cut of the work into blocks depends on the matrix size
 // only, never on the thread count; every number is computed by one thread
@@ -518,45 +519,13 @@ struct Rotation {
   double c, s;
 };
 
-// Rows per block of apply_rotations: consecutive rotations share a column, so
-// a block needs many rows for independent work (64 rows: 8 AVX-512 vectors
-// per column, the block of a 1,000-column matrix 512 KB, in L2).
-constexpr std::size_t kRotationRows = 64;
-
-// The rotations, in order, on a transposed block of rows: tb[i * kRotationRows + r].
-// A QL sweep is a run of rotations on columns (i, i+1), (i-1, i), ...: the
-// column the next rotation shares is carried in registers, so each rotation
-// loads and stores one column (the arithmetic is the same).
+// Applies the rotations, in order, to the columns of z (n x n, row-major, n <=
+// kQlMaxSize: QL runs on the whole matrix only that small, and on leaves of
+// at most kLeaf rows):
+//   z[r][i+1] <- s z[r][i] + c z[r][i+1],  z[r][i] <- c z[r][i] - s z[r][i+1],
+// on a transposed copy, so that a rotation touches contiguous numbers.
 EVOKIT_KERNEL_TARGETS
-void rotate_block(double* __restrict tb, const Rotation* rot, std::size_t count) {
-  constexpr std::size_t kR = kRotationRows;
-  for (std::size_t q = 0; q < count;) {
-    std::size_t end = q + 1;
-    while (end < count && rot[end].i + 1 == rot[end - 1].i) ++end;
-    double carry[kR];  // column rot[p].i + 1 of the rotation p being applied
-    const double* first = tb + (rot[q].i + 1) * kR;
-    for (std::size_t r = 0; r < kR; ++r) carry[r] = first[r];
-    for (std::size_t p = q; p < end; ++p) {
-      double* __restrict lo = tb + rot[p].i * kR;
-      double* __restrict hi = lo + kR;
-      const double c = rot[p].c;
-      const double s = rot[p].s;
-      for (std::size_t r = 0; r < kR; ++r) {
-        const double f = carry[r];
-        hi[r] = s * lo[r] + c * f;
-        carry[r] = c * lo[r] - s * f;
-      }
-    }
-    double* last = tb + rot[end - 1].i * kR;
-    for (std::size_t r = 0; r < kR; ++r) last[r] = carry[r];
-    q = end;
-  }
-}
-
-// The rotations, in order, on a transposed n x n matrix (tb[i * n + r]), for
-// small n (the same arithmetic per number as rotate_block).
-EVOKIT_KERNEL_TARGETS
-void rotate_small(double* __restrict tb, std::size_t n, const Rotation* rot, std::size_t count) {
+void rotate_transposed(double* __restrict tb, std::size_t n, const Rotation* rot, std::size_t count) {
   for (std::size_t q = 0; q < count; ++q) {
     double* __restrict lo = tb + rot[q].i * n;
     double* __restrict hi = lo + n;
@@ -570,55 +539,16 @@ void rotate_small(double* __restrict tb, std::size_t n, const Rotation* rot, std
   }
 }
 
-// Applies the rotations, in order, to the columns of z (n x n, row-major):
-//   z[r][i+1] <- s z[r][i] + c z[r][i+1],  z[r][i] <- c z[r][i] - s z[r][i+1].
-// Rows are independent: parallel over blocks of kRotationRows rows, each block
-// transposed into a local buffer so that a rotation touches contiguous numbers.
-void apply_rotations(std::vector<double>& z, std::size_t n, const std::vector<Rotation>& rot,
-                     int threads) {
+void apply_rotations(std::vector<double>& z, std::size_t n, const std::vector<Rotation>& rot) {
   if (rot.empty()) return;
-  constexpr std::size_t kR = kRotationRows;
-  if (n <= kR / 2) {  // one block, transposed without padding
-    std::vector<double> tb(n * n);
-    for (std::size_t r = 0; r < n; ++r) {
-      for (std::size_t i = 0; i < n; ++i) tb[i * n + r] = z[r * n + i];
-    }
-    rotate_small(tb.data(), n, rot.data(), rot.size());
-    for (std::size_t r = 0; r < n; ++r) {
-      for (std::size_t i = 0; i < n; ++i) z[r * n + i] = tb[i * n + r];
-    }
-    return;
+  std::vector<double> tb(n * n);
+  for (std::size_t r = 0; r < n; ++r) {
+    for (std::size_t i = 0; i < n; ++i) tb[i * n + r] = z[r * n + i];
   }
-  const std::size_t blocks = ceil_div(n, kR);
-  const int t = static_cast<double>(rot.size()) * static_cast<double>(n) < kParallelWork
-                    ? 1
-                    : team_size(blocks, threads);
-  std::vector<double> scratch(static_cast<std::size_t>(t) * n * kR);
-  auto block = [&](std::size_t bb, double* tb) {
-    const std::size_t r0 = bb * kR;
-    const std::size_t rows = std::min(kR, n - r0);
-    for (std::size_t r = 0; r < kR; ++r) {
-      for (std::size_t i = 0; i < n; ++i) tb[i * kR + r] = r < rows ? z[(r0 + r) * n + i] : 0.0;
-    }
-    rotate_block(tb, rot.data(), rot.size());
-    for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t i = 0; i < n; ++i) z[(r0 + r) * n + i] = tb[i * kR + r];
-    }
-  };
-  if (t <= 1) {  // no OpenMP region: entering one costs microseconds
-    for (std::size_t bb = 0; bb < blocks; ++bb) block(bb, scratch.data());
-    return;
+  rotate_transposed(tb.data(), n, rot.data(), rot.size());
+  for (std::size_t r = 0; r < n; ++r) {
+    for (std::size_t i = 0; i < n; ++i) z[r * n + i] = tb[i * n + r];
   }
-  ExceptionCollector errors;
-  const auto nb = static_cast<std::ptrdiff_t>(blocks);
-#pragma omp parallel for num_threads(t) schedule(static)
-  for (std::ptrdiff_t bb = 0; bb < nb; ++bb) {
-    errors.run([&] {
-      block(static_cast<std::size_t>(bb),
-            scratch.data() + static_cast<std::size_t>(omp_get_thread_num()) * n * kR);
-    });
-  }
-  errors.rethrow_if_any();
 }
 
 // The implicit QL algorithm with Wilkinson shifts on the tridiagonal (d, e)
@@ -626,13 +556,12 @@ void apply_rotations(std::vector<double>& z, std::size_t n, const std::vector<Ro
 // (which enters as Q). The rotations depend on d and e only, so they are
 // logged and applied to z in bulk, in their original order.
 void tridiagonal_ql(std::vector<double>& d, std::vector<double>& e, std::vector<double>& z,
-                    std::size_t n, int threads) {
+                    std::size_t n) {
   constexpr int kMaxIterations = 60;
   constexpr int kLocalIterations = 30;
-  constexpr std::size_t kFlush = std::size_t{1} << 22;  // rotations kept before applying
   const double eps = std::numeric_limits<double>::epsilon();
   std::vector<Rotation> rot;
-  rot.reserve(std::min(kFlush, n * n));
+  rot.reserve(n * n);
   double tst1 = 0.0;  // tql2's norm estimate: max over l of |d[l]| + |e[l]|
   for (std::size_t l = 0; l < n; ++l) {
     int iterations = 0;
@@ -683,13 +612,9 @@ void tridiagonal_ql(std::vector<double>& d, std::vector<double>& e, std::vector<
       d[l] -= p;
       e[l] = g;
       e[m] = 0.0;
-      if (rot.size() >= kFlush) {
-        apply_rotations(z, n, rot, threads);
-        rot.clear();
-      }
     } while (m != l);
   }
-  apply_rotations(z, n, rot, threads);
+  apply_rotations(z, n, rot);
 }
 
 
@@ -980,7 +905,7 @@ void solve_leaf(std::vector<double>& d, const std::vector<double>& e, std::size_
   std::vector<double> el(m, 0.0), z(m * m, 0.0);
   for (std::size_t i = 0; i + 1 < m; ++i) el[i] = e[lo + i];
   for (std::size_t i = 0; i < m; ++i) z[i * m + i] = 1.0;
-  tridiagonal_ql(dl, el, z, m, 1);
+  tridiagonal_ql(dl, el, z, m);
   std::vector<std::size_t> order(m);
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return dl[x] < dl[y]; });
@@ -1332,7 +1257,7 @@ SymmetricEigen symmetric_eigen(const double* a, std::size_t n, int num_threads) 
     return out;
   }
   detail::tridiagonalize(work, n, d, e, h, z, true, num_threads);
-  detail::tridiagonal_ql(d, e, z, n, num_threads);
+  detail::tridiagonal_ql(d, e, z, n);
   // Ascending eigenvalues (stable), vectors as rows.
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t{0});
