@@ -388,7 +388,8 @@ void CMABase::tell_solutions(const double* x, const double* values, std::size_t 
 void CMABase::tell_rows(const double* x, const double* values) {
   const std::size_t n = num_params();
   const std::size_t lambda = population_size();
-  std::vector<bool> no_active(lambda, false);
+  std::vector<bool>& no_active = scratch_.no_active;
+  no_active.assign(lambda, false);
   std::vector<double> z_told, y_told;
   for (std::size_t k = 0; k < lambda; ++k) {
     const bool injected = k < num_injected_;
@@ -436,11 +437,13 @@ void CMABase::update(const double* z, const double* y, const double* x, const do
   const std::size_t lambda = p.population_size;
   CMAState& s = state_;
 
-  // Ranks, ties stable by index.
-  std::vector<std::size_t> order(lambda);
+  // Ranks, ties by index (a stable sort's order, without its buffer).
+  std::vector<std::size_t>& order = scratch_.order;
+  order.resize(lambda);
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return values[a] < values[b] || (!(values[b] < values[a]) && a < b);
+  });
 
   evaluations_ += static_cast<std::int64_t>(lambda);
   if (values[order[0]] < best_f_ || best_x_.empty()) {
@@ -450,7 +453,10 @@ void CMABase::update(const double* z, const double* y, const double* x, const do
   last_values_.assign(values, values + lambda);
 
   // Eq. (41): <y>_w and its z counterpart, over the mu best.
-  std::vector<double> y_w(n, 0.0), z_w(n, 0.0);
+  std::vector<double>& y_w = scratch_.y_w;
+  std::vector<double>& z_w = scratch_.z_w;
+  y_w.assign(n, 0.0);
+  z_w.assign(n, 0.0);
   for (std::size_t i = 0; i < p.mu; ++i) {
     const double w = p.weights[i];
     const double* yi = y + order[i] * n;
@@ -464,7 +470,8 @@ void CMABase::update(const double* z, const double* y, const double* x, const do
   // Eq. (42)
   for (std::size_t j = 0; j < n; ++j) s.mean[j] += p.cm * sigma * y_w[j];
   // Eq. (43): C^-1/2 <y>_w = B <z>_w.
-  std::vector<double> white(n);
+  std::vector<double>& white = scratch_.white;
+  white.resize(n);
   whiten(z_w.data(), white.data());
   const double ps_coef = std::sqrt(p.c_sigma * (2.0 - p.c_sigma) * p.mueff);
   double ps_norm2 = 0.0;
@@ -484,10 +491,10 @@ void CMABase::update(const double* z, const double* y, const double* x, const do
   const double pc_coef = h_sigma ? std::sqrt(p.cc * (2.0 - p.cc) * p.mueff) : 0.0;
   for (std::size_t j = 0; j < n; ++j) s.p_c[j] = (1.0 - p.cc) * s.p_c[j] + pc_coef * y_w[j];
   // Eq. (46): w°_i; ||C^-1/2 y|| = ||B z|| = ||z||.
-  std::vector<const double*> rows;
-  std::vector<double> coef;
-  rows.reserve(lambda);
-  coef.reserve(lambda);
+  std::vector<const double*>& rows = scratch_.rows;
+  std::vector<double>& coef = scratch_.coef;
+  rows.clear();
+  coef.clear();
   double sum_w = 0.0;
   for (std::size_t i = 0; i < lambda; ++i) {
     double w = p.weights[i];

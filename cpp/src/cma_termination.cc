@@ -44,7 +44,9 @@ constexpr std::size_t kStagnationMax = 20000;
 // A uniform double in [0, 1) from 64 random bits.
 double uniform01(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 
-double median(std::vector<double> v) {
+// The median of v (reordered): the middle entry, or half the sum of the two
+// middle ones.
+double median_of(std::vector<double>& v) {
   const std::size_t n = v.size();
   const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
   std::nth_element(v.begin(), mid, v.end());
@@ -52,7 +54,57 @@ double median(std::vector<double> v) {
   return 0.5 * (*std::max_element(v.begin(), mid) + *mid);
 }
 
+void sorted_insert(std::vector<double>& v, double x) {
+  v.insert(std::upper_bound(v.begin(), v.end(), x), x);
+}
+
+// Erases one entry equal to x (present: it entered the window before).
+void sorted_erase(std::vector<double>& v, double x) {
+  v.erase(std::lower_bound(v.begin(), v.end(), x));
+}
+
 }  // namespace
+
+void WindowedHistory::push(double v, std::size_t cap) {
+  values_.push_back(v);
+  while (values_.size() > cap) {
+    values_.pop_front();
+    ++base_;
+  }
+}
+
+void WindowedHistory::clear() {
+  values_.clear();
+  base_ = 0;
+  windows_[0] = Sorted{};
+  windows_[1] = Sorted{};
+}
+
+double WindowedHistory::median(int window, std::size_t from, std::size_t len) {
+  Sorted& w = windows_[window];
+  const std::uint64_t lo = base_ + from;
+  const std::uint64_t hi = lo + len;
+  auto at = [&](std::uint64_t i) { return values_[static_cast<std::size_t>(i - base_)]; };
+  // Move entry by entry while that is cheaper than sorting the window anew
+  // and the entries leaving it are still in the history.
+  const std::uint64_t moves = (lo > w.lo ? lo - w.lo : w.lo - lo) + (hi > w.hi ? hi - w.hi : w.hi - hi);
+  if (w.lo < base_ || w.hi <= w.lo || lo >= w.hi || hi <= w.lo || moves > len / 8 + 8) {
+    w.values.assign(values_.begin() + static_cast<std::ptrdiff_t>(from),
+                    values_.begin() + static_cast<std::ptrdiff_t>(from + len));
+    std::sort(w.values.begin(), w.values.end());
+  } else {
+    for (; w.hi < hi; ++w.hi) sorted_insert(w.values, at(w.hi));
+    for (; w.lo > lo; --w.lo) sorted_insert(w.values, at(w.lo - 1));
+    for (; w.lo < lo; ++w.lo) sorted_erase(w.values, at(w.lo));
+    for (; w.hi > hi; --w.hi) sorted_erase(w.values, at(w.hi - 1));
+  }
+  w.lo = lo;
+  w.hi = hi;
+  const std::size_t n = w.values.size();
+  if (n % 2 == 1) return w.values[n / 2];
+  return 0.5 * (w.values[n / 2 - 1] + w.values[n / 2]);
+}
+
 }  // namespace detail
 
 void CMABase::disable_stagnation() noexcept {
@@ -72,12 +124,9 @@ void CMABase::check_termination() {
   best_history_.push_back(*vmin);
   const auto hist_len = static_cast<std::size_t>(10 + std::ceil(30.0 * dn / dl));
   while (best_history_.size() > hist_len) best_history_.pop_front();
-  stag_best_.push_back(*vmin);
-  stag_median_.push_back(detail::median(last_values_));
-  while (stag_best_.size() > detail::kStagnationMax) {
-    stag_best_.pop_front();
-    stag_median_.pop_front();
-  }
+  stag_best_.push(*vmin, detail::kStagnationMax);
+  median_buffer_.assign(last_values_.begin(), last_values_.end());
+  stag_median_.push(detail::median_of(median_buffer_), detail::kStagnationMax);
 
   if (o.max_evaluations && evaluations_ >= *o.max_evaluations) {
     stop["maxfevals"] = static_cast<double>(*o.max_evaluations);
@@ -112,13 +161,15 @@ void CMABase::check_termination() {
     if (stag_best_.size() >= window) {
       const std::size_t part = std::max<std::size_t>(1, static_cast<std::size_t>(0.3 * static_cast<double>(window)));
       const std::size_t first = stag_best_.size() - window;
-      auto med = [&](const std::deque<double>& h, std::size_t from) {
-        return detail::median(std::vector<double>(h.begin() + static_cast<std::ptrdiff_t>(from),
-                                                  h.begin() + static_cast<std::ptrdiff_t>(from + part)));
-      };
       const std::size_t recent = stag_best_.size() - part;
-      if (med(stag_best_, recent) >= med(stag_best_, first) &&
-          med(stag_median_, recent) >= med(stag_median_, first)) {
+      // Both histories' windows move every generation (each medians' sorted
+      // copy follows its window); all four are computed, so that the cached
+      // windows do not depend on which comparison decided.
+      const double best_recent = stag_best_.median(0, recent, part);
+      const double best_first = stag_best_.median(1, first, part);
+      const double median_recent = stag_median_.median(0, recent, part);
+      const double median_first = stag_median_.median(1, first, part);
+      if (best_recent >= best_first && median_recent >= median_first) {
         stop["tolstagnation"] = stag_iters;
       }
     }

@@ -144,6 +144,49 @@ void ExpectDecomposes(const std::vector<double>& a, std::size_t n, double tol) {
   }
 }
 
+// The stagnation test's windowed medians equal the medians of the windows'
+// entries computed afresh, bit for bit: windows that slide as the test's do
+// (growing with the generation), jump, shrink, and outlive the history's cap.
+TEST(WindowedHistory, MediansEqualFreshMedians) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  detail::WindowedHistory h;
+  std::vector<double> kept;  // the same history, kept naively
+  const std::size_t cap = 300;
+  auto fresh = [&](std::size_t from, std::size_t len) {
+    std::vector<double> v(kept.begin() + static_cast<std::ptrdiff_t>(from),
+                          kept.begin() + static_cast<std::ptrdiff_t>(from + len));
+    std::sort(v.begin(), v.end());
+    return len % 2 ? v[len / 2] : 0.5 * (v[len / 2 - 1] + v[len / 2]);
+  };
+  for (int g = 1; g <= 2000; ++g) {
+    // Ties, signed zeros and infinities besides ordinary values.
+    const int kind = static_cast<int>(rng() % 10);
+    const double v = kind == 0 ? 0.25 : kind == 1 ? -0.0 : kind == 2 ? 0.0
+                   : kind == 3 ? std::numeric_limits<double>::infinity() : std::floor(u(rng) * 50.0) / 8.0;
+    h.push(v, cap);
+    kept.push_back(v);
+    if (kept.size() > cap) kept.erase(kept.begin());
+    ASSERT_EQ(h.size(), kept.size());
+    std::size_t window = std::max<std::size_t>(20, static_cast<std::size_t>(0.2 * g));
+    if (g % 97 == 0) window = 1 + rng() % h.size();  // a jump
+    if (window > h.size()) continue;
+    const std::size_t part = std::max<std::size_t>(1, static_cast<std::size_t>(0.3 * static_cast<double>(window)));
+    const std::size_t first = h.size() - window;
+    const std::size_t recent = h.size() - part;
+    const double a = h.median(0, recent, part);
+    const double b = h.median(1, first, part);
+    const double ra = fresh(recent, part);
+    const double rb = fresh(first, part);
+    ASSERT_TRUE(a == ra || (std::isnan(a) && std::isnan(ra))) << "g " << g << ": " << a << " vs " << ra;
+    ASSERT_TRUE(b == rb || (std::isnan(b) && std::isnan(rb))) << "g " << g << ": " << b << " vs " << rb;
+  }
+  h.clear();
+  EXPECT_EQ(h.size(), 0u);
+  h.push(3.0, cap);
+  EXPECT_EQ(h.median(0, 0, 1), 3.0);
+}
+
 TEST(SymmetricEigen, KnownTridiagonalMatrix) {
   // Eigenvalues 2 - sqrt 2, 2, 2 + sqrt 2.
   const std::vector<double> a = {2, -1, 0, -1, 2, -1, 0, -1, 2};

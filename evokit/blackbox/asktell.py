@@ -7,7 +7,8 @@ supplies small hooks:
 
 - ``_ask()``: the solutions to evaluate, float64 [k, num_params];
 - ``_tell(values)``: update from their f-values (checked, NaN handled, in
-  the order of ``_ask``); validate before changing anything;
+  the order of ``_ask``; a float64 copy the hook reads and must not
+  change); validate before changing anything;
 - ``_tell_solutions(solutions, values)`` (strategies with
   ``_learns_from_told_solutions``): the same when some told solutions
   differ from the asked ones;
@@ -114,6 +115,16 @@ GA_WORDING = Wording(
 
 
 _NONE = np.zeros(0, dtype=np.intp)  # no rows
+
+
+def _all_finite(v: np.ndarray) -> bool:
+    """Whether every value is finite. A finite sum proves it (a NaN or an
+    infinity makes the sum NaN or infinite); summing a short Python list is
+    several times faster than NumPy's isfinite on the few values of a
+    generation. A sum that overflowed is settled by isfinite."""
+    if v.size <= 256 and math.isfinite(sum(v.ravel().tolist())):
+        return True
+    return bool(np.isfinite(v).all())
 
 
 def _rows(mask: np.ndarray) -> np.ndarray:
@@ -237,10 +248,21 @@ class AskTellStrategy:
         tell, from the first on). The strategy then ranks by the adaptive
         augmented Lagrangian of :mod:`evokit.blackbox.constraints` and result
         reports the best feasible solution."""
-        w, name = self._wording, type(self).__name__
-        if self._asked is None:
-            raise RuntimeError((w.twice if self._told else w.no_ask).format(name=name))
         asked = self._asked
+        if (solutions is asked and asked is not None and constraints is None and self._constraints is None
+                and type(values) is np.ndarray and values.dtype == np.float64 and values.ndim == 1
+                and len(values) == len(asked) and type(self)._values_array is AskTellStrategy._values_array
+                and _all_finite(values)):
+            # The common case, checked in a few cheap steps: ask()'s own
+            # array, one finite f-value per row, no constraints. The same
+            # update as the general path below.
+            v = values.copy()
+            self._tell(v)
+            self._told_once(asked, _NONE, v, None, owned=True)
+            return
+        w, name = self._wording, type(self).__name__
+        if asked is None:
+            raise RuntimeError((w.twice if self._told else w.no_ask).format(name=name))
         x = np.asarray(solutions, dtype=np.float64)
         v = self._values_array(values)
         if x.ndim != 2:
@@ -253,7 +275,7 @@ class AskTellStrategy:
         differ = _NONE if x is asked or np.array_equal(x, asked) else np.flatnonzero(np.any(x != asked, axis=1))
         if differ.size and not self._learns_from_told_solutions:
             raise ValueError(w.differ.format(rows=differ.tolist(), first=int(differ[0]), name=name))
-        finite = bool(np.isfinite(v).all())
+        finite = _all_finite(v)
         if not self._accepts_infinite and not finite:
             inf = _rows(np.isinf(v))
             if inf.size:
@@ -278,12 +300,19 @@ class AskTellStrategy:
         if handler is not None and self._constraints is None:
             self._constraints_started()
         self._constraints = handler
+        self._told_once(x, differ, values, constraints)
+
+    def _told_once(self, x: np.ndarray, differ: np.ndarray, values, constraints, owned: bool = False) -> None:
+        """tell()'s bookkeeping once the strategy has updated: the ask is
+        answered, and the tell recorded for pickling by replay (owned: values
+        is tell()'s own float64 copy, which the hooks only read, so the
+        record keeps it instead of another copy)."""
         self._tells += 1
         self._asked = None
         self._told = True
         record = getattr(self, "_record", None)
         if record is not None:
-            record(*told(x, differ, values, constraints))
+            record(*told(x, differ, values, constraints, owned))
 
     def stop(self) -> Dict[str, Any]:
         """name -> threshold of the termination criteria that fired; {} while the run goes on."""

@@ -68,8 +68,9 @@ class ReplayPickling:
         self._extra_stop = dict(state["extra_stop"])
 
 
-def told(solutions: np.ndarray, differ: np.ndarray, values, constraints) -> tuple:
-    """The record of one tell: the solutions only when some differ."""
+def told(solutions: np.ndarray, differ: np.ndarray, values, constraints, owned: bool = False) -> tuple:
+    """The record of one tell: the solutions only when some differ (owned:
+    values is already a float64 array of the caller's that nothing changes)."""
     return ("tell", None if differ.size == 0 else np.array(solutions, copy=True),
-            np.array(values, dtype=np.float64, copy=True),
+            values if owned else np.array(values, dtype=np.float64, copy=True),
             None if constraints is None else np.array(constraints, dtype=np.float64, copy=True))

@@ -83,3 +83,23 @@ def test_a_pickled_cma_run_restarts_as_the_original():
     assert a.result.restarts >= 1  # the copy lived through restarts
     assert (b.result.fbest, b.result.evaluations, b.result.restarts, b.stop()) == \
         (a.result.fbest, a.result.evaluations, a.result.restarts, a.stop())
+
+
+@pytest.mark.parametrize("name", sorted(MAKERS))
+def test_telling_the_asked_array_is_the_general_tell(name):
+    """tell(ask()'s own array, a float64 array) takes tell()'s short path;
+    it updates as the general path (a copy of the solutions, a list of
+    values) does, and its record is its own: changing the caller's values
+    afterwards does not change what an unpickled copy replays."""
+    fast, general = MAKERS[name](), MAKERS[name]()
+    for g in range(12):
+        X = fast.ask()
+        np.testing.assert_array_equal(general.ask(), X)
+        F = rastrigin(X)
+        fast.tell(X, F)
+        general.tell(np.array(X, copy=True), F.tolist())
+        F[:] = np.nan  # the caller reuses its buffer
+    np.testing.assert_array_equal(fast.ask(), general.ask())
+    copy = pickle.loads(pickle.dumps(fast))
+    np.testing.assert_array_equal(copy.ask(), fast.ask())
+    assert copy.result.fbest == fast.result.fbest == general.result.fbest
