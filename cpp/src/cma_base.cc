@@ -578,6 +578,7 @@ void CMABase::set_state(const CMAState& state) {
   }
   check_and_decompose(copy);
   state_ = std::move(copy);
+  state_replaced();
   pending_ = false;
   sampled_ = false;
 }

@@ -42,6 +42,11 @@ void times_b(const double* bt, std::size_t n, const double* v, double* out, std:
   });
 }
 
+// From this dimension on, sampling multiplies by the packed eigenvectors
+// (matmul_packed runs at about twice transposed_product's rate; packing costs
+// one pass over B per decomposition).
+constexpr std::size_t kPackedSampling = 128;
+
 }  // namespace
 }  // namespace detail
 
@@ -62,6 +67,17 @@ void CMAES::reset_covariance() {
   }
   state_.eigenvalues.assign(n, 1.0);
   state_.eigen_generation = 0;
+  pack_eigenvectors();
+}
+
+void CMAES::pack_eigenvectors() {
+  const std::size_t n = num_params();
+  if (n < detail::kPackedSampling) {
+    packed_eigenvectors_.clear();
+    return;
+  }
+  packed_eigenvectors_.resize(detail::packed_size(n, n));
+  detail::pack_panels(n, n, state_.eigenvectors.data(), n, packed_eigenvectors_.data());
 }
 
 void CMAES::sample_y(const double* z, double* y, std::size_t count) const {
@@ -73,8 +89,22 @@ void CMAES::sample_y(const double* z, double* y, std::size_t count) const {
   for (std::size_t k = 0; k < count; ++k) {
     for (std::size_t j = 0; j < n; ++j) dz[k * n + j] = d[j] * z[k * n + j];
   }
-  detail::times_b(state_.eigenvectors.data(), n, dz.data(), y, count,
-                  threads_for(static_cast<double>(count * n * n)));
+  const int threads = threads_for(static_cast<double>(count * n * n));
+  if (packed_eigenvectors_.empty()) {
+    detail::times_b(state_.eigenvectors.data(), n, dz.data(), y, count, threads);
+    return;
+  }
+  // y = (D z) B^T with B^T row-major (row j: eigenvector j), threaded over
+  // blocks of kRowBlock columns (two panels each).
+  constexpr std::size_t panels = detail::kRowBlock / detail::kMatmulPanel;
+  static_assert(panels * detail::kMatmulPanel == detail::kRowBlock, "whole panels per block");
+  const std::size_t blocks = detail::ceil_div(n, detail::kRowBlock);
+  detail::parallel_items(blocks, detail::team_size(blocks, threads), [&](std::size_t b) {
+    const std::size_t i0 = b * detail::kRowBlock;
+    const std::size_t len = std::min(detail::kRowBlock, n - i0);
+    detail::matmul_packed(count, len, n, dz.data(), n, packed_eigenvectors_.data() + b * panels * n *
+                          detail::kMatmulPanel, y + i0, n, false);
+  });
 }
 
 void CMAES::whiten(const double* z_w, double* out) const {
@@ -86,6 +116,35 @@ void CMAES::update_covariance(double a, const std::vector<const double*>& y,
                               const std::vector<double>& coef) {
   const std::size_t n = num_params();
   double* c = state_.cov.data();
+  const std::size_t count = y.size();
+  const int threads = threads_for(static_cast<double>(n * n) * static_cast<double>(count + 2) / 2.0);
+  if (n >= detail::kPackedSampling) {
+    update_covariance_blocked(a, y, coef, threads);
+  } else {
+    update_covariance_rows(a, y, coef, threads);
+  }
+  // Mirror into the upper triangle.
+  const std::size_t blocks = detail::ceil_div(n, detail::kRowBlock);
+  detail::parallel_items(blocks, detail::team_size(blocks, threads), [&](std::size_t b) {
+    const std::size_t j1 = std::min(n, (b + 1) * detail::kRowBlock);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = std::max(b * detail::kRowBlock, i + 1); j < j1; ++j) c[i * n + j] = c[j * n + i];
+    }
+  });
+  if (state_.generation - state_.eigen_generation >= params_.eigen_interval) {
+    try {
+      decompose(state_);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(std::string("CMA-ES: the covariance matrix became invalid: ") + e.what());
+    }
+    pack_eigenvectors();
+  }
+}
+
+void CMAES::update_covariance_rows(double a, const std::vector<const double*>& y,
+                                   const std::vector<double>& coef, int threads) {
+  const std::size_t n = num_params();
+  double* c = state_.cov.data();
   const double* pc = state_.p_c.data();
   const double c1 = params_.c1;
   const std::size_t count = y.size();
@@ -93,7 +152,6 @@ void CMAES::update_covariance(double a, const std::vector<const double*>& y,
   // items have equal work. Each entry: a C_ij + c1 pc_i pc_j, then the
   // members' terms added in rank order.
   const std::size_t items = (n + 1) / 2;
-  const int threads = threads_for(static_cast<double>(n * n) * static_cast<double>(count + 2) / 2.0);
   auto row = [&](std::size_t i) {
     double* ci = c + i * n;
     const double c1pi = c1 * pc[i];
@@ -109,21 +167,52 @@ void CMAES::update_covariance(double a, const std::vector<const double*>& y,
     row(t);
     if (n - 1 - t != t) row(n - 1 - t);
   });
-  // Mirror into the upper triangle.
-  const std::size_t blocks = detail::ceil_div(n, detail::kRowBlock);
-  detail::parallel_items(blocks, detail::team_size(blocks, threads), [&](std::size_t b) {
-    const std::size_t j1 = std::min(n, (b + 1) * detail::kRowBlock);
-    for (std::size_t i = 0; i < n; ++i) {
-      for (std::size_t j = std::max(b * detail::kRowBlock, i + 1); j < j1; ++j) c[i * n + j] = c[j * n + i];
-    }
-  });
-  if (state_.generation - state_.eigen_generation >= params_.eigen_interval) {
-    try {
-      decompose(state_);
-    } catch (const std::invalid_argument& e) {
-      throw std::runtime_error(std::string("CMA-ES: the covariance matrix became invalid: ") + e.what());
-    }
+}
+
+void CMAES::update_covariance_blocked(double a, const std::vector<const double*>& y,
+                                      const std::vector<double>& coef, int threads) {
+  // The lower triangle by blocks of kRowBlock rows: a C_ij, then
+  // C_ij + S_ij with S = U^T V one packed matrix product over the terms
+  // (U's rows coef_k y_k, V's rows y_k; term 0 is c1 pc pc^T), each S_ij
+  // summed over the terms in rank order in one accumulator. One pass over C
+  // for the product instead of one per four terms; entries right of the
+  // diagonal in a diagonal block are computed too and then overwritten by
+  // the mirror.
+  const std::size_t n = num_params();
+  double* c = state_.cov.data();
+  const std::size_t terms = y.size() + 1;
+  std::vector<const double*>& rows = blocked_.rows;
+  rows.assign(1, state_.p_c.data());
+  rows.insert(rows.end(), y.begin(), y.end());
+  blocked_.packed.resize(detail::packed_size(terms, n));
+  detail::pack_rows(terms, n, rows.data(), blocked_.packed.data());
+  // -U^T, row-major n x terms: the product is subtracted (matmul_packed
+  // stores or subtracts), and -(-s) is exact.
+  std::vector<double>& ut = blocked_.ut;
+  ut.resize(n * terms);
+  for (std::size_t i = 0; i < n; ++i) ut[i * terms] = -(params_.c1 * state_.p_c[i]);
+  for (std::size_t k = 1; k < terms; ++k) {
+    const double ck = coef[k - 1];
+    const double* yk = y[k - 1];
+    for (std::size_t i = 0; i < n; ++i) ut[i * terms + k] = -(ck * yk[i]);
   }
+  const std::size_t blocks = detail::ceil_div(n, detail::kRowBlock);
+  auto block = [&](std::size_t b) {
+    const std::size_t i0 = b * detail::kRowBlock;
+    const std::size_t i1 = std::min(n, i0 + detail::kRowBlock);
+    for (std::size_t i = i0; i < i1; ++i) {
+      double* ci = c + i * n;
+      for (std::size_t j = 0; j <= i; ++j) ci[j] *= a;
+    }
+    detail::matmul_packed(i1 - i0, i1, terms, ut.data() + i0 * terms, terms, blocked_.packed.data(), c + i0 * n,
+                          n, true);
+  };
+  // Item t does blocks t and blocks - 1 - t: equal work per item.
+  const std::size_t items = (blocks + 1) / 2;
+  detail::parallel_items(items, detail::team_size(items, threads), [&](std::size_t t) {
+    block(t);
+    if (blocks - 1 - t != t) block(blocks - 1 - t);
+  });
 }
 
 void CMAES::decompose(CMAState& state) const {

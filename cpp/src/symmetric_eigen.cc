@@ -934,6 +934,8 @@ void solve_leaf(std::vector<double>& d, const std::vector<double>& e, std::size_
 struct MergeWork {
   std::vector<double> vec, packed_top, packed_bottom, new_top, new_bottom, old_deflated;
 };
+// Merge buffers kept per calling thread between decompositions (bytes).
+constexpr std::size_t kKeptMergeWork = std::size_t{64} << 20;
 inline double* grown(std::vector<double>& v, std::size_t size) {
   if (v.size() < size) v.resize(size);
   return v.data();
@@ -1111,7 +1113,16 @@ void divide_and_conquer(std::vector<double>& d, std::vector<double>& e, std::siz
   const double leaf_work = static_cast<double>(n) * static_cast<double>(kLeaf * kLeaf);
   parallel_items(leaves.size(), leaf_work < kParallelWork ? 1 : team_size(leaves.size(), threads),
                  [&](std::size_t l) { solve_leaf(d, e, n, v.data(), leaves[l].first, leaves[l].second); });
-  std::vector<MergeWork> work_of(static_cast<std::size_t>(std::max(threads, 1)));
+  // The merges' buffers live as long as the calling thread (up to
+  // kKeptMergeWork bytes): a run that decomposes every few generations
+  // (CMA-ES) then touches fresh pages, and zero-fills them, only once; the
+  // top merge's sizes bound all others, so they are reserved at once.
+  thread_local std::vector<MergeWork> kept;
+  std::vector<MergeWork> local;
+  const auto nthreads = static_cast<std::size_t>(std::max(threads, 1));
+  const std::size_t bound = 4 * n * n + 2 * n * kMatmulPanel;  // doubles per thread, generously
+  std::vector<MergeWork>& work_of = bound * sizeof(double) * nthreads <= kKeptMergeWork ? kept : local;
+  if (work_of.size() < nthreads) work_of.resize(nthreads);
   for (std::size_t depth = max_depth + 1; depth-- > 0;) {
     std::vector<Merge> level;
     for (const Merge& g : merges) {
@@ -1149,9 +1160,15 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
   const std::size_t nblocks = ceil_div(reflectors, b);
   struct Block {
     std::size_t r0, m;
-    std::vector<double> v, vt, t;  // V (m x b, its own packed form), V^T packed, T^T
+    // V (m x b, its own packed form), V^T (rows, then packed), T and T^T.
+    std::vector<double> v, vt_rows, vt, t_raw, t, gram;
   };
-  std::vector<Block> blocks(nblocks);
+  // Kept by the calling thread between decompositions (as the merges'
+  // buffers): about 3 n^2 doubles.
+  thread_local std::vector<Block> kept;
+  std::vector<Block> local;
+  std::vector<Block>& blocks = 3 * n * n * sizeof(double) <= kKeptMergeWork ? kept : local;
+  if (blocks.size() < nblocks) blocks.resize(nblocks);
   // (Building the blocks is about n^2 b multiply-adds; threaded from n of about 360.)
   parallel_items(nblocks, static_cast<double>(n) * n * b < kParallelMatmulWork ? 1 : team_size(nblocks, threads),
                  [&](std::size_t bi) {
@@ -1162,38 +1179,37 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
     B.m = n - B.r0;
     const std::size_t m = B.m;
     B.v.assign(m * b, 0.0);
-    B.vt.assign(b * m, 0.0);
-    B.t.assign(b * b, 0.0);
+    B.vt_rows.assign(b * m, 0.0);
+    B.t_raw.assign(b * b, 0.0);
     for (std::size_t r = 0; r < nb; ++r) {
       const std::size_t k = k0 + r;
       if (h[k] == 0.0) continue;
       for (std::size_t i = k + 1; i < n; ++i) {
         B.v[(i - B.r0) * b + r] = a[k * n + i];
-        B.vt[r * m + (i - B.r0)] = a[k * n + i];
+        B.vt_rows[r * m + (i - B.r0)] = a[k * n + i];
       }
     }
     // gram[c * b + r] = v_c^T v_r (over all m rows: the entries above v_r's
     // start are zeros), then T column by column as dlarft.
-    std::vector<double> gram(b * b);
-    matmul_packed(b, b, m, B.vt.data(), m, B.v.data(), gram.data(), b, false);  // V is its own packed form
+    B.gram.resize(b * b);
+    double* gram = B.gram.data();
+    matmul_packed(b, b, m, B.vt_rows.data(), m, B.v.data(), gram, b, false);  // V is its own packed form
     for (std::size_t r = 0; r < nb; ++r) {
       const double tau = h[k0 + r] == 0.0 ? 0.0 : 1.0 / h[k0 + r];
       for (std::size_t c = 0; c < r; ++c) {
         double sum = 0.0;
-        for (std::size_t t2 = c; t2 < r; ++t2) sum += B.t[c * b + t2] * gram[t2 * b + r];
-        B.t[c * b + r] = -tau * sum;
+        for (std::size_t t2 = c; t2 < r; ++t2) sum += B.t_raw[c * b + t2] * gram[t2 * b + r];
+        B.t_raw[c * b + r] = -tau * sum;
       }
-      B.t[r * b + r] = tau;
+      B.t_raw[r * b + r] = tau;
     }
-    std::vector<double> packed(packed_size(b, m));
-    pack_panels(b, m, B.vt.data(), m, packed.data());
-    B.vt = std::move(packed);
+    B.vt.resize(packed_size(b, m));
+    pack_panels(b, m, B.vt_rows.data(), m, B.vt.data());
     // T^T (b x b = one panel: its own packed form).
-    std::vector<double> tt(b * b);
+    B.t.resize(b * b);
     for (std::size_t r = 0; r < b; ++r) {
-      for (std::size_t c = 0; c < b; ++c) tt[r * b + c] = B.t[c * b + r];
+      for (std::size_t c = 0; c < b; ++c) B.t[r * b + c] = B.t_raw[c * b + r];
     }
-    B.t = std::move(tt);
   });
   const std::size_t items = ceil_div(n, kBackRows);
   const double work = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
@@ -1226,7 +1242,12 @@ SymmetricEigen symmetric_eigen(const double* a, std::size_t n, int num_threads) 
   }
   SymmetricEigen out;
   if (n == 0) return out;
-  std::vector<double> work(a, a + n * n);
+  // The working copy, kept by the calling thread between decompositions
+  // (as the merges' buffers) when small enough.
+  thread_local std::vector<double> kept_work;
+  std::vector<double> local_work;
+  std::vector<double>& work = n * n * sizeof(double) <= detail::kKeptMergeWork ? kept_work : local_work;
+  work.assign(a, a + n * n);
   // Scaling (as LAPACK's dsyevd): the secular equation squares and
   // multiplies entries of the size of the matrix's, so a matrix whose largest
   // entry lies outside [2^-kScaleExponent, 2^kScaleExponent] is scaled by a

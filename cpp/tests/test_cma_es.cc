@@ -275,6 +275,39 @@ TEST(SymmetricEigen, ThreadCountDoesNotChangeBits) {
   }
 }
 
+// The buffers a thread keeps between decompositions hold the previous
+// matrix's numbers: a decomposition after others of other sizes and
+// contents (graded, with repeated eigenvalues, tiny) has the bits of the
+// same decomposition done first.
+TEST(SymmetricEigen, KeptBuffersDoNotChangeBits) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  auto random_symmetric = [&](std::size_t n, double scale) {
+    std::vector<double> a(n * n);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j <= i; ++j) a[i * n + j] = a[j * n + i] = scale * normal(rng);
+    }
+    return a;
+  };
+  const std::size_t n = 230;
+  const std::vector<double> a = random_symmetric(n, 1.0);
+  const SymmetricEigen first = symmetric_eigen(a.data(), n, 1);
+  for (std::size_t other : {260u, 90u, 229u}) {
+    std::vector<double> b = random_symmetric(other, 1e-3);
+    for (std::size_t i = 0; i < other; i += 3) b[i * other + i] += 1e3;  // a graded diagonal
+    symmetric_eigen(b.data(), other, 1);
+  }
+  const SymmetricEigen after_others = symmetric_eigen(a.data(), n, 1);
+  EXPECT_TRUE(SameBits(first.values, after_others.values));
+  EXPECT_TRUE(SameBits(first.vectors, after_others.vectors));
+  std::vector<double> repeated(n * n, 0.0);  // the same size: eigenvalue 1 (n - 1 times) and 2
+  for (std::size_t i = 0; i < n * n; ++i) repeated[i] = (i % (n + 1) == 0 ? 1.0 : 0.0) + 1.0 / static_cast<double>(n);
+  symmetric_eigen(repeated.data(), n, 1);
+  const SymmetricEigen after_same_size = symmetric_eigen(a.data(), n, 1);
+  EXPECT_TRUE(SameBits(first.values, after_same_size.values));
+  EXPECT_TRUE(SameBits(first.vectors, after_same_size.vectors));
+}
+
 // A = U diag(lambda) U^T with U a product of three random Householder
 // reflections (dense, orthogonal to rounding).
 std::vector<double> WithSpectrum(const std::vector<double>& lambda, std::mt19937_64& rng) {

@@ -335,6 +335,8 @@ class CMABase {
                                  const std::vector<double>& coef) = 0;
   // Validates and decomposes a state given to set_state (sizes are checked).
   virtual void check_and_decompose(CMAState& state) const = 0;
+  // Called after set_state replaced the state (and its decomposition).
+  virtual void state_replaced() {}
   // Termination criteria that need the decomposition: conditioncov,
   // noeffectaxis, tolupsigma. Adds name -> threshold to `stop`.
   virtual void check_axes(std::map<std::string, double>& stop) const = 0;
@@ -439,7 +441,23 @@ class CMAES final : public CMABase {
   void check_axes(std::map<std::string, double>& stop) const override;
   double coord_std(std::size_t i) const noexcept override;
   void to_z(const double* y, double* z) const override;
+  void state_replaced() override { pack_eigenvectors(); }
   void decompose(CMAState& state) const;
+  // For n >= kPackedSampling: the eigenvector matrix in matmul_packed's panels,
+  // refreshed with every decomposition, so that sampling runs as a packed
+  // matrix product (the same sums in the same order as times_b).
+  void pack_eigenvectors();
+  std::vector<double> packed_eigenvectors_;
+  // The lower triangle of Eq. (47) row by row (n < kPackedSampling: four
+  // terms per pass), or by blocks of rows as one packed product.
+  void update_covariance_rows(double a, const std::vector<const double*>& y, const std::vector<double>& coef,
+                              int threads);
+  void update_covariance_blocked(double a, const std::vector<const double*>& y, const std::vector<double>& coef,
+                                 int threads);
+  struct {  // update_covariance_blocked's buffers, kept between generations
+    std::vector<const double*> rows;
+    std::vector<double> packed, ut;
+  } blocked_;
 };
 
 // Separable CMA-ES: C is diagonal; O(n) time per sample and memory.
