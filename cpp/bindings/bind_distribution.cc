@@ -94,6 +94,8 @@ void bind_distribution(py::module_& m) {
           py::arg("values"), "Updates from the f-values (minimised) of the members, in order.")
       .def_property_readonly("center", [](const DistributionStrategy& s) { return vector(s.center()); })
       .def_property_readonly("stds", [](const DistributionStrategy& s) { return vector(s.stds()); })
+      .def_property_readonly("condition", &DistributionStrategy::condition,
+                             "The covariance's condition number (max over min eigenvalue; see the family).")
       .def_property_readonly("parameters", &DistributionStrategy::parameters,
                              "The hyper-parameters in use, defaults resolved.")
       .def("save", &DistributionStrategy::save, "The full state (a SolverState).")

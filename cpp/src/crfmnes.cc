@@ -151,6 +151,25 @@ class CRFMNES final : public DistributionStrategy {
     for (std::size_t j = 0; j < s.size(); ++j) s[j] = sigma_ * d_[j] * std::sqrt(1.0 + v_[j] * v_[j]);
     return s;
   }
+  // sigma^2 D (I + v v^T) D = sigma^2 (D^2 + w w^T), w = D v: a diagonal plus
+  // a rank-one term, whose eigenvalues interlace with the diagonal's (Golub
+  // 1973): lambda_min >= min d^2 and lambda_max <= max d^2 + |w|^2. Their
+  // ratio bounds the condition number from above, by at most a factor
+  // (d^2 of the second smallest / the smallest) times 2.
+  double condition() const override {
+    const std::size_t n = num_params();
+    double lo = std::numeric_limits<double>::infinity(), hi = 0.0, w2 = 0.0;
+    for (std::size_t j = 0; j < n; ++j) {
+      const double d2 = d_[j] * d_[j];
+      lo = std::min(lo, d2);
+      hi = std::max(hi, d2);
+      w2 += d2 * v_[j] * v_[j];
+    }
+    const double bound = (hi + w2) / lo;
+    // +inf when an update left D, v or sigma non-finite or D zero.
+    if (!(lo > 0.0) || !std::isfinite(bound) || !std::isfinite(sigma_)) return std::numeric_limits<double>::infinity();
+    return bound;
+  }
   std::map<std::string, double> parameters() const override {
     const double all = static_cast<double>(population_size());  // lambda_F = lambda
     return {{"population_size", all},

@@ -4,6 +4,7 @@
 #include "evokit/distribution.h"
 
 #include <algorithm>
+#include <limits>
 #include <cctype>
 #include <cmath>
 #include <numeric>
@@ -44,6 +45,19 @@ DistributionStrategy::DistributionStrategy(std::string family, std::size_t num_p
     throw std::invalid_argument(family_ + ": num_threads must be >= 1, got " +
                                 std::to_string(num_threads));
   }
+}
+
+double DistributionStrategy::condition() const {
+  const std::vector<double> s = stds();
+  double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
+  for (double x : s) {
+    if (!std::isfinite(x) || !(x > 0.0)) return std::numeric_limits<double>::infinity();
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+  }
+  if (s.empty()) return 1.0;
+  const double r = hi / lo;
+  return r * r;
 }
 
 std::int64_t DistributionStrategy::member_key(std::size_t k) const {

@@ -52,7 +52,14 @@ class DistributionES(TrackedStrategy):
     step size, > 0), population_size (None: the family's default), seed,
     nan_policy, num_threads, and the stop criteria of
     :class:`~evokit.blackbox.tracked.TrackedStrategy` (max_evaluations,
-    max_iterations, ftarget, tolfun, stagnation_iterations).
+    max_iterations, ftarget, tolfun, stagnation_iterations), plus
+    ``conditioncov`` (pycma's name and default 1e14; None: off): stop once
+    the covariance's condition number (``condition``) exceeds it, before an
+    ill-conditioned distribution loses its precision, and once an update
+    left the distribution non-finite (``condition`` is then +inf; CR-FM-NES
+    can diverge so on rotated ill-conditioned functions, which its
+    D (I + v v^T) D cannot model), so that ``optimize`` ends with the best
+    solution found instead of ``ask()`` raising.
     """
 
     _family = ""
@@ -62,7 +69,7 @@ class DistributionES(TrackedStrategy):
                  nan_policy: str = "error", num_threads: int = 1,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
                  ftarget: Optional[float] = None, tolfun: float = 1e-11,
-                 stagnation_iterations: Optional[int] = None,
+                 stagnation_iterations: Optional[int] = None, conditioncov: Optional[float] = 1e14,
                  options: Optional[Dict[str, Any]] = None):
         population_size = check_int("population_size", population_size, 2, allow_none=True)
         seed = check_int("seed", seed, 0)
@@ -77,6 +84,10 @@ class DistributionES(TrackedStrategy):
                          nan_policy=nan_policy, max_evaluations=max_evaluations,
                          max_iterations=max_iterations, ftarget=ftarget, tolfun=tolfun,
                          stagnation_iterations=stagnation_iterations, num_threads=num_threads)
+        if conditioncov is not None and (isinstance(conditioncov, bool) or
+                                         not isinstance(conditioncov, (int, float)) or not conditioncov > 1):
+            raise ValueError(f"conditioncov must be a number > 1 or None, got {conditioncov!r}")
+        self._conditioncov = None if conditioncov is None else float(conditioncov)
         self._options = core_options
 
     # ---- the hooks ------------------------------------------------------------
@@ -92,6 +103,12 @@ class DistributionES(TrackedStrategy):
 
     def _nan_replacement(self, values: np.ndarray) -> float:
         return float(values.max()) if values.size else math.inf
+
+    def _stop(self) -> Dict[str, Any]:
+        met = super()._stop()
+        if self._conditioncov is not None and self._es.condition > self._conditioncov:
+            met["conditioncov"] = self._conditioncov
+        return met
 
     def _result(self):
         r = super()._result()
@@ -113,6 +130,15 @@ class DistributionES(TrackedStrategy):
     def stds(self) -> np.ndarray:
         """The standard deviation of each coordinate under the distribution."""
         return self._es.stds
+
+    @property
+    def condition(self) -> float:
+        """The covariance's condition number (largest over smallest
+        eigenvalue): exact for the diagonal families (SNES, PGPE, CEM, ARS),
+        an upper bound for CR-FM-NES (within a factor of a few), a lower
+        bound for xNES and LM-MA-ES ((max stds / min stds)^2); +inf once an
+        update left the distribution non-finite."""
+        return float(self._es.condition)
 
     @property
     def parameters(self) -> Dict[str, float]:
@@ -152,6 +178,7 @@ class DistributionES(TrackedStrategy):
 
     def __setstate__(self, d):
         family, it, version, floats, doubles, ints = d.pop("_es")
+        d.setdefault("_conditioncov", 1e14)  # pickled before conditioncov existed
         self.__dict__.update(d)
         self._es = _core.make_distribution(self._family, self._x0, self._options)
         self._es.load(_core.SolverState(family, model_iter_id=it, noise_version=version,

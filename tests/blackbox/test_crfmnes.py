@@ -192,3 +192,57 @@ def test_small_dimensions_stay_finite():
                     break
                 es.tell(X, values)
     assert evokit.CRFMNES(np.zeros(6), 1.0).parameters["c_1"] > 0
+
+
+def test_condition_bounds_the_covariance_condition_number():
+    """condition: an upper bound of cond(sigma^2 D (I + v v^T) D) from the
+    interlacing of a diagonal plus rank-one matrix's eigenvalues, within a
+    factor 2 (d^2 of the second smallest / the smallest) of the exact one."""
+    es = evokit.CRFMNES(np.ones(6), 0.5, seed=4)
+    for g in range(60):
+        X = es.ask()
+        es.tell(X, [ellipsoid(x) for x in X])
+        if g % 15 == 14:
+            s = _state(es)
+            d, v = s["d"], s["v"]
+            cov = s["sigma"] ** 2 * (np.diag(d) @ (np.eye(6) + np.outer(v, v)) @ np.diag(d))
+            ev = np.linalg.eigvalsh(cov)
+            exact = ev[-1] / ev[0]
+            d2 = np.sort(d * d)
+            assert exact * (1 - 1e-9) <= es.condition <= 2 * d2[1] / d2[0] * exact * (1 + 1e-9)
+    snes = evokit.SNES(np.ones(5), 0.5, seed=1)
+    for _ in range(30):
+        X = snes.ask()
+        snes.tell(X, [ellipsoid(x) for x in X])
+    assert snes.condition == pytest.approx((snes.stds.max() / snes.stds.min()) ** 2, rel=1e-15)
+
+
+def rotated_ellipsoid(X):
+    n = X.shape[1]
+    q, r = np.linalg.qr(np.random.default_rng(n).standard_normal((n, n)))
+    Y = X @ (q * np.sign(np.diag(r))).T
+    return np.sum(1e6 ** (np.arange(n) / (n - 1)) * Y * Y, axis=1)
+
+
+def test_a_diverging_run_stops_by_conditioncov_instead_of_raising():
+    """D (I + v v^T) D cannot model a rotated ellipsoid of condition 1e6 at
+    d = 10: CR-FM-NES's updates then blow up (evosax's CR_FM_NES misses it
+    too), on some seeds from a condition of 1e4 to a non-finite D in one
+    generation. stop() reports conditioncov (condition > 1e14, or +inf once
+    non-finite) before the next ask(), so optimize returns the best
+    solution found; with conditioncov=None ask() raises by name."""
+    reasons = set()
+    for seed in range(8):
+        es = evokit.CRFMNES(np.ones(10), 0.5, seed=seed, ftarget=1e-8, max_evaluations=70_000)
+        r = es.optimize(rotated_ellipsoid, vectorized=True)
+        assert set(r.stop) & {"conditioncov", "ftarget", "max_evaluations"}, r.stop
+        assert np.all(np.isfinite(r.xbest)) and np.isfinite(r.fbest)
+        reasons |= set(r.stop)
+    assert "conditioncov" in reasons
+    es = evokit.CRFMNES(np.ones(10), 0.5, seed=1, conditioncov=None)  # seed 1 goes non-finite
+    with pytest.raises(RuntimeError, match="CRFMNES: generation .* non-finite"):
+        for _ in range(10_000):
+            X = es.ask()
+            es.tell(X, rotated_ellipsoid(X))
+    with pytest.raises(ValueError, match="conditioncov must be a number > 1 or None"):
+        evokit.CRFMNES(np.ones(3), 0.5, conditioncov=0.5)

@@ -96,6 +96,13 @@ class DistributionStrategy {
   // The hyper-parameters in use, defaults resolved (learning rates, weights'
   // sum, ...): what the tests and a user check against the paper.
   virtual std::map<std::string, double> parameters() const = 0;
+  // The covariance's condition number (largest over smallest eigenvalue),
+  // for stop criteria. This default, (max stds / min stds)^2, is exact for a
+  // diagonal covariance and a lower bound of a full one's; a family whose
+  // covariance is not diagonal returns its own (CR-FM-NES: an upper bound
+  // within a factor of a few). +inf once a standard deviation is 0 or an
+  // update left the covariance non-finite.
+  virtual double condition() const;
 
   // The full state; load(save()) continues bit for bit.
   SolverState save() const;
