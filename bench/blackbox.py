@@ -20,10 +20,12 @@ and ModularCMAES's C++ core (modcma.c_maes).
    ModularCMAES's step() calls f once per member (a Python call each).
 
 Peers are not project dependencies: install them in a virtual environment
-that sees the installed evokit, e.g.
+that sees the installed evokit, e.g. (EvoTorch: torch first, pinned, so that
+`pip install evotorch`, which asks for any torch, keeps it)
 
     python -m venv --system-site-packages /work/venvs/peers
     /work/venvs/peers/bin/pip install cma cmaes evosax "jax[cpu]" modcma
+    /work/venvs/peers/bin/pip install torch==2.13.0 && /work/venvs/peers/bin/pip install evotorch
     /work/venvs/peers/bin/python bench/blackbox.py            # all (about an hour on 2 cores)
     /work/venvs/peers/bin/python bench/blackbox.py --quick    # n = 10, one seed, sphere and ellipsoid
 
@@ -268,6 +270,120 @@ class ModcmaImpl(Impl):
         self.es = c_maes.ModularCMAES(settings)
 
 
+class _EvotorchStop(Exception):
+    """Ends an EvoTorch step() from inside its objective."""
+
+
+class EvotorchImpl(Impl):
+    """EvoTorch (PyTorch, float64 on the CPU, torch on one thread). Its
+    searchers have no ask/tell: step() samples a population, evaluates it
+    through the Problem (vectorized=True: f is called once on the [popsize, n]
+    tensor) and updates the distribution, so the bench drives step() and
+    counts in the objective, as for ModularCMAES. Seeded by Problem(seed=...)
+    (the problem's own generator draws the samples) and torch.manual_seed.
+
+    EvoTorch's defaults, read in evotorch 0.6.1 (algorithms/distributed/
+    gaussian.py, distributions.py, tools/ranking.py, optimizers.py,
+    algorithms/cmaes.py); the bench sets only center_init = x0,
+    stdev_init = sigma0 and popsize = EvoKit's lambda:
+    - XNES: the paper's xNES (Wierstra et al. 2014, Algorithm 5): center
+      learning rate 1 (gaussian.py:1372-1373), one learning rate for the whole
+      shape A = sigma B, 0.6 (3 + ln d) / (d sqrt d) = 3 (3 + ln d) / (5 d
+      sqrt d) (gaussian.py:1375-1380), which with the paper's eta_sigma =
+      eta_B is the paper's update, since A <- A expm(eta / 2 G_M)
+      (distributions.py:1011) = sigma exp(eta / 2 G_sigma) B expm(eta / 2 G_B)
+      (G_sigma I and G_B commute); a full matrix exponential, so B is not kept
+      diagonal; ranking "nes" (gaussian.py:1215): u_k = max(0, ln(lambda / 2
+      + 1) - ln k) / sum - 1 / lambda (ranking.py:84-123), the paper's
+      utilities.
+    - SNES: the paper's SNES (Algorithm 6): center learning rate 1
+      (gaussian.py:951), eta_sigma = 0.2 (3 + ln d) / sqrt(d) = (3 + ln d) /
+      (5 sqrt d) (gaussian.py:953-956), sigma <- sigma exp(eta_sigma / 2
+      sum u_k (s_k^2 - 1)) (distributions.py:795-810), "nes" utilities.
+    - PGPE: EvoTorch has no default for the center and stdev learning
+      rates (required arguments, gaussian.py:543-549); it gets EvoKit's
+      evokit.PGPE defaults, center_learning_rate 0.15 and
+      stdev_learning_rate 0.1. Its own defaults for the rest, which are
+      EvoKit's too: ClipUp (gaussian.py:554) with momentum 0.9 and max_speed
+      2 * center_learning_rate = 0.3 (optimizers.py:253, 274-275), ranking
+      "centered" (-0.5..0.5, gaussian.py:556), stdev_max_change 0.2
+      (gaussian.py:560), symmetric (mirrored) sampling (gaussian.py:561).
+      (evosax's PGPE row runs evosax's defaults: clipup(learning_rate=0.01,
+      max_velocity=0.02), not EvoKit's.)
+    - CEM: EvoTorch has no default parenthood_ratio (gaussian.py:1028); it
+      gets EvoKit's elite_ratio 0.1. EvoTorch's CEM then sets the mean and
+      the per-coordinate stdev to the elite's mean and torch.std (Bessel's
+      correction), the elite being the floor(0.1 popsize) best
+      (distributions.py:538-546, learning rates 1.0 at gaussian.py:1164-1165):
+      no smoothing (EvoKit's default smoothing is 0.5), no stdev bounds.
+    - CMAES: the tutorial's CMA-ES (Hansen 2016), active by default
+      (cmaes.py:130), C factored by Cholesky every max(1, floor(1 / (10 d
+      (c_1 + c_mu)))) generations (cmaes.py:382-385); the Problem gets
+      initial_bounds only because CMAES fills a first batch from them
+      (cmaes.py:236), which it overwrites."""
+
+    EXTRA = {"PGPE": {"center_learning_rate": 0.15, "stdev_learning_rate": 0.1},
+             "CEM": {"parenthood_ratio": 0.1}}
+
+    def __init__(self, name, n, x0, sigma0, seed, lam):
+        import logging
+
+        import torch
+        from evotorch import Problem, algorithms
+        logging.getLogger("evotorch").setLevel(logging.WARNING)  # its INFO lines go to stdout
+        torch.set_num_threads(1)
+        torch.manual_seed(seed)
+        self.torch = torch
+        self.f, self.centre, self.budget = sphere, False, math.inf
+        self.evaluations, self.reached = 0, False
+        problem = Problem("min", self._objective, solution_length=n, dtype=torch.float64, vectorized=True,
+                          seed=seed, initial_bounds=(x0 - sigma0, x0 + sigma0))
+        self.es = getattr(algorithms, name)(problem, center_init=np.full(n, float(x0)), stdev_init=sigma0,
+                                            popsize=lam, **self.EXTRA.get(name, {}))
+
+    def _objective(self, X):
+        if self.centre and self.evaluations > 0:
+            # step() has just updated the distribution with the last
+            # population (the others' tell) and sampled this one: judge f of
+            # the updated centre, not counted, and stop before evaluating.
+            c = self.es.status["center"].numpy()
+            if self.f(c[None, :])[0] < TARGET:
+                self.reached = True
+                raise _EvotorchStop
+            if self.evaluations >= self.budget:
+                raise _EvotorchStop
+        x = X.numpy()
+        if not np.isfinite(x).all():  # as EvoKit's refusal to sample non-finite solutions: a miss
+            raise _EvotorchStop
+        F = self.f(x)
+        self.evaluations += len(F)
+        if not self.centre and F.min() < TARGET:
+            self.reached = True
+        return self.torch.from_numpy(F)
+
+    def run_to_target(self, f, budget, centre=False):
+        """(evaluations, reached) of a run to TARGET within budget (centre:
+        judged by f of the mean after each generation's update, not counted)."""
+        self.f, self.centre, self.budget = f, centre, budget
+        try:
+            while not self.reached and (centre or self.evaluations < budget):
+                self.es.step()
+        except _EvotorchStop:
+            pass
+        except RuntimeError:  # e.g. torch.linalg.cholesky of a C gone indefinite: a miss
+            return self.evaluations, False
+        return self.evaluations, self.reached
+
+    def time_generations(self, generations):
+        """The mean time of one step() with the vectorised sphere."""
+        self.es.step()  # a Gaussian searcher's first step only samples and evaluates
+        self.es.step()
+        t0 = time.perf_counter()
+        for _ in range(generations):
+            self.es.step()
+        return (time.perf_counter() - t0) / generations
+
+
 def make_impl(strategy: str, library: str, n, x0, sigma0, seed, lam, budget, num_threads=1) -> Optional[Impl]:
     spec = STRATEGIES[strategy].get(library)
     if spec is None:
@@ -283,6 +399,8 @@ def make_impl(strategy: str, library: str, n, x0, sigma0, seed, lam, budget, num
             return EvosaxImpl(spec, n, x0, sigma0, seed, lam)
         if library == "modcma":
             return ModcmaImpl(n, x0, sigma0, seed, lam, budget)
+        if library == "evotorch":
+            return EvotorchImpl(spec, n, x0, sigma0, seed, lam)
     except (ImportError, AttributeError):
         return None
     raise ValueError(library)
@@ -290,17 +408,33 @@ def make_impl(strategy: str, library: str, n, x0, sigma0, seed, lam, budget, num
 
 # strategy -> library -> its name there
 STRATEGIES: Dict[str, Dict[str, object]] = {
-    "CMA-ES": {"evokit": "CMAES", "pycma": False, "cmaes": False, "evosax": "CMA_ES", "modcma": True},
+    "CMA-ES": {"evokit": "CMAES", "pycma": False, "cmaes": False, "evosax": "CMA_ES", "modcma": True,
+               "evotorch": "CMAES"},
     "sep-CMA-ES": {"evokit": "SepCMAES", "pycma": True, "cmaes": True, "evosax": "Sep_CMA_ES"},
-    "SNES": {"evokit": "SNES", "evosax": "SNES"},
-    "xNES": {"evokit": "XNES", "evosax": "xNES"},
+    "SNES": {"evokit": "SNES", "evosax": "SNES", "evotorch": "SNES"},
+    "xNES": {"evokit": "XNES", "evosax": "xNES", "evotorch": "XNES"},
     "CR-FM-NES": {"evokit": "CRFMNES", "evosax": "CR_FM_NES"},
     "LM-MA-ES": {"evokit": "LMMAES", "evosax": "LM_MA_ES"},
-    "PGPE": {"evokit": "PGPE", "evosax": "PGPE"},
+    "PGPE": {"evokit": "PGPE", "evosax": "PGPE", "evotorch": "PGPE"},
     "ARS": {"evokit": "ARS", "evosax": "ARS"},
-    "CEM": {"evokit": "CEM"},
+    "CEM": {"evokit": "CEM", "evotorch": "CEM"},
 }
-LIBRARIES = ("evokit", "pycma", "cmaes", "modcma", "evosax")
+LIBRARIES = ("evokit", "pycma", "cmaes", "modcma", "evosax", "evotorch")
+# (strategy, library) -> why that library's implementation is another
+# algorithm than the strategy's name says: its cells carry NOT_THE_ALGORITHM_MARK,
+# it sets no budget and is left out of the best-peer ratio, and the table
+# lists it in a footnote. Read in the code:
+# - evosax 0.3.2's xNES (algorithms/distribution_based/xnes.py:128):
+#   B = state.B * jnp.exp(0.5 * params.lr_B * grad_B), an elementwise
+#   exponential; B starts as std_init * I (line 79), so its off-diagonal
+#   entries stay 0 * exp(.) = 0: a separable method, not xNES's
+#   B <- B expm(eta_B / 2 G_B).
+# EvoTorch 0.6.1's peers are their algorithms (EvotorchImpl's docstring): its
+# XNES takes the full matrix exponential (distributions.py:1011).
+NOT_THE_ALGORITHM: Dict[tuple, str] = {
+    ("xNES", "evosax"): "separable: B is updated by an elementwise exponential and stays diagonal",
+}
+NOT_THE_ALGORITHM_MARK = "†"
 # Fixed-exploration methods: their samples stay a noise's width from the
 # optimum while the mean converges, so a run reaches the target when f of
 # the mean (evaluated after each generation, not counted) does.
@@ -328,6 +462,8 @@ def evaluations(strategy, library, fname, n, x0, sigma0, seed, budget):
     centre = strategy in CENTRE_JUDGED
     if isinstance(impl, EvosaxImpl):
         return impl.run_to_target(jax_function(fname), budget, centre, fname)
+    if isinstance(impl, EvotorchImpl):
+        return impl.run_to_target(f, budget, centre)
     if isinstance(impl, ModcmaImpl):
         best = math.inf
 
@@ -376,6 +512,7 @@ def convergence_table(strategies, functions, dims, seeds, libraries):
           "ERT where seeds missed)\n")
     print("| strategy | function | n | " + " | ".join(libraries) + " | EvoKit / best peer |")
     print("|---|---|---:|" + "---:|" * (len(libraries) + 1))
+    marked = []  # NOT_THE_ALGORITHM pairs with a cell in the table
     for strategy in strategies:
         for fname in functions:
             f, x0, sigma0 = FUNCTIONS[fname]
@@ -391,29 +528,44 @@ def convergence_table(strategies, functions, dims, seeds, libraries):
                     if runs[0] is None:
                         cells.append("-")
                         continue
+                    # Another algorithm (NOT_THE_ALGORITHM): shown, but it
+                    # sets no budget and does not decide median or ERT.
+                    other = (strategy, lib) in NOT_THE_ALGORITHM
+                    mark = f" {NOT_THE_ALGORITHM_MARK}" if other else ""
+                    if other and (strategy, lib) not in marked:
+                        marked.append((strategy, lib))
                     hit = [e for e, ok in runs if ok]
-                    every_seed = every_seed and len(hit) == len(runs)
+                    every_seed = every_seed and (other or len(hit) == len(runs))
                     if hit:
                         medians[lib] = float(np.median(hit))
                         # BBOB's expected running time: every evaluation spent
                         # (the misses' too) over the runs that reached the target.
                         erts[lib] = sum(e for e, _ in runs) / len(hit)
-                        budget = min(budget, int(3 * medians[lib]))
+                        if not other:
+                            budget = min(budget, int(3 * medians[lib]))
                         cell = f"{medians[lib]:,.0f} ({len(hit)}/{len(runs)})"
                         if len(hit) < len(runs):
                             cell = f"{medians[lib]:,.0f} ({len(hit)}/{len(runs)}, ERT {erts[lib]:,.0f})"
-                        cells.append(cell)
+                        cells.append(cell + mark)
                     else:
-                        cells.append(f"missed (0/{len(runs)})")
+                        cells.append(f"missed (0/{len(runs)})" + mark)
                 # Where some seeds missed, the median of the runs that got there
                 # favours the luckiest few: the ratio is then of ERTs.
                 by = medians if every_seed else erts
-                peers = [v for k, v in by.items() if k != "evokit"]
+                peers = [v for k, v in by.items() if k != "evokit" and (strategy, k) not in NOT_THE_ALGORITHM]
                 ratio = "-"
                 if "evokit" in by and peers:
                     r = by["evokit"] / min(peers)
                     ratio = (f"{r:.2f}" if r >= 0.1 else f"{r:.2g}") + ("" if every_seed else " (ERT)")
                 print(f"| {strategy} | {fname} | {n} | " + " | ".join(cells) + f" | {ratio} |", flush=True)
+    not_the_algorithm_footnote(marked)
+
+
+def not_the_algorithm_footnote(pairs):
+    """The NOT_THE_ALGORITHM pairs that have cells in a table, each with its reason."""
+    if pairs:
+        print(f"\n{NOT_THE_ALGORITHM_MARK} Not the algorithm the strategy names, left out of the best-peer ratio: "
+              + "; ".join(f"{s} in {lib} ({NOT_THE_ALGORITHM[(s, lib)]})" for s, lib in pairs) + ".")
 
 
 # ---- 2. overhead per generation --------------------------------------------------------
@@ -423,7 +575,7 @@ def per_generation(strategy, library, n, generations, num_threads=1):
     impl = make_impl(strategy, library, n, 1.0, 0.5, 1, lam, 10 ** 9, num_threads)
     if impl is None:
         return None
-    if isinstance(impl, EvosaxImpl):
+    if isinstance(impl, (EvosaxImpl, EvotorchImpl)):
         return impl.time_generations(generations)
     if isinstance(impl, ModcmaImpl):
         def row(x):
@@ -453,6 +605,7 @@ def overhead_table(strategies, dims, libraries, large):
     print("\n### Overhead per generation (ask + tell, vectorised sphere; mean over the generations)\n")
     print("| strategy | n | lambda | " + " | ".join(libraries) + " | best peer / EvoKit |")
     print("|---|---:|---:|" + "---:|" * (len(libraries) + 1))
+    marked = []  # NOT_THE_ALGORITHM pairs with a cell in the table
     for strategy in strategies:
         for n in list(dims) + ([large] if large and strategy in LARGE_SCALE else []):
             if n >= 1000 and strategy == "xNES":
@@ -460,7 +613,13 @@ def overhead_table(strategies, dims, libraries, large):
             generations = 2000 if n <= 10 else 300 if n <= 100 else 30 if n <= 1000 else 5
             times = {lib: per_generation(strategy, lib, n, generations) for lib in libraries}
             cells = {lib: fmt_seconds(t) for lib, t in times.items()}
-            peers = [t for lib, t in times.items() if lib != "evokit" and t is not None]
+            for lib, t in times.items():
+                if t is not None and (strategy, lib) in NOT_THE_ALGORITHM:
+                    cells[lib] += f" {NOT_THE_ALGORITHM_MARK}"
+                    if (strategy, lib) not in marked:
+                        marked.append((strategy, lib))
+            peers = [t for lib, t in times.items()
+                     if lib != "evokit" and t is not None and (strategy, lib) not in NOT_THE_ALGORITHM]
             ratio = (f"{min(peers) / times['evokit']:.1f}x"
                      if peers and times.get("evokit") is not None else "-")
             threads = os.cpu_count() or 1
@@ -473,11 +632,12 @@ def overhead_table(strategies, dims, libraries, large):
                     ratio += f" ({min(peers) / many:.1f}x)"
             print(f"| {strategy} | {n:,} | {population(strategy, n)} | "
                   + " | ".join(cells[lib] for lib in libraries) + f" | {ratio} |", flush=True)
+    not_the_algorithm_footnote(marked)
 
 
 def versions() -> str:
     out = []
-    for package in ("cma", "cmaes", "evosax", "jax", "modcma"):
+    for package in ("cma", "cmaes", "evosax", "jax", "modcma", "evotorch", "torch"):
         try:
             out.append(f"{package} {metadata.version(package)}")
         except metadata.PackageNotFoundError:
