@@ -1,11 +1,12 @@
 """Every black-box strategy of EvoKit side by side with the peers a user would
-pick instead, in one run: pycma, CyberAgent's cmaes, evosax (JAX on the CPU)
-and ModularCMAES's C++ core (modcma.c_maes).
+pick instead, in one run: pycma, CyberAgent's cmaes, evosax (JAX on the CPU),
+EvoTorch (PyTorch on the CPU) and ModularCMAES's C++ core (modcma.c_maes).
 
 1. Evaluations to f < 1e-8 (the median over seeds, and how many seeds got
    there) on sphere, ellipsoid (condition 1e6), Rosenbrock, Rastrigin and two
    functions no test uses, discus (1e6 x_1^2 + sum x_i^2) and different
-   powers (sum |x_i|^(2 + 4 (i - 1) / (n - 1))), at n = 2, 10, 100 (and
+   powers (sum |x_i|^(2 + 4 (i - 1) / (n - 1))), and the ellipsoid in a
+   fixed rotation, at n = 2, 10, 100 (and
    1,000 for the sphere). ARS and PGPE explore with a fixed width, so for
    them the target is reached when f of the mean is (CENTRE_JUDGED). Same start (x0, sigma0) and the same population
    size for every implementation of a strategy (EvoKit's default, which is
