@@ -334,7 +334,11 @@ class CEM(DistributionES):
     elite_ratio: the elite's share (0.1; at least one member).
     smoothing: alpha, new = alpha * elite + (1 - alpha) * old for the mean
         and the variance (0.5; 1: no smoothing; the tutorial finds
-        0.4 <= alpha <= 0.9 best). CEM stalls when it starts far from the
+        0.4 <= alpha <= 0.9 best). 1 is EvoTorch's CEM: about 3x fewer
+        evaluations where it converges, but it collapses early more often
+        (the sphere at n = 2 from x0 = 1, sigma0 = 0.5: 64 of 100 seeds
+        reach 1e-8, median 700 evaluations; 0.5: 100 of 100, 2,200).
+        CEM stalls when it starts far from the
         optimum in units of sigma0 (its variance shrinks faster than its
         mean travels): start with sigma0 of the distance to cover.
     extra_variance: added to every variance after each update (Szita &
