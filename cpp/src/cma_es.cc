@@ -42,10 +42,11 @@ void times_b(const double* bt, std::size_t n, const double* v, double* out, std:
   });
 }
 
-// From this dimension on, sampling multiplies by the packed eigenvectors
-// (matmul_packed runs at about twice transposed_product's rate; packing costs
-// one pass over B per decomposition).
-constexpr std::size_t kPackedSampling = 128;
+// From this dimension on, sampling multiplies by the packed eigenvectors and
+// Eq. (47) runs as packed products (matmul_packed runs at about twice the
+// rate of transposed_product and of the row-by-row axpys; packing costs one
+// pass over B per decomposition and over the y_k per generation).
+constexpr std::size_t kPackedProducts = 128;
 
 }  // namespace
 }  // namespace detail
@@ -72,7 +73,7 @@ void CMAES::reset_covariance() {
 
 void CMAES::pack_eigenvectors() {
   const std::size_t n = num_params();
-  if (n < detail::kPackedSampling) {
+  if (n < detail::kPackedProducts) {
     packed_eigenvectors_.clear();
     return;
   }
@@ -118,7 +119,7 @@ void CMAES::update_covariance(double a, const std::vector<const double*>& y,
   double* c = state_.cov.data();
   const std::size_t count = y.size();
   const int threads = threads_for(static_cast<double>(n * n) * static_cast<double>(count + 2) / 2.0);
-  if (n >= detail::kPackedSampling) {
+  if (n >= detail::kPackedProducts) {
     update_covariance_blocked(a, y, coef, threads);
   } else {
     update_covariance_rows(a, y, coef, threads);

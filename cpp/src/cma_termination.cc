@@ -44,14 +44,12 @@ constexpr std::size_t kStagnationMax = 20000;
 // A uniform double in [0, 1) from 64 random bits.
 double uniform01(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 
-// The median of v (reordered): the middle entry, or half the sum of the two
+// The median of ascending values: the middle one, or half the sum of the two
 // middle ones.
-double median_of(std::vector<double>& v) {
+double sorted_median(const std::vector<double>& v) {
   const std::size_t n = v.size();
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (n % 2 == 1) return *mid;
-  return 0.5 * (*std::max_element(v.begin(), mid) + *mid);
+  if (n % 2 == 1) return v[n / 2];
+  return 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 void sorted_insert(std::vector<double>& v, double x) {
@@ -100,9 +98,7 @@ double WindowedHistory::median(int window, std::size_t from, std::size_t len) {
   }
   w.lo = lo;
   w.hi = hi;
-  const std::size_t n = w.values.size();
-  if (n % 2 == 1) return w.values[n / 2];
-  return 0.5 * (w.values[n / 2 - 1] + w.values[n / 2]);
+  return sorted_median(w.values);
 }
 
 }  // namespace detail
@@ -126,7 +122,8 @@ void CMABase::check_termination() {
   while (best_history_.size() > hist_len) best_history_.pop_front();
   stag_best_.push(*vmin, detail::kStagnationMax);
   median_buffer_.assign(last_values_.begin(), last_values_.end());
-  stag_median_.push(detail::median_of(median_buffer_), detail::kStagnationMax);
+  std::sort(median_buffer_.begin(), median_buffer_.end());
+  stag_median_.push(detail::sorted_median(median_buffer_), detail::kStagnationMax);
 
   if (o.max_evaluations && evaluations_ >= *o.max_evaluations) {
     stop["maxfevals"] = static_cast<double>(*o.max_evaluations);

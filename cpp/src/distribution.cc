@@ -4,9 +4,9 @@
 #include "evokit/distribution.h"
 
 #include <algorithm>
-#include <limits>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 

@@ -934,8 +934,16 @@ void solve_leaf(std::vector<double>& d, const std::vector<double>& e, std::size_
 struct MergeWork {
   std::vector<double> vec, packed_top, packed_bottom, new_top, new_bottom, old_deflated;
 };
-// Merge buffers kept per calling thread between decompositions (bytes).
-constexpr std::size_t kKeptMergeWork = std::size_t{64} << 20;
+// The buffers a calling thread keeps between decompositions (the working
+// copy, the merges', the back-transformation's): each kind while it holds
+// at most kKeptBytes, so that a run that decomposes every few generations
+// (CMA-ES) touches fresh pages, and zero-fills them, only once.
+constexpr std::size_t kKeptBytes = std::size_t{64} << 20;
+// `kept` (a thread_local) if `bytes` of it may be kept, else `local`.
+template <class Buffers>
+Buffers& kept_or_local(Buffers& kept, Buffers& local, std::size_t bytes) {
+  return bytes <= kKeptBytes ? kept : local;
+}
 inline double* grown(std::vector<double>& v, std::size_t size) {
   if (v.size() < size) v.resize(size);
   return v.data();
@@ -1113,15 +1121,13 @@ void divide_and_conquer(std::vector<double>& d, std::vector<double>& e, std::siz
   const double leaf_work = static_cast<double>(n) * static_cast<double>(kLeaf * kLeaf);
   parallel_items(leaves.size(), leaf_work < kParallelWork ? 1 : team_size(leaves.size(), threads),
                  [&](std::size_t l) { solve_leaf(d, e, n, v.data(), leaves[l].first, leaves[l].second); });
-  // The merges' buffers live as long as the calling thread (up to
-  // kKeptMergeWork bytes): a run that decomposes every few generations
-  // (CMA-ES) then touches fresh pages, and zero-fills them, only once; the
-  // top merge's sizes bound all others, so they are reserved at once.
+  // Kept by the calling thread (kKeptBytes): at most about 4 n^2 doubles
+  // per thread.
   thread_local std::vector<MergeWork> kept;
   std::vector<MergeWork> local;
   const auto nthreads = static_cast<std::size_t>(std::max(threads, 1));
   const std::size_t bound = 4 * n * n + 2 * n * kMatmulPanel;  // doubles per thread, generously
-  std::vector<MergeWork>& work_of = bound * sizeof(double) * nthreads <= kKeptMergeWork ? kept : local;
+  std::vector<MergeWork>& work_of = kept_or_local(kept, local, bound * sizeof(double) * nthreads);
   if (work_of.size() < nthreads) work_of.resize(nthreads);
   for (std::size_t depth = max_depth + 1; depth-- > 0;) {
     std::vector<Merge> level;
@@ -1163,11 +1169,10 @@ void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, 
     // V (m x b, its own packed form), V^T (rows, then packed), T and T^T.
     std::vector<double> v, vt_rows, vt, t_raw, t, gram;
   };
-  // Kept by the calling thread between decompositions (as the merges'
-  // buffers): about 3 n^2 doubles.
+  // Kept by the calling thread (kKeptBytes): about 3 n^2 doubles.
   thread_local std::vector<Block> kept;
   std::vector<Block> local;
-  std::vector<Block>& blocks = 3 * n * n * sizeof(double) <= kKeptMergeWork ? kept : local;
+  std::vector<Block>& blocks = kept_or_local(kept, local, 3 * n * n * sizeof(double));
   if (blocks.size() < nblocks) blocks.resize(nblocks);
   // (Building the blocks is about n^2 b multiply-adds; threaded from n of about 360.)
   parallel_items(nblocks, static_cast<double>(n) * n * b < kParallelMatmulWork ? 1 : team_size(nblocks, threads),
@@ -1242,11 +1247,10 @@ SymmetricEigen symmetric_eigen(const double* a, std::size_t n, int num_threads) 
   }
   SymmetricEigen out;
   if (n == 0) return out;
-  // The working copy, kept by the calling thread between decompositions
-  // (as the merges' buffers) when small enough.
+  // The working copy, kept by the calling thread (detail::kKeptBytes).
   thread_local std::vector<double> kept_work;
   std::vector<double> local_work;
-  std::vector<double>& work = n * n * sizeof(double) <= detail::kKeptMergeWork ? kept_work : local_work;
+  std::vector<double>& work = detail::kept_or_local(kept_work, local_work, n * n * sizeof(double));
   work.assign(a, a + n * n);
   // Scaling (as LAPACK's dsyevd): the secular equation squares and
   // multiplies entries of the size of the matrix's, so a matrix whose largest

@@ -190,7 +190,6 @@ struct CMAState {
   std::vector<double> affine;
 };
 
-// The shared bookkeeping of CMAES and SepCMAES.
 namespace detail {
 
 // A history of values (oldest first, at most `cap` kept) whose medians over
@@ -221,6 +220,7 @@ class WindowedHistory {
 
 }  // namespace detail
 
+// The shared bookkeeping of CMAES and SepCMAES.
 class CMABase {
  public:
   virtual ~CMABase() = default;
@@ -443,12 +443,12 @@ class CMAES final : public CMABase {
   void to_z(const double* y, double* z) const override;
   void state_replaced() override { pack_eigenvectors(); }
   void decompose(CMAState& state) const;
-  // For n >= kPackedSampling: the eigenvector matrix in matmul_packed's panels,
+  // For n >= kPackedProducts: the eigenvector matrix in matmul_packed's panels,
   // refreshed with every decomposition, so that sampling runs as a packed
   // matrix product (the same sums in the same order as times_b).
   void pack_eigenvectors();
   std::vector<double> packed_eigenvectors_;
-  // The lower triangle of Eq. (47) row by row (n < kPackedSampling: four
+  // The lower triangle of Eq. (47) row by row (n < kPackedProducts: four
   // terms per pass), or by blocks of rows as one packed product.
   void update_covariance_rows(double a, const std::vector<const double*>& y, const std::vector<double>& coef,
                               int threads);
