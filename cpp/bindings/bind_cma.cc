@@ -28,6 +28,13 @@ RestartStrategy parse_restart_strategy(const std::string& name) {
   throw std::invalid_argument("unknown restart_strategy '" + name + "', expected one of 'ipop', 'bipop'");
 }
 
+StepSizeAdaptation parse_step_size_adaptation(const std::string& name) {
+  if (name == "auto") return StepSizeAdaptation::kAuto;
+  if (name == "csa") return StepSizeAdaptation::kCSA;
+  if (name == "tpa") return StepSizeAdaptation::kTPA;
+  throw std::invalid_argument("unknown step_size_adaptation '" + name + "', expected one of 'auto', 'csa', 'tpa'");
+}
+
 std::vector<double> bound_vector(const std::optional<DoubleIn>& b, std::size_t n, const char* what) {
   if (!b) return {};
   require_length(*b, static_cast<py::ssize_t>(n), what);
@@ -51,6 +58,8 @@ py::dict params_dict(const CMAParams& p) {
   d["cmu"] = p.cmu;
   d["chi_n"] = p.chi_n;
   d["eigen_interval"] = p.eigen_interval;
+  d["tpa_c"] = p.tpa_c;
+  d["tpa_damp"] = p.tpa_damp;
   return d;
 }
 
@@ -63,7 +72,8 @@ void bind_strategy(py::module_& m, const char* name, const char* doc) {
                        double tolfunhist, double tolx, std::optional<std::int64_t> tolstagnation,
                        double conditioncov, double tolupsigma, bool noeffectaxis, bool noeffectcoord,
                        int restarts, const std::string& restart_strategy,
-                       std::optional<Int64In> integer_variables, std::optional<double> margin, int num_threads) {
+                       std::optional<Int64In> integer_variables, std::optional<double> margin,
+                       const std::string& step_size_adaptation, int num_threads) {
              if (x0.ndim() != 1) {
                throw std::invalid_argument("x0 must be a 1-D array, got shape " +
                                            std::string(py::str(x0.attr("shape"))));
@@ -111,6 +121,7 @@ void bind_strategy(py::module_& m, const char* name, const char* doc) {
                }
              }
              o.margin = margin;
+             o.step_size_adaptation = parse_step_size_adaptation(step_size_adaptation);
              o.num_threads = num_threads;
              std::vector<double> start = to_vector(x0);
              py::gil_scoped_release release;
@@ -123,7 +134,8 @@ void bind_strategy(py::module_& m, const char* name, const char* doc) {
            py::arg("tolfunhist") = 1e-12, py::arg("tolx") = 1e-11, py::arg("tolstagnation") = py::none(),
            py::arg("conditioncov") = 1e14, py::arg("tolupsigma") = 1e20, py::arg("noeffectaxis") = true,
            py::arg("noeffectcoord") = true, py::arg("restarts") = 0, py::arg("restart_strategy") = "ipop",
-           py::arg("integer_variables") = py::none(), py::arg("margin") = py::none(), py::arg("num_threads") = 1);
+           py::arg("integer_variables") = py::none(), py::arg("margin") = py::none(),
+           py::arg("step_size_adaptation") = "auto", py::arg("num_threads") = 1);
 }
 
 }  // namespace
@@ -215,6 +227,12 @@ void bind_cma(py::module_& m) {
           py::arg("solutions"), py::arg("force") = false,
           "Queues solutions for the first rows of the next ask()s (pycma's inject).")
       .def_property_readonly("pending_injections", &CMABase::pending_injections)
+      .def_property_readonly("step_size_adaptation",
+                             [](const CMABase& self) { return self.tpa() ? "tpa" : "csa"; },
+                             "'csa' or 'tpa' ('auto' resolved: TPA for n >= 300).")
+      .def_property_readonly("tpa_row", &CMABase::tpa_row,
+                             "TPA's mirrored pair in the last ask(): rows tpa_row and tpa_row + 1 "
+                             "(population_size: none).")
       .def_property_readonly("num_injected", &CMABase::num_injected,
                              "How many of the first rows of the last ask() were injected.")
       .def("disable_stagnation", &CMABase::disable_stagnation,
@@ -301,16 +319,18 @@ void bind_cma(py::module_& m) {
             d["generation"] = s.generation;
             d["eigen_generation"] = s.eigen_generation;
             d["affine"] = to_array(s.affine);
+            d["tpa_s"] = s.tpa_s;
+            d["mean_shift"] = to_array(s.mean_shift);
             return d;
           },
           "A copy of the distribution: mean, sigma, p_sigma, p_c, cov, eigenvalues, eigenvectors "
-          "(B^T), generation, eigen_generation.")
+          "(B^T), generation, eigen_generation, affine, tpa_s, mean_shift.")
       .def(
           "set_state",
           [](CMABase& self, const DoubleIn& mean, double sigma, const DoubleIn& p_sigma, const DoubleIn& p_c,
              const DoubleIn& cov, std::int64_t generation, std::optional<DoubleIn> eigenvalues,
              std::optional<DoubleIn> eigenvectors, std::optional<std::int64_t> eigen_generation,
-             std::optional<DoubleIn> affine) {
+             std::optional<DoubleIn> affine, double tpa_s, std::optional<DoubleIn> mean_shift) {
             CMAState s;
             s.mean = to_vector(mean);
             s.sigma = sigma;
@@ -327,14 +347,18 @@ void bind_cma(py::module_& m) {
             }
             s.eigen_generation = eigen_generation.value_or(generation);
             if (affine) s.affine = to_vector(*affine);
+            s.tpa_s = tpa_s;
+            if (mean_shift) s.mean_shift = to_vector(*mean_shift);
             py::gil_scoped_release release;
             self.set_state(s);
           },
           py::arg("mean"), py::arg("sigma"), py::arg("p_sigma"), py::arg("p_c"), py::arg("cov"),
           py::arg("generation") = 0, py::arg("eigenvalues") = py::none(), py::arg("eigenvectors") = py::none(),
-          py::arg("eigen_generation") = py::none(), py::arg("affine") = py::none(),
+          py::arg("eigen_generation") = py::none(), py::arg("affine") = py::none(), py::arg("tpa_s") = 0.0,
+          py::arg("mean_shift") = py::none(),
           "Replaces the distribution; without eigenvalues/eigenvectors, C is decomposed now; "
-          "affine: the margin's diagonal A (None: ones).");
+          "affine: the margin's diagonal A (None: ones); tpa_s, mean_shift: TPA's state (None / "
+          "empty: no mirrored pair in the next ask()).");
 
   bind_strategy<CMAES>(m, "CMAES", "Full-covariance CMA-ES (Hansen 2016).");
   bind_strategy<SepCMAES>(m, "SepCMAES", "Separable (diagonal) CMA-ES (Ros & Hansen 2008).");

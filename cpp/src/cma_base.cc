@@ -16,7 +16,10 @@
 //   w°_i  = w_i if w_i >= 0 else w_i n / ||C^-1/2 y_{i:lambda}||^2  Eq. (46)
 //   C    <- (1 + c1 delta(h_s) - c1 - cmu sum_j w_j) C
 //           + c1 p_c p_c^T + cmu sum_i w°_i y_{i:lambda} y_{i:lambda}^T   Eq. (47)
-// with delta(h_s) = (1 - h_s) cc (2 - cc). C^-1/2 is B D^-1 B^T of the
+// with delta(h_s) = (1 - h_s) cc (2 - cc). With two-point step-size
+// adaptation (TPA, StepSizeAdaptation in cma_es.h) sigma follows the ranks of
+// the mirrored pair along m - m_old instead of Eq. (44); p_s is still kept
+// for h_s. C^-1/2 is B D^-1 B^T of the
 // decomposition used for sampling, so C^-1/2 y = B z and ||C^-1/2 y|| = ||z||.
 #include "evokit/cma_es.h"
 
@@ -134,6 +137,8 @@ CMABase::CMABase(std::vector<double> x0, double sigma0, CMAESOptions options, bo
     throw std::invalid_argument("margin must be in [0, 0.5), got " + num(*o.margin));
   }
   params_ = cma_default_params(n, o.population_size.value_or(cma_default_population_size(n)), separable);
+  tpa_ = o.step_size_adaptation == StepSizeAdaptation::kTPA ||
+         (o.step_size_adaptation == StepSizeAdaptation::kAuto && n >= kTPADimension);
 }
 
 void CMABase::set_margin() {
@@ -156,6 +161,7 @@ void CMABase::start() {
   set_margin();
   pending_ = false;
   sampled_ = false;
+  tpa_row_ = population_size();
   best_history_.clear();
   stag_best_.clear();
   stag_median_.clear();
@@ -246,6 +252,7 @@ void CMABase::sample_population() {
   for (std::size_t k = 0; k < lambda; ++k) keys_[k] = sample_key(k);
   materialize_population();
   place_injections();
+  place_tpa_pair();
   sampled_ = true;
 }
 
@@ -323,6 +330,40 @@ void CMABase::place_injections() {
   num_injected_ = count;
 }
 
+// TPA's mirrored pair along the last mean shift, right after the injected
+// rows: y_+ = f u, y_- = -y_+, with u the mean shift in y units (for an
+// integer coordinate divided by A_i, so that x - m stays along the shift) and
+// f giving ||z_+|| the length of the row's own normal vector (pycma's
+// _random_rescaling_factor_to_mahalanobis_size).
+void CMABase::place_tpa_pair() {
+  const std::size_t n = num_params();
+  const std::size_t lambda = population_size();
+  const CMAState& s = state_;
+  tpa_row_ = lambda;
+  if (!tpa_ || s.mean_shift.size() != n || lambda - num_injected_ < 2) return;
+  const std::size_t r = num_injected_;
+  double* y = y_.data() + r * n;
+  double* z = z_.data() + r * n;
+  double key_norm2 = 0.0;
+  for (std::size_t j = 0; j < n; ++j) key_norm2 += z[j] * z[j];
+  std::vector<double> u(n), zu(n);
+  for (std::size_t i = 0; i < n; ++i) u[i] = is_integer_[i] ? s.mean_shift[i] / s.affine[i] : s.mean_shift[i];
+  to_z(u.data(), zu.data());
+  double z2 = 0.0;
+  for (std::size_t j = 0; j < n; ++j) z2 += zu[j] * zu[j];
+  const double f = std::sqrt(key_norm2 / z2);
+  if (!(z2 > 0) || !std::isfinite(f) || !(f > 0)) return;  // no shift, or too small to scale
+  for (std::size_t j = 0; j < n; ++j) {
+    y[j] = f * u[j];
+    z[j] = f * zu[j];
+    y[n + j] = -y[j];
+    z[n + j] = -z[j];
+  }
+  solution_of(y, solutions_.data() + r * n);
+  solution_of(y + n, solutions_.data() + (r + 1) * n);
+  tpa_row_ = r;
+}
+
 void CMABase::inject(const double* x, std::size_t count, bool force) {
   const std::size_t n = num_params();
   if (count > 0) detail::require_non_null(x, "solutions");
@@ -343,6 +384,7 @@ void CMABase::materialize_population() {
   sample_y(z_.data(), y_.data(), lambda);
   for (std::size_t k = 0; k < lambda; ++k) solution_of(y_.data() + k * n, solutions_.data() + k * n);
   num_injected_ = 0;
+  tpa_row_ = lambda;
 }
 
 const std::vector<double>& CMABase::ask() {
@@ -425,6 +467,11 @@ void CMABase::tell_keys(const std::int64_t* keys, const double* values, std::siz
     }
   }
   check_values(values, count, lambda);
+  if (tpa_) {
+    throw std::logic_error(
+        "tell_keys() needs step-size adaptation CSA: this strategy adapts sigma by TPA, whose mirrored "
+        "pair is not regenerated from keys");
+  }
   keys_.assign(keys, keys + count);
   materialize_population();
   update(z_.data(), y_.data(), solutions_.data(), values, std::vector<bool>(lambda, false));
@@ -467,8 +514,12 @@ void CMABase::update(const double* z, const double* y, const double* x, const do
     }
   }
   const double sigma = s.sigma;
-  // Eq. (42)
+  // Eq. (42); TPA's next pair lies along the shift.
+  if (tpa_) s.mean_shift = s.mean;
   for (std::size_t j = 0; j < n; ++j) s.mean[j] += p.cm * sigma * y_w[j];
+  if (tpa_) {
+    for (std::size_t j = 0; j < n; ++j) s.mean_shift[j] = s.mean[j] - s.mean_shift[j];
+  }
   // Eq. (43): C^-1/2 <y>_w = B <z>_w.
   std::vector<double>& white = scratch_.white;
   white.resize(n);
@@ -480,8 +531,25 @@ void CMABase::update(const double* z, const double* y, const double* x, const do
     ps_norm2 += s.p_sigma[j] * s.p_sigma[j];
   }
   const double ps_norm = std::sqrt(ps_norm2);
-  // Eq. (44)
-  s.sigma = sigma * std::exp(p.c_sigma / p.d_sigma * (ps_norm / p.chi_n - 1.0));
+  if (!tpa_) {
+    // Eq. (44)
+    s.sigma = sigma * std::exp(p.c_sigma / p.d_sigma * (ps_norm / p.chi_n - 1.0));
+  } else if (tpa_row_ < lambda) {
+    // TPA: the rank difference of the pair, z in [-1, 1] (> 0: the member
+    // along the shift is better).
+    const double f_plus = values[tpa_row_];
+    const double f_minus = values[tpa_row_ + 1];
+    std::size_t below_plus = 0, below_minus = 0;
+    for (std::size_t k = 0; k < lambda; ++k) {
+      below_plus += values[k] < f_plus;
+      below_minus += values[k] < f_minus;
+    }
+    const double zr = (static_cast<double>(below_minus) - static_cast<double>(below_plus)) /
+                      static_cast<double>(lambda - 1);
+    const double step = zr > 0 ? std::sqrt(zr) : zr < 0 ? -std::sqrt(-zr) : 0.0;
+    s.tpa_s = (1.0 - p.tpa_c) * s.tpa_s + p.tpa_c * step;
+    s.sigma = sigma * std::exp(s.tpa_s / p.tpa_damp);
+  }  // TPA without a pair (the first generation): sigma stays
   // h_sigma (tutorial, Appendix A), with g + 1 updates of p_sigma so far.
   const double debias =
       std::sqrt(1.0 - std::pow(1.0 - p.c_sigma, 2.0 * static_cast<double>(s.generation + 1)));
@@ -566,6 +634,10 @@ void CMABase::set_state(const CMAState& state) {
                                 std::to_string(state.generation) + " and " +
                                 std::to_string(state.eigen_generation));
   }
+  if (!std::isfinite(state.tpa_s)) {
+    throw std::invalid_argument("state.tpa_s must be finite, got " + num(state.tpa_s));
+  }
+  if (!state.mean_shift.empty()) require(state.mean_shift, n, "mean_shift");
   CMAState copy = state;
   if (copy.affine.empty()) copy.affine.assign(n, 1.0);
   require(copy.affine, n, "affine");

@@ -27,6 +27,9 @@ CMAESOptions policy_cma_options(std::size_t population_size, std::uint64_t seed,
   o.noeffectaxis = false;
   o.noeffectcoord = false;
   o.restarts = 0;
+  // Members are regenerated from their keys alone (tell_keys), which TPA's
+  // mirrored pair is not.
+  o.step_size_adaptation = StepSizeAdaptation::kCSA;
   return o;
 }
 

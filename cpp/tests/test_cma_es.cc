@@ -102,18 +102,25 @@ TEST(CMAParams, DefaultsFollowTheTutorial) {
   }
 }
 
-TEST(CMAParams, SeparableScalesTheLearningRates) {
-  const CMAParams full = cma_default_params(100, 17, false);
-  const CMAParams sep = cma_default_params(100, 17, true);
-  // The tutorial's rates (without pycma's changes to full CMA-ES), scaled.
-  const double mueff = full.mueff;
-  const double cmu_tutorial = 2 * (mueff - 2 + 1 / mueff) / (102.0 * 102.0 + mueff);
-  EXPECT_NEAR(sep.c1, full.c1 * 102.0 / 3.0, 1e-15);
-  EXPECT_NEAR(sep.cmu, cmu_tutorial * 102.0 / 3.0, 1e-15);
-  EXPECT_GT(full.cmu, cmu_tutorial);
-  EXPECT_NEAR(sep.c_sigma, (mueff + 2) / (100.0 + mueff + 5), 1e-15);
-  EXPECT_NEAR(full.c_sigma, (mueff + 2) / (100.0 + mueff + 3), 1e-15);
-  EXPECT_EQ(sep.cc, full.cc);
+TEST(CMAParams, SeparableTakesPycmasSeparableRates) {
+  // pycma's own figures for n = 20, lambda = 12 (CMAParameters' docstring,
+  // cma/options_parameters.py): c1_sep 0.0343279..., cmu_sep 0.0565385...,
+  // cc_sep 0.252594...; full CMA-ES's c1 0.00437235..., cmu 0.00921656...,
+  // cc 0.171767... stay the tutorial's.
+  const CMAParams sep = cma_default_params(20, 12, true);
+  const CMAParams full = cma_default_params(20, 12, false);
+  EXPECT_NEAR(sep.c1, 0.0343279, 1e-7);
+  EXPECT_NEAR(sep.cmu, 0.0565385, 1e-7);
+  EXPECT_NEAR(sep.cc, 0.252594, 1e-6);
+  EXPECT_NEAR(full.c1, 0.00437235, 1e-8);
+  EXPECT_NEAR(full.cmu, 0.00921656, 1e-8);
+  EXPECT_NEAR(full.cc, 0.171767, 1e-6);
+  EXPECT_EQ(sep.c_sigma, full.c_sigma);
+  EXPECT_EQ(sep.d_sigma, full.d_sigma);
+  // n = 1: cmu stays below 1 - c1.
+  const CMAParams one = cma_default_params(1, 4, true);
+  EXPECT_GT(one.c1, 0.0);
+  EXPECT_LE(one.c1 + one.cmu, 1.0);
 }
 
 TEST(CMAParams, OddPopulationHasAZeroWeight) {
@@ -681,6 +688,46 @@ TEST(CMAES, ThreadCountDoesNotChangeBits) {
   EXPECT_TRUE(SameBits(one.p_c, three.p_c));
   EXPECT_TRUE(SameBits(one.eigenvectors, three.eigenvectors));
   EXPECT_EQ(one.sigma, three.sigma);
+}
+
+TEST(TPA, AutoIsTPAFromDimension300AndTheThreadCountDoesNotChangeBits) {
+  CMAESOptions o;
+  EXPECT_FALSE(SepCMAES(std::vector<double>(kTPADimension - 1, 0.0), 1.0, o).tpa());
+  EXPECT_TRUE(SepCMAES(std::vector<double>(kTPADimension, 0.0), 1.0, o).tpa());
+  o.step_size_adaptation = StepSizeAdaptation::kCSA;
+  EXPECT_FALSE(CMAES(std::vector<double>(kTPADimension, 0.0), 1.0, o).tpa());
+  o.step_size_adaptation = StepSizeAdaptation::kTPA;
+  EXPECT_TRUE(CMAES(std::vector<double>(3, 0.0), 1.0, o).tpa());
+  // n = 300 full CMA-ES: TPA by default, threaded sampling and update.
+  const CMAState one = RunWithThreads<CMAES>(kTPADimension, 1, 6);
+  const CMAState two = RunWithThreads<CMAES>(kTPADimension, 2, 6);
+  EXPECT_NE(one.tpa_s, 0.0);
+  EXPECT_EQ(one.tpa_s, two.tpa_s);
+  EXPECT_EQ(one.sigma, two.sigma);
+  EXPECT_TRUE(SameBits(one.mean, two.mean));
+  EXPECT_TRUE(SameBits(one.mean_shift, two.mean_shift));
+  EXPECT_TRUE(SameBits(one.cov, two.cov));
+}
+
+TEST(TPA, PairIsMirroredAlongTheMeanShiftAndTellKeysRefusesIt) {
+  CMAESOptions o;
+  o.step_size_adaptation = StepSizeAdaptation::kTPA;
+  o.seed = 4;
+  SepCMAES es(std::vector<double>(6, 1.0), 0.5, o);
+  Optimize(es, Ellipsoid, 3);
+  const CMAState s = es.state();
+  const std::vector<double> x = es.ask();
+  ASSERT_EQ(es.tpa_row(), 0u);
+  double ratio = 0.0;
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(x[i] - s.mean[i], -(x[6 + i] - s.mean[i]), 1e-15);
+    const double r = (x[i] - s.mean[i]) / s.mean_shift[i];
+    if (i == 0) ratio = r;
+    EXPECT_NEAR(r, ratio, 1e-12 * std::fabs(ratio));  // along the shift
+  }
+  const std::vector<std::int64_t> keys = es.keys();
+  const std::vector<double> values(es.population_size(), 1.0);
+  EXPECT_THROW(es.tell_keys(keys.data(), values.data(), keys.size()), std::logic_error);
 }
 
 TEST(SepCMAES, ThreadCountDoesNotChangeBits) {

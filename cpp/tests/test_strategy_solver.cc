@@ -44,6 +44,15 @@ std::vector<double> Rewards(StrategySolver& s, std::vector<SamplingInfo>& infos,
   return rewards;
 }
 
+TEST(CMASolver, KeepsCSAAtAnyDimension) {
+  // Members are rebuilt from their keys, which TPA's mirrored pair is not:
+  // the policy CMA keeps CSA where the ask/tell default ('auto') is TPA.
+  for (bool separable : {false, true}) {
+    CMASolver s(std::vector<float>(kTPADimension + 1, 0.0f), 0.3, 8, separable, 7, 1);
+    EXPECT_FALSE(s.cma().tpa());
+  }
+}
+
 TEST(CMASolver, IsTheCMAOfItsOptionsStepForStep) {
   for (bool separable : {false, true}) {
     CMASolver s(X0(), 0.3, 8, separable, 7, 1);

@@ -51,6 +51,22 @@ def test_repaired_solutions_update_as_the_reference_with_pycmas_clip(cls, separa
     np.testing.assert_array_equal(es.best_solution, told[3])  # the told solution, as pycma's best
 
 
+@pytest.mark.parametrize("n, lam", [(2, 6), (3, 4), (20, 12), (100, 17), (1000, 24), (1000, 300)])
+def test_separable_rates_are_pycmas(n, lam):
+    # pycma's CMA_diagonal learning rates (c1_sep, cmu_sep, cc_sep) and its
+    # CSA's cs (pycma itself picks TPA for some large separable settings).
+    cma = pytest.importorskip("cma")
+    sp = cma.CMAEvolutionStrategy(n * [0.0], 1.0, {"popsize": lam, "verbose": -9, "CMA_diagonal": True,
+                                                    "AdaptSigma": cma.sigma_adaptation.CMAAdaptSigmaCSA})
+    got = _core.SepCMAES(np.zeros(n), 1.0, population_size=lam).params
+    assert got["c1"] == pytest.approx(sp.sp.c1_sep, rel=1e-13)
+    assert got["cmu"] == pytest.approx(sp.sp.cmu_sep, rel=1e-13)
+    assert got["cc"] == pytest.approx(sp.sp.cc_sep, rel=1e-13)
+    assert got["c_sigma"] == pytest.approx(sp.adapt_sigma.cs, rel=1e-13)
+    full = _core.CMAES(np.zeros(n), 1.0, population_size=lam).params
+    assert full["cc"] == pytest.approx(sp.sp.cc, rel=1e-13) and full["cc"] != got["cc"]
+
+
 @pytest.mark.parametrize("cls", [evokit.CMAES, evokit.SepCMAES])
 def test_telling_the_asked_solutions_is_bit_identical_to_before(cls):
     a, b = cls(np.ones(6), 0.5, seed=7), cls(np.ones(6), 0.5, seed=7)
