@@ -378,9 +378,11 @@ def test_ctrl_c_names_the_resume_command(tmp_path):
             proc.send_signal(signal.SIGINT)
             break
     proc.stdout.close()
-    assert proc.wait(timeout=60) == 130
-    assert proc.stderr.read() == f"evokit: interrupted; continue with `evokit train --resume {run}`\n"
+    rc = proc.wait(timeout=60)
+    err = proc.stderr.read()
     proc.stderr.close()
+    assert rc == 130, err  # (a CI run once saw 1 here on a loaded machine: keep the message)
+    assert err == f"evokit: interrupted; continue with `evokit train --resume {run}`\n"
     # the generation in progress ends and is checkpointed (checkpoints are
     # otherwise 10 s apart: only the one of generation 0 would be there)
     assert 3 <= read_checkpoint(str(run)).generation < 200
