@@ -222,6 +222,25 @@ void CMABase::to_bounds(double* x) const noexcept {
 
 namespace {
 
+double squared_norm(const double* v, std::size_t n) {
+  double sum = 0.0;
+  for (std::size_t j = 0; j < n; ++j) sum += v[j] * v[j];
+  return sum;
+}
+
+// Scales the step y and its z so that ||z||^2 = target (pycma's
+// _random_rescaling_factor_to_mahalanobis_size, the target the row's own
+// normals'); false, changing nothing, when z is zero or the factor is not finite.
+bool rescale_to_length(double* y, double* z, std::size_t n, double target) {
+  const double f = std::sqrt(target) / std::sqrt(squared_norm(z, n));
+  if (!std::isfinite(f) || !(f > 0)) return false;
+  for (std::size_t j = 0; j < n; ++j) {
+    y[j] *= f;
+    z[j] *= f;
+  }
+  return true;
+}
+
 void require_finite_solutions(const double* x, std::size_t count, std::size_t n) {
   for (std::size_t k = 0; k < count * n; ++k) {
     if (!std::isfinite(x[k])) {
@@ -305,22 +324,13 @@ void CMABase::place_injections() {
     double* y = y_.data() + k * n;
     double* z = z_.data() + k * n;
     double* x = solutions_.data() + k * n;
-    double key_norm2 = 0.0;  // ||z_k|| of the member's own normals: a chi_n length
-    for (std::size_t j = 0; j < n; ++j) key_norm2 += z[j] * z[j];
+    const double key_norm = squared_norm(z, n);  // ||z_k||^2 of the member's own normals: a chi_n length
     for (std::size_t i = 0; i < n; ++i) {
       y[i] = is_integer_[i] ? (inj.x[i] - s.mean[i]) / (s.sigma * s.affine[i]) : (inj.x[i] - s.mean[i]) / s.sigma;
     }
     to_z(y, z);
-    double z2 = 0.0;
-    for (std::size_t j = 0; j < n; ++j) z2 += z[j] * z[j];
-    const double norm = std::sqrt(z2);
-    if (!inj.force && norm > keep_len) {
-      // pycma's _random_rescaling_factor_to_mahalanobis_size.
-      const double f = std::sqrt(key_norm2) / norm;
-      for (std::size_t j = 0; j < n; ++j) {
-        y[j] *= f;
-        z[j] *= f;
-      }
+    if (!inj.force && std::sqrt(squared_norm(z, n)) > keep_len) {
+      rescale_to_length(y, z, n, key_norm);
       solution_of(y, x);
     } else {
       std::copy(inj.x.begin(), inj.x.end(), x);  // the injected point itself
@@ -344,18 +354,15 @@ void CMABase::place_tpa_pair() {
   const std::size_t r = num_injected_;
   double* y = y_.data() + r * n;
   double* z = z_.data() + r * n;
-  double key_norm2 = 0.0;
-  for (std::size_t j = 0; j < n; ++j) key_norm2 += z[j] * z[j];
-  std::vector<double> u(n), zu(n);
-  for (std::size_t i = 0; i < n; ++i) u[i] = is_integer_[i] ? s.mean_shift[i] / s.affine[i] : s.mean_shift[i];
-  to_z(u.data(), zu.data());
-  double z2 = 0.0;
-  for (std::size_t j = 0; j < n; ++j) z2 += zu[j] * zu[j];
-  const double f = std::sqrt(key_norm2 / z2);
-  if (!(z2 > 0) || !std::isfinite(f) || !(f > 0)) return;  // no shift, or too small to scale
+  const double key_norm = squared_norm(z, n);
+  for (std::size_t i = 0; i < n; ++i) y[i] = is_integer_[i] ? s.mean_shift[i] / s.affine[i] : s.mean_shift[i];
+  to_z(y, z);
+  if (!rescale_to_length(y, z, n, key_norm)) {  // no shift, or too small to scale: the key's sample
+    sample_z(&keys_[r], z, 1);
+    sample_y(z, y, 1);
+    return;
+  }
   for (std::size_t j = 0; j < n; ++j) {
-    y[j] = f * u[j];
-    z[j] = f * zu[j];
     y[n + j] = -y[j];
     z[n + j] = -z[j];
   }
