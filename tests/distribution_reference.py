@@ -296,13 +296,14 @@ def pgpe_generation(state, z, values, p):
     return {"mean": mean, "sigma": sigma, "velocity": v, "second": s2, "t": state["t"] + 1}
 
 
-# ---- CEM (de Boer et al. 2005; Szita & Lorincz 2006) -------------------------------
+# ---- CEM (de Boer et al. 2005; Kroese, Porotsky, Rubinstein 2006; Szita & Lorincz 2006)
 
-def cem_generation(mean, sigma, x, values, elite_ratio, alpha, extra_variance):
+def cem_generation(mean, sigma, x, values, elite_ratio, alpha, beta, extra_variance):
     ne = max(1, int(np.floor(elite_ratio * len(values) + 0.5)))  # round half up
     elite = x[ranking(values)[:ne]]
-    var = alpha * elite.var(axis=0) + (1 - alpha) * sigma ** 2 + extra_variance
-    return alpha * elite.mean(axis=0) + (1 - alpha) * mean, np.sqrt(var)
+    s_elite = elite.std(axis=0, ddof=1) if ne > 1 else np.zeros_like(sigma)  # Bessel
+    s = beta * s_elite + (1 - beta) * sigma
+    return alpha * elite.mean(axis=0) + (1 - alpha) * mean, np.sqrt(s * s + extra_variance)
 
 
 # ---- ARS: Mania, Guy, Recht 2018, Algorithm 2 (V1 / V1-t) --------------------------

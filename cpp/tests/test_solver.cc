@@ -133,7 +133,8 @@ OptionSet DefaultOptions(const std::string& type) {
   o.set("sampling.pgpe_sampling.seed", Int(1024));
   o.set("sampling.cem_sampling.sigma0", Real(0.1));
   o.set("sampling.cem_sampling.elite_ratio", Real(0.1));
-  o.set("sampling.cem_sampling.smoothing", Real(0.5));
+  o.set("sampling.cem_sampling.mean_smoothing", Real(1.0));
+  o.set("sampling.cem_sampling.std_smoothing", Real(0.7));
   o.set("sampling.cem_sampling.extra_variance", Real(0.0));
   o.set("sampling.cem_sampling.seed", Int(1024));
   o.set("population_size", Int(50));

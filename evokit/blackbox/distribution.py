@@ -327,20 +327,25 @@ class PGPE(DistributionES):
 
 class CEM(DistributionES):
     """The cross-entropy method with a diagonal Gaussian (de Boer, Kroese,
-    Mannor, Rubinstein, "A tutorial on the cross-entropy method", 2005),
-    minimising: each generation the mean and per-coordinate variance are
-    refitted to the elite (the best elite_ratio of the population).
+    Mannor, Rubinstein, "A tutorial on the cross-entropy method", 2005;
+    Kroese, Porotsky, Rubinstein 2006 for the mean and the standard
+    deviations smoothed apart), minimising: each generation the mean and the
+    per-coordinate standard deviations are refitted to the elite (the best
+    elite_ratio of the population).
 
     elite_ratio: the elite's share (0.1; at least one member).
-    smoothing: alpha, new = alpha * elite + (1 - alpha) * old for the mean
-        and the variance (0.5; 1: no smoothing; the tutorial finds
-        0.4 <= alpha <= 0.9 best). 1 is EvoTorch's CEM: about 3x fewer
-        evaluations where it converges, but it collapses early more often
-        (the sphere at n = 2 from x0 = 1, sigma0 = 0.5: 64 of 100 seeds
-        reach 1e-8, median 700 evaluations; 0.5: 100 of 100, 2,200).
-        CEM stalls when it starts far from the
-        optimum in units of sigma0 (its variance shrinks faster than its
-        mean travels): start with sigma0 of the distance to cover.
+    mean_smoothing: alpha, mean <- alpha * elite mean + (1 - alpha) * mean
+        (1: the elite's mean).
+    std_smoothing: beta, sigma <- beta * elite std + (1 - beta) * sigma, the
+        elite's std with N_e - 1 in the denominator (0.7). 1 (with
+        mean_smoothing 1) is EvoTorch's CEM, whose sigma often collapses
+        before the mean arrives, the more often the larger n. Smaller is
+        more reliable and slower: the sphere from x0 = 1, sigma0 = 1
+        reaches 1e-8 at n = 20 on 93 % to 96 % of seeds with 0.7 (40 % with 0.85),
+        at n = 50 only with about 0.5.
+        CEM stalls when it starts far from the optimum in units of sigma0
+        (its spread shrinks faster than its mean travels): start with sigma0
+        of the distance to cover.
     extra_variance: added to every variance after each update (Szita &
         Lorincz 2006's noisy CEM, constant noise; 0).
     population_size: None is 100 (the tutorial's N).
@@ -349,11 +354,12 @@ class CEM(DistributionES):
 
     _family = "CEM"
 
-    def __init__(self, x0, sigma0, *, elite_ratio: float = 0.1, smoothing: float = 0.5,
-                 extra_variance: float = 0.0, **kwargs):
+    def __init__(self, x0, sigma0, *, elite_ratio: float = 0.1, mean_smoothing: float = 1.0,
+                 std_smoothing: float = 0.7, extra_variance: float = 0.0, **kwargs):
         super().__init__(x0, sigma0, options={
             "elite_ratio": _real("elite_ratio", elite_ratio, default_zero=False),
-            "smoothing": _real("smoothing", smoothing, default_zero=False),
+            "mean_smoothing": _real("mean_smoothing", mean_smoothing, default_zero=False),
+            "std_smoothing": _real("std_smoothing", std_smoothing, default_zero=False),
             "extra_variance": _real("extra_variance", extra_variance, default_zero=False)},
             **kwargs)
 
