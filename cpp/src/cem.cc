@@ -35,12 +35,14 @@
 // points is noisy and in log terms biased low, so sigma often collapses
 // before the mean arrives, the more often the larger n (the mean's progress
 // per generation falls with n). Measured (bench/README.md; 300 seeds at
-// n = 2 on eight functions, 60 at n = 10 on six): beta 0.7 needs 0.4x to
-// 0.8x the unsmoothed CEM's expected evaluations at n = 2 (1.3x on Ackley's
-// cone, where smoothing only slows the shrinking) and reaches 1e-8 at
-// n = 10 where the unsmoothed one almost never does; on the sphere at
-// n = 20 (sigma0 = 1 from x0 = 1) 96 of 100 seeds, 0.85 40, 0.5 all (n = 50
-// needs beta about 0.5).
+// n = 2 on eight functions, 60 at n = 10 on six, in a NumPy model of this
+// update; the bench itself: 100 seeds at n = 2, 20 at n = 10): beta 0.7
+// needs 0.4x to 0.8x the unsmoothed CEM's expected evaluations at n = 2
+// (1.34x on Ackley's cone, where smoothing only slows the shrinking) and
+// reaches 1e-8 at n = 10 where the unsmoothed one almost never does; on the
+// sphere at n = 20 (sigma0 = 1 from x0 = 1, 100 seeds) 93 to 96 reach it
+// with beta 0.7, 40 with 0.85, all with 0.5, 1 unsmoothed (n = 50 needs
+// beta about 0.5).
 //
 // Options: sigma0, population_size, seed, num_threads, elite_ratio (in
 // (0, 1]), mean_smoothing (alpha, in (0, 1]), std_smoothing (beta, in
