@@ -248,11 +248,12 @@ class EvosaxImpl(Impl):
         g, best, _, _ = loop(start)
         return int(g) * self.lam, float(best) < TARGET
 
-    def time_generations(self, generations):
+    def time_generations(self, generations, warmup=1):
         """The mean time of one compiled step with a sphere (ask + f + tell)."""
         step = self.jax.jit(self._generation(lambda x: self.jnp.sum(x * x, axis=-1)))
         carry = (self.jnp.asarray(0), self.jnp.asarray(self.jnp.inf), self.key, self.state)
-        carry = self.jax.block_until_ready(step(carry))
+        for _ in range(warmup):
+            carry = self.jax.block_until_ready(step(carry))
         t0 = time.perf_counter()
         for _ in range(generations):
             carry = step(carry)
@@ -375,10 +376,11 @@ class EvotorchImpl(Impl):
             return self.evaluations, False
         return self.evaluations, self.reached
 
-    def time_generations(self, generations):
+    def time_generations(self, generations, warmup=1):
         """The mean time of one step() with the vectorised sphere."""
         self.es.step()  # a Gaussian searcher's first step only samples and evaluates
-        self.es.step()
+        for _ in range(warmup):
+            self.es.step()
         t0 = time.perf_counter()
         for _ in range(generations):
             self.es.step()
@@ -586,24 +588,28 @@ def not_the_algorithm_footnote(pairs):
 
 # ---- 2. overhead per generation --------------------------------------------------------
 
-def per_generation(strategy, library, n, generations, num_threads=1):
+def per_generation(strategy, library, n, generations, num_threads=1, warmup=1):
+    """Mean seconds per generation over `generations`, after `warmup` untimed
+    ones (the same for every library)."""
     lam = population(strategy, n)
     impl = make_impl(strategy, library, n, 1.0, 0.5, 1, lam, 10 ** 9, num_threads)
     if impl is None:
         return None
     if isinstance(impl, (EvosaxImpl, EvotorchImpl)):
-        return impl.time_generations(generations)
+        return impl.time_generations(generations, warmup)
     if isinstance(impl, ModcmaImpl):
         def row(x):
             x = np.asarray(x)
             return float(x @ x)
-        impl.es.step(row)
+        for _ in range(warmup):
+            impl.es.step(row)
         t0 = time.perf_counter()
         for _ in range(generations):
             impl.es.step(row)
         return (time.perf_counter() - t0) / generations
-    X = impl.ask()
-    impl.tell(X, sphere(X))
+    for _ in range(warmup):
+        X = impl.ask()
+        impl.tell(X, sphere(X))
     t0 = time.perf_counter()
     for _ in range(generations):
         X = impl.ask()
@@ -626,8 +632,13 @@ def overhead_table(strategies, dims, libraries, large):
         for n in list(dims) + ([large] if large and strategy in LARGE_SCALE else []):
             if n >= 1000 and strategy == "xNES":
                 continue  # O(n^3) per generation: not a method for this size
-            generations = 2000 if n <= 10 else 300 if n <= 100 else 30 if n <= 1000 else 5
-            times = {lib: per_generation(strategy, lib, n, generations) for lib in libraries}
+            # n = 1,000: the steady state, past the first decompositions'
+            # page faults (10 untimed generations), over 80 generations (ten
+            # of CMA-ES's eigendecomposition intervals of 8, so the window
+            # holds a whole number of them).
+            generations = 2000 if n <= 10 else 300 if n <= 100 else 80 if n <= 1000 else 5
+            warmup = 10 if n >= 1000 else 1
+            times = {lib: per_generation(strategy, lib, n, generations, warmup=warmup) for lib in libraries}
             cells = {lib: fmt_seconds(t) for lib, t in times.items()}
             for lib, t in times.items():
                 if t is not None and (strategy, lib) in NOT_THE_ALGORITHM:
@@ -642,7 +653,7 @@ def overhead_table(strategies, dims, libraries, large):
             if strategy == "CMA-ES" and n >= 100 and threads > 1 and times.get("evokit") is not None:
                 # pycma's eigendecomposition runs on every BLAS thread: EvoKit
                 # on as many threads too, beside its one-thread figure.
-                many = per_generation(strategy, "evokit", n, generations, threads)
+                many = per_generation(strategy, "evokit", n, generations, threads, warmup)
                 cells["evokit"] += f" ({threads} threads: {fmt_seconds(many)})"
                 if peers:
                     ratio += f" ({min(peers) / many:.1f}x)"

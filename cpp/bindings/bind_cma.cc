@@ -64,8 +64,8 @@ py::dict params_dict(const CMAParams& p) {
 }
 
 template <class Strategy>
-void bind_strategy(py::module_& m, const char* name, const char* doc) {
-  py::class_<Strategy, CMABase>(m, name, doc)
+py::class_<Strategy, CMABase> bind_strategy(py::module_& m, const char* name, const char* doc) {
+  return py::class_<Strategy, CMABase>(m, name, doc)
       .def(py::init([](const DoubleIn& x0, double sigma0, std::optional<std::int64_t> population_size,
                        std::uint64_t seed, std::optional<DoubleIn> lower, std::optional<DoubleIn> upper,
                        std::optional<std::int64_t> max_evaluations, double ftarget, double tolfun,
@@ -290,6 +290,7 @@ void bind_cma(py::module_& m) {
       .def_property_readonly("stds", [](const CMABase& s) { return to_array(s.stds()); })
       .def_property_readonly("num_params", &CMABase::num_params)
       .def_property_readonly("population_size", &CMABase::population_size)
+      .def_property_readonly("sigma", &CMABase::sigma, "The current step size (get_state()['sigma']).")
       .def_property_readonly("sigma0", &CMABase::sigma0)
       .def_property_readonly("run_sigma0", &CMABase::run_sigma0)
       .def_property_readonly("params", [](const CMABase& s) { return params_dict(s.params()); })
@@ -316,6 +317,8 @@ void bind_cma(py::module_& m) {
             d["eigenvalues"] = to_array(s.eigenvalues);
             d["eigenvectors"] = to_matrix(s.eigenvectors, s.eigenvectors.empty() ? 0 : n,
                                           s.eigenvectors.empty() ? 0 : n);
+            d["householder"] = to_array(s.householder.vectors);
+            d["householder_tau"] = to_array(s.householder.tau);
             d["generation"] = s.generation;
             d["eigen_generation"] = s.eigen_generation;
             d["affine"] = to_array(s.affine);
@@ -323,14 +326,17 @@ void bind_cma(py::module_& m) {
             d["mean_shift"] = to_array(s.mean_shift);
             return d;
           },
-          "A copy of the distribution: mean, sigma, p_sigma, p_c, cov, eigenvalues, eigenvectors "
-          "(B^T), generation, eigen_generation, affine, tpa_s, mean_shift.")
+          "A copy of the distribution: mean, sigma, p_sigma, p_c, cov, eigenvalues, eigenvectors, "
+          "householder, householder_tau (B^T = eigenvectors Q^T, Q the product of the Householder reflectors; "
+          "both empty: Q = I; CMAES.eigenbasis() gives B^T), generation, eigen_generation, affine, tpa_s, "
+          "mean_shift.")
       .def(
           "set_state",
           [](CMABase& self, const DoubleIn& mean, double sigma, const DoubleIn& p_sigma, const DoubleIn& p_c,
              const DoubleIn& cov, std::int64_t generation, std::optional<DoubleIn> eigenvalues,
              std::optional<DoubleIn> eigenvectors, std::optional<std::int64_t> eigen_generation,
-             std::optional<DoubleIn> affine, double tpa_s, std::optional<DoubleIn> mean_shift) {
+             std::optional<DoubleIn> affine, double tpa_s, std::optional<DoubleIn> mean_shift,
+             std::optional<DoubleIn> householder, std::optional<DoubleIn> householder_tau) {
             CMAState s;
             s.mean = to_vector(mean);
             s.sigma = sigma;
@@ -345,6 +351,13 @@ void bind_cma(py::module_& m) {
               s.eigenvalues = to_vector(*eigenvalues);
               s.eigenvectors = to_vector(*eigenvectors);
             }
+            if (householder.has_value() != householder_tau.has_value()) {
+              throw std::invalid_argument("householder and householder_tau must be given together");
+            }
+            if (householder) {
+              s.householder.vectors = to_vector(*householder);
+              s.householder.tau = to_vector(*householder_tau);
+            }
             s.eigen_generation = eigen_generation.value_or(generation);
             if (affine) s.affine = to_vector(*affine);
             s.tpa_s = tpa_s;
@@ -355,12 +368,28 @@ void bind_cma(py::module_& m) {
           py::arg("mean"), py::arg("sigma"), py::arg("p_sigma"), py::arg("p_c"), py::arg("cov"),
           py::arg("generation") = 0, py::arg("eigenvalues") = py::none(), py::arg("eigenvectors") = py::none(),
           py::arg("eigen_generation") = py::none(), py::arg("affine") = py::none(), py::arg("tpa_s") = 0.0,
-          py::arg("mean_shift") = py::none(),
+          py::arg("mean_shift") = py::none(), py::arg("householder") = py::none(),
+          py::arg("householder_tau") = py::none(),
           "Replaces the distribution; without eigenvalues/eigenvectors, C is decomposed now; "
+          "householder/householder_tau: the reflectors of Q (None: Q = I, eigenvectors = B^T); "
           "affine: the margin's diagonal A (None: ones); tpa_s, mean_shift: TPA's state (None / "
           "empty: no mirrored pair in the next ask()).");
 
-  bind_strategy<CMAES>(m, "CMAES", "Full-covariance CMA-ES (Hansen 2016).");
+  bind_strategy<CMAES>(m, "CMAES", "Full-covariance CMA-ES (Hansen 2016).")
+      .def(
+          "eigenbasis",
+          [](const CMAES& self) {
+            std::vector<double> bt;
+            {
+              py::gil_scoped_release release;
+              bt = self.eigenbasis();
+            }
+            const std::size_t n = self.num_params();
+            return to_matrix(bt, n, n);
+          },
+          "B^T of the current decomposition C = B diag(eigenvalues) B^T (n x n; row j: the unit eigenvector "
+          "of get_state()['eigenvalues'][j]): get_state()['eigenvectors'] times Q^T, Q the product of the "
+          "state's Householder reflectors.");
   bind_strategy<SepCMAES>(m, "SepCMAES", "Separable (diagonal) CMA-ES (Ros & Hansen 2008).");
 }
 

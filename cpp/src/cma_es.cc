@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -67,12 +68,15 @@ void CMAES::reset_covariance() {
     state_.eigenvectors[i * n + i] = 1.0;
   }
   state_.eigenvalues.assign(n, 1.0);
+  state_.householder = Householder{};
   state_.eigen_generation = 0;
+  upper_stale_.store(false);
   pack_eigenvectors();
 }
 
 void CMAES::pack_eigenvectors() {
   const std::size_t n = num_params();
+  q_.assign(n, state_.householder, threads_for(static_cast<double>(n * n) * 32.0));
   if (n < detail::kPackedProducts) {
     packed_eigenvectors_.clear();
     return;
@@ -93,10 +97,11 @@ void CMAES::sample_y(const double* z, double* y, std::size_t count) const {
   const int threads = threads_for(static_cast<double>(count * n * n));
   if (packed_eigenvectors_.empty()) {
     detail::times_b(state_.eigenvectors.data(), n, dz.data(), y, count, threads);
+    q_.times_qt(y, count, n, threads);
     return;
   }
-  // y = (D z) B^T with B^T row-major (row j: eigenvector j), threaded over
-  // blocks of kRowBlock columns (two panels each).
+  // y = ((D z) E) Q^T with E = state.eigenvectors row-major, the product
+  // threaded over blocks of kRowBlock columns (two panels each).
   constexpr std::size_t panels = detail::kRowBlock / detail::kMatmulPanel;
   static_assert(panels * detail::kMatmulPanel == detail::kRowBlock, "whole panels per block");
   const std::size_t blocks = detail::ceil_div(n, detail::kRowBlock);
@@ -106,17 +111,32 @@ void CMAES::sample_y(const double* z, double* y, std::size_t count) const {
     detail::matmul_packed(count, len, n, dz.data(), n, packed_eigenvectors_.data() + b * panels * n *
                           detail::kMatmulPanel, y + i0, n, false);
   });
+  q_.times_qt(y, count, n, threads);
 }
 
 void CMAES::whiten(const double* z_w, double* out) const {
   const std::size_t n = num_params();
-  detail::times_b(state_.eigenvectors.data(), n, z_w, out, 1, threads_for(static_cast<double>(n * n)));
+  const int threads = threads_for(static_cast<double>(n * n));
+  detail::times_b(state_.eigenvectors.data(), n, z_w, out, 1, threads);
+  q_.times_qt(out, 1, n, threads);
+}
+
+std::vector<double> CMAES::eigenbasis() const {
+  const std::size_t n = num_params();
+  std::vector<double> bt = state_.eigenvectors;
+  q_.times_qt(bt.data(), n, n, options_.num_threads);
+  return bt;
+}
+
+void CMAES::basis_row(std::size_t i, double* out) const {
+  const std::size_t n = num_params();
+  std::copy_n(state_.eigenvectors.data() + i * n, n, out);
+  q_.times_qt(out, 1, n, 1);
 }
 
 void CMAES::update_covariance(double a, const std::vector<const double*>& y,
                               const std::vector<double>& coef) {
   const std::size_t n = num_params();
-  double* c = state_.cov.data();
   const std::size_t count = y.size();
   const int threads = threads_for(static_cast<double>(n * n) * static_cast<double>(count + 2) / 2.0);
   if (n >= detail::kPackedProducts) {
@@ -124,14 +144,7 @@ void CMAES::update_covariance(double a, const std::vector<const double*>& y,
   } else {
     update_covariance_rows(a, y, coef, threads);
   }
-  // Mirror into the upper triangle.
-  const std::size_t blocks = detail::ceil_div(n, detail::kRowBlock);
-  detail::parallel_items(blocks, detail::team_size(blocks, threads), [&](std::size_t b) {
-    const std::size_t j1 = std::min(n, (b + 1) * detail::kRowBlock);
-    for (std::size_t i = 0; i < n; ++i) {
-      for (std::size_t j = std::max(b * detail::kRowBlock, i + 1); j < j1; ++j) c[i * n + j] = c[j * n + i];
-    }
-  });
+  upper_stale_.store(true);
   if (state_.generation - state_.eigen_generation >= params_.eigen_interval) {
     try {
       decompose(state_);
@@ -140,6 +153,48 @@ void CMAES::update_covariance(double a, const std::vector<const double*>& y,
     }
     pack_eigenvectors();
   }
+}
+
+void CMAES::complete_state() const noexcept {
+  if (!upper_stale_.load()) return;
+  std::lock_guard<std::mutex> lock(mirror_mutex_);
+  if (!upper_stale_.load()) return;
+  const std::size_t n = num_params();
+  mirror_cov(threads_for(static_cast<double>(n * n) / 2.0));
+  upper_stale_.store(false);
+}
+
+// C's upper triangle from its lower one: block b is columns jb..j1-1, rows
+  // 0..j1-1, read from rows jb..j1-1 in tiles of 8 x 8 (8 cache lines read,
+  // 8 written per tile).
+void CMAES::mirror_cov(int threads) const noexcept {
+  const std::size_t n = num_params();
+  // Only the stale upper triangle is written, with the values C has (state()
+  // is const: the object itself is never const, so the write is defined).
+  double* c = const_cast<double*>(state_.cov.data());
+  const std::size_t blocks = detail::ceil_div(n, detail::kRowBlock);
+  detail::parallel_items(blocks, detail::team_size(blocks, threads), [&](std::size_t b) {
+    const std::size_t jb = b * detail::kRowBlock;
+    const std::size_t j1 = std::min(n, jb + detail::kRowBlock);
+    constexpr std::size_t kTile = 8;
+    double tile[kTile][kTile];
+    for (std::size_t t0 = jb; t0 < j1; t0 += kTile) {
+      const std::size_t tj = std::min(kTile, j1 - t0);
+      for (std::size_t i0 = 0; i0 < t0 + tj; i0 += kTile) {
+        const std::size_t ti = std::min(kTile, n - i0);
+        for (std::size_t a = 0; a < tj; ++a) {
+          const double* row = c + (t0 + a) * n + i0;
+          for (std::size_t u = 0; u < ti; ++u) tile[u][a] = row[u];
+        }
+        for (std::size_t u = 0; u < ti; ++u) {
+          double* out = c + (i0 + u) * n + t0;
+          for (std::size_t a = 0; a < tj; ++a) {
+            if (i0 + u < t0 + a) out[a] = tile[u][a];
+          }
+        }
+      }
+    }
+  });
 }
 
 void CMAES::update_covariance_rows(double a, const std::vector<const double*>& y,
@@ -218,14 +273,15 @@ void CMAES::update_covariance_blocked(double a, const std::vector<const double*>
 
 void CMAES::decompose(CMAState& state) const {
   const std::size_t n = num_params();
-  SymmetricEigen e = symmetric_eigen(state.cov.data(), n,
-                                     threads_for(static_cast<double>(n) * static_cast<double>(n * n)));
+  SymmetricEigen e = symmetric_eigen_factored(state.cov.data(), n,
+                                              threads_for(static_cast<double>(n) * static_cast<double>(n * n)));
   // An eigenvalue that rounding made <= 0 is raised to max * 1e-16; the
   // condition number (1e16) then stops the run (conditioncov).
   const double floor = e.values.back() * 1e-16;
   for (double& v : e.values) v = std::max(v, floor);
   state.eigenvalues = std::move(e.values);
   state.eigenvectors = std::move(e.vectors);
+  state.householder = std::move(e.q);
   state.eigen_generation = state.generation;
 }
 
@@ -245,13 +301,19 @@ void CMAES::check_and_decompose(CMAState& state) const {
     }
   }
   if (state.eigenvalues.empty() && state.eigenvectors.empty()) {
-    SymmetricEigen e = symmetric_eigen(c.data(), n, options_.num_threads);
+    if (!state.householder.vectors.empty() || !state.householder.tau.empty()) {
+      throw std::invalid_argument(
+          "state.householder must be empty when state.eigenvalues and state.eigenvectors are (C is decomposed "
+          "anew)");
+    }
+    SymmetricEigen e = symmetric_eigen_factored(c.data(), n, options_.num_threads);
     if (!(e.values.front() > 0)) {
       throw std::invalid_argument("state.cov must be positive definite, its smallest eigenvalue is " +
                                   detail::num(e.values.front()));
     }
     state.eigenvalues = std::move(e.values);
     state.eigenvectors = std::move(e.vectors);
+    state.householder = std::move(e.q);
     state.eigen_generation = state.generation;
     return;
   }
@@ -272,6 +334,11 @@ void CMAES::check_and_decompose(CMAState& state) const {
       throw std::invalid_argument("state.eigenvectors must be finite");
     }
   }
+  try {
+    check_householder(n, state.householder);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("state.") + e.what());
+  }
 }
 
 void CMAES::check_axes(std::map<std::string, double>& stop) const {
@@ -282,12 +349,21 @@ void CMAES::check_axes(std::map<std::string, double>& stop) const {
   if (o.noeffectaxis) {
     const std::size_t i = static_cast<std::size_t>(state_.generation) % n;
     const double step = 0.1 * state_.sigma * std::sqrt(ev[i]);
-    const double* b = state_.eigenvectors.data() + i * n;
-    bool no_effect = true;
-    for (std::size_t j = 0; j < n && no_effect; ++j) {
-      no_effect = state_.mean[j] == state_.mean[j] + step * b[j];
+    // b_i (a unit vector) has a component of at least 1 / sqrt(n) in size;
+    // a step that moves that component by more than the largest mean's ulp
+    // has an effect, whatever b_i is (no row of B^T formed then).
+    double largest = 0.0;
+    for (double m : state_.mean) largest = std::max(largest, std::fabs(m));
+    const double ulp = std::nextafter(largest, std::numeric_limits<double>::infinity()) - largest;
+    if (!(step * 0.99 / std::sqrt(static_cast<double>(n)) > 2.0 * ulp)) {
+      std::vector<double> b(n);
+      basis_row(i, b.data());
+      bool no_effect = true;
+      for (std::size_t j = 0; j < n && no_effect; ++j) {
+        no_effect = state_.mean[j] == state_.mean[j] + step * b[j];
+      }
+      if (no_effect) stop["noeffectaxis"] = 0.1;
     }
-    if (no_effect) stop["noeffectaxis"] = 0.1;
   }
   if (state_.sigma / run_sigma0() > o.tolupsigma * std::sqrt(ev.back())) stop["tolupsigma"] = o.tolupsigma;
 }
@@ -298,14 +374,20 @@ double CMAES::coord_std(std::size_t i) const noexcept {
 }
 
 void CMAES::to_z(const double* y, double* z) const {
-  // z = D^-1 B^T y, the inverse of Eq. (39).
+  // z = D^-1 B^T y = D^-1 E (Q^T y), the inverse of Eq. (39): w = y Q as a
+  // row, then the dot products with the rows of E = state.eigenvectors
+  // (four partial sums each), over fixed blocks of rows.
   const std::size_t n = num_params();
-  for (std::size_t j = 0; j < n; ++j) {
-    const double* b = state_.eigenvectors.data() + j * n;
-    double dot = 0.0;
-    for (std::size_t i = 0; i < n; ++i) dot += b[i] * y[i];
-    z[j] = dot / std::sqrt(state_.eigenvalues[j]);
-  }
+  const int threads = threads_for(static_cast<double>(n * n));
+  std::vector<double> w(y, y + n);
+  q_.times_q(w.data(), 1, n, threads);
+  const std::size_t blocks = detail::ceil_div(n, detail::kRowBlock);
+  detail::parallel_items(blocks, detail::team_size(blocks, threads), [&](std::size_t b) {
+    const std::size_t j0 = b * detail::kRowBlock;
+    const std::size_t j1 = std::min(n, j0 + detail::kRowBlock);
+    detail::dot4_rows(state_.eigenvectors.data() + j0 * n, n, j1 - j0, w.data(), n, z + j0);
+    for (std::size_t j = j0; j < j1; ++j) z[j] /= std::sqrt(state_.eigenvalues[j]);
+  });
 }
 
 // ---- SepCMAES ----------------------------------------------------------------
@@ -319,6 +401,7 @@ void SepCMAES::reset_covariance() {
   state_.cov.assign(num_params(), 1.0);
   state_.eigenvalues.clear();
   state_.eigenvectors.clear();
+  state_.householder = Householder{};
   state_.eigen_generation = 0;
 }
 
@@ -374,8 +457,10 @@ void SepCMAES::check_and_decompose(CMAState& state) const {
                                   detail::num(state.cov[i]));
     }
   }
-  if (!state.eigenvalues.empty() || !state.eigenvectors.empty()) {
-    throw std::invalid_argument("SepCMAES: state.eigenvalues and state.eigenvectors must be empty");
+  if (!state.eigenvalues.empty() || !state.eigenvectors.empty() || !state.householder.vectors.empty() ||
+      !state.householder.tau.empty()) {
+    throw std::invalid_argument(
+        "SepCMAES: state.eigenvalues, state.eigenvectors and state.householder must be empty");
   }
   state.eigen_generation = state.generation;
 }

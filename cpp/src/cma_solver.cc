@@ -92,6 +92,8 @@ void CMASolver::save_strategy(SolverState& state) const {
   state.doubles["cma.cov"] = s.cov;
   state.doubles["cma.eigenvalues"] = s.eigenvalues;
   state.doubles["cma.eigenvectors"] = s.eigenvectors;
+  state.doubles["cma.householder"] = s.householder.vectors;
+  state.doubles["cma.householder_tau"] = s.householder.tau;
   state.doubles["cma.sigma"] = {s.sigma};
   state.ints["cma.generation"] = {s.generation};
   state.ints["cma.eigen_generation"] = {s.eigen_generation};
@@ -107,6 +109,12 @@ void CMASolver::load_strategy(const SolverState& state) {
   s.cov = state.double_array("cma.cov", full ? n * n : n);
   s.eigenvalues = state.double_array("cma.eigenvalues", full ? n : 0);
   s.eigenvectors = state.double_array("cma.eigenvectors", full ? n * n : 0);
+  // Absent (a state saved before the reflectors were kept): Q = I, the
+  // eigenvectors B^T themselves. set_state checks the sizes.
+  if (state.doubles.count("cma.householder") != 0 || state.doubles.count("cma.householder_tau") != 0) {
+    s.householder.vectors = state.double_array("cma.householder");
+    s.householder.tau = state.double_array("cma.householder_tau");
+  }
   s.sigma = state.double_value("cma.sigma");
   s.generation = state.int_value("cma.generation");
   s.eigen_generation = full ? state.int_value("cma.eigen_generation") : s.generation;

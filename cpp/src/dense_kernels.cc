@@ -21,6 +21,46 @@ void axpy1(const double* __restrict b, std::size_t len, double a, double* __rest
   for (std::size_t t = 0; t < len; ++t) o[t] += b[t] * a;
 }
 
+EVOKIT_KERNEL_TARGETS
+double dot4(const double* __restrict a, const double* __restrict b, std::size_t len) noexcept {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  std::size_t t = 0;
+  for (; t + 4 <= len; t += 4) {
+    s0 += a[t] * b[t];
+    s1 += a[t + 1] * b[t + 1];
+    s2 += a[t + 2] * b[t + 2];
+    s3 += a[t + 3] * b[t + 3];
+  }
+  for (; t < len; ++t) s0 += a[t] * b[t];
+  return (s0 + s1) + (s2 + s3);
+}
+
+// Four rows at a time: sixteen independent sums (dot4's four per row), so
+// the adds are not one chain's latency apart.
+EVOKIT_KERNEL_TARGETS
+void dot4_rows(const double* __restrict a, std::size_t lda, std::size_t rows, const double* __restrict x,
+               std::size_t len, double* __restrict out) noexcept {
+  std::size_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    double s[4][4] = {};
+    const double* __restrict a0 = a + r * lda;
+    std::size_t t = 0;
+    for (; t + 4 <= len; t += 4) {
+      for (std::size_t u = 0; u < 4; ++u) {
+        s[0][u] += a0[t + u] * x[t + u];
+        s[1][u] += a0[lda + t + u] * x[t + u];
+        s[2][u] += a0[2 * lda + t + u] * x[t + u];
+        s[3][u] += a0[3 * lda + t + u] * x[t + u];
+      }
+    }
+    for (std::size_t c = 0; c < 4; ++c) {
+      for (std::size_t t2 = t; t2 < len; ++t2) s[c][0] += a0[c * lda + t2] * x[t2];
+      out[r + c] = (s[c][0] + s[c][1]) + (s[c][2] + s[c][3]);
+    }
+  }
+  for (; r < rows; ++r) out[r] = dot4(a + r * lda, x, len);
+}
+
 // Register tiles of 4 x 16 outputs (for four rows at a time; any remainder
 // one row at a time).
 EVOKIT_KERNEL_TARGETS

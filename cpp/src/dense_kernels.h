@@ -30,6 +30,15 @@ void axpy_4x(double* __restrict o, std::size_t len, double a0, const double* __r
 // o[t] += b[t] * a.
 void axpy1(const double* __restrict b, std::size_t len, double a, double* __restrict o) noexcept;
 
+// sum_t a[t] b[t] in four interleaved partial sums s_u (t = u mod 4),
+// returned as (s0 + s1) + (s2 + s3): a fixed order on every instruction set.
+double dot4(const double* __restrict a, const double* __restrict b, std::size_t len) noexcept;
+
+// out[r] = dot4(a + r * lda, x, len) for r < rows, the same bits, several
+// rows at a time.
+void dot4_rows(const double* __restrict a, std::size_t lda, std::size_t rows, const double* __restrict x,
+               std::size_t len, double* __restrict out) noexcept;
+
 // out[r * ostride + t] = sum_{i < m} v[i * vstride + r] q[i * qstride + t]
 // for r < rows, t < len: rows of V^T times a block of columns of q. Each
 // output is summed over i ascending from 0, as a plain loop would.

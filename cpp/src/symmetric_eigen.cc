@@ -14,8 +14,9 @@
 //    "divide and conquer on the tridiagonal" below): eigenvalues ascending,
 //    the eigenvectors of T as rows, leaves of at most kLeaf rows by QL.
 // 3. Those rows times Q^T, Q applied from the right in compact WY blocks of
-//    kBackBlock reflectors (as LAPACK's dormtr; apply_qt_right): two matrix
-//    products per block, no Q formed.
+//    kBackBlock reflectors (as LAPACK's dormtr; HouseholderProduct): three
+//    matrix products per block, no Q formed. symmetric_eigen_factored skips
+//    this step and returns the reflectors instead.
 // For n <= kQlMaxSize (bit-identical to the solver before step 2 existed):
 // 2'. Q accumulated backwards in blocks of kQBlock reflectors, in compact WY
 //    form I - V T V^T with T as LAPACK's dlarft builds it.
@@ -224,21 +225,6 @@ void symmetric_row4(const double* __restrict row0, std::size_t stride, std::size
   out[3] = acc3[0] + row3[i + 3] * x3;
 }
 
-// sum_t a[t] b[t] in four interleaved partial sums (a fixed order).
-EVOKIT_KERNEL_TARGETS
-double dot4(const double* __restrict a, const double* __restrict b, std::size_t len) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  std::size_t t = 0;
-  for (; t + 4 <= len; t += 4) {
-    s0 += a[t] * b[t];
-    s1 += a[t + 1] * b[t + 1];
-    s2 += a[t + 2] * b[t + 2];
-    s3 += a[t + 3] * b[t + 3];
-  }
-  for (; t < len; ++t) s0 += a[t] * b[t];
-  return (s0 + s1) + (s2 + s3);
-}
-
 // row[t] -= vi w[t] + wi v[t] for t < len: one rank-2 term of an update.
 EVOKIT_KERNEL_TARGETS
 void rank2_row(double* __restrict row, std::size_t len, const double* __restrict v,
@@ -247,10 +233,12 @@ void rank2_row(double* __restrict row, std::size_t len, const double* __restrict
 }
 
 // Four rank-2 terms in one pass, each subtracted in turn:
-// row[t] -= vi_r w_r[t] + wi_r v_r[t] for r = 0, 1, 2, 3 (stride apart).
+// row[t] -= vi_r w_r[t] + wi_r v_r[t] for r = 0, 1, 2, 3 (v_r, w_r stride
+// apart, vi_r, wi_r sstride apart): the bits of four rank2_row calls.
 EVOKIT_KERNEL_TARGETS
 void rank2_row4(double* __restrict row, std::size_t len, const double* __restrict v,
-                const double* __restrict w, std::size_t stride, const double* vi, const double* wi) {
+                const double* __restrict w, std::size_t stride, const double* vi, const double* wi,
+                std::size_t sstride) {
   const double* __restrict v0 = v;
   const double* __restrict v1 = v + stride;
   const double* __restrict v2 = v + 2 * stride;
@@ -259,8 +247,8 @@ void rank2_row4(double* __restrict row, std::size_t len, const double* __restric
   const double* __restrict w1 = w + stride;
   const double* __restrict w2 = w + 2 * stride;
   const double* __restrict w3 = w + 3 * stride;
-  const double a0 = vi[0], a1 = vi[stride], a2 = vi[2 * stride], a3 = vi[3 * stride];
-  const double b0 = wi[0], b1 = wi[stride], b2 = wi[2 * stride], b3 = wi[3 * stride];
+  const double a0 = vi[0], a1 = vi[sstride], a2 = vi[2 * sstride], a3 = vi[3 * sstride];
+  const double b0 = wi[0], b1 = wi[sstride], b2 = wi[2 * sstride], b3 = wi[3 * sstride];
   for (std::size_t t = 0; t < len; ++t) {
     double r = row[t];
     r -= a0 * w0[t] + b0 * v0[t];
@@ -297,7 +285,7 @@ constexpr std::size_t kPanel = 32;
 // h[k] receives H_k = v^T v / 2 of reflector k (0: none). With form_q true
 // (small n: QL on the whole matrix) Q is formed and the panel updates are
 // the rank-2 terms row by row, as before; with form_q false,
-// Q is not formed (apply_qt_right applies it later).
+// Q is not formed (HouseholderProduct applies it later).
 void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& d,
                     std::vector<double>& e, std::vector<double>& h, std::vector<double>& q, bool form_q,
                     int threads) {
@@ -326,8 +314,15 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
       d[k] = dk;
       double* x = a.data() + k * n + r0;  // kept in row k as v
       for (std::size_t i = 0; i < m; ++i) x[i] = a[(r0 + i) * n + k];
-      for (std::size_t jj = 0; jj < j; ++jj) {
-        rank2_row(x, m, wp.data() + jj * n + r0, vp.data() + jj * n + r0, wp[jj * n + k], vp[jj * n + k]);
+      {
+        std::size_t jj = 0;
+        for (; jj + 4 <= j; jj += 4) {
+          rank2_row4(x, m, wp.data() + jj * n + r0, vp.data() + jj * n + r0, n, wp.data() + jj * n + k,
+                     vp.data() + jj * n + k, n);
+        }
+        for (; jj < j; ++jj) {
+          rank2_row(x, m, wp.data() + jj * n + r0, vp.data() + jj * n + r0, wp[jj * n + k], vp[jj * n + k]);
+        }
       }
       double scale = 0.0;
       for (std::size_t i = 0; i < m; ++i) scale += std::fabs(x[i]);
@@ -372,12 +367,17 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
         for (std::size_t i = 0; i < i1; ++i) p[i] += s[i];
       }
       // The panel's earlier updates: p -= V (W^T x) + W (V^T x).
-      for (std::size_t jj = 0; jj < j; ++jj) {
-        alpha[jj] = dot4(wp.data() + jj * n + r0, x, m);
-        beta[jj] = dot4(vp.data() + jj * n + r0, x, m);
-      }
-      for (std::size_t jj = 0; jj < j; ++jj) {
-        rank2_row(p.data(), m, wp.data() + jj * n + r0, vp.data() + jj * n + r0, alpha[jj], beta[jj]);
+      dot4_rows(wp.data() + r0, n, j, x, m, alpha.data());
+      dot4_rows(vp.data() + r0, n, j, x, m, beta.data());
+      {
+        std::size_t jj = 0;
+        for (; jj + 4 <= j; jj += 4) {
+          rank2_row4(p.data(), m, wp.data() + jj * n + r0, vp.data() + jj * n + r0, n, alpha.data() + jj,
+                     beta.data() + jj, 1);
+        }
+        for (; jj < j; ++jj) {
+          rank2_row(p.data(), m, wp.data() + jj * n + r0, vp.data() + jj * n + r0, alpha[jj], beta[jj]);
+        }
       }
       for (std::size_t i = 0; i < m; ++i) p[i] /= H;
       double vpdot = 0.0;
@@ -404,7 +404,7 @@ void tridiagonalize(std::vector<double>& a, std::size_t n, std::vector<double>& 
         std::size_t jj = 0;
         for (; jj + 4 <= np; jj += 4) {
           rank2_row4(row, i - k1 + 1, vp.data() + jj * n + k1, wp.data() + jj * n + k1, n, vp.data() + jj * n + i,
-                     wp.data() + jj * n + i);
+                     wp.data() + jj * n + i, n);
         }
         for (; jj < np; ++jj) {
           rank2_row(row, i - k1 + 1, vp.data() + jj * n + k1, wp.data() + jj * n + k1, vp[jj * n + i], wp[jj * n + i]);
@@ -1146,97 +1146,36 @@ void divide_and_conquer(std::vector<double>& d, std::vector<double>& e, std::siz
   }
 }
 
-// Reflectors per block of apply_qt_right and rows of x per work item.
+// Reflectors per block of HouseholderProduct and rows of x per work item.
 constexpr std::size_t kBackBlock = 32;
 static_assert(kBackBlock == kMatmulPanel, "V (m x kBackBlock) is used as its own packed form");
 constexpr std::size_t kBackRows = 32;
 
-// x <- x Q^T (x: n x n, row-major; Q = P_0 ... P_{n-3} from tridiagonalize,
-// its reflectors in the upper part of a), as LAPACK's dormtr but from the
-// right: Q = B_0 B_1 ... with B_b = I - V T V^T the compact WY form of
-// kBackBlock reflectors (T upper triangular, as dlarft), so
-//   x Q^T = x B_last^T ... B_0^T,  x B^T = x - ((x V) T^T) V^T,
-// two matrix products per block. Rows of x are independent: parallel over
-// blocks of kBackRows rows, each taken through all blocks while in cache.
-void apply_qt_right(const std::vector<double>& a, const std::vector<double>& h, std::size_t n, double* x,
-                    int threads) {
-  const std::size_t reflectors = n >= 2 ? n - 2 : 0;
-  if (reflectors == 0) return;
-  constexpr std::size_t b = kBackBlock;
-  const std::size_t nblocks = ceil_div(reflectors, b);
-  struct Block {
-    std::size_t r0, m;
-    // V (m x b, its own packed form), V^T (rows, then packed), T and T^T.
-    std::vector<double> v, vt_rows, vt, t_raw, t, gram;
-  };
-  // Kept by the calling thread (kKeptBytes): about 3 n^2 doubles.
-  thread_local std::vector<Block> kept;
-  std::vector<Block> local;
-  std::vector<Block>& blocks = kept_or_local(kept, local, 3 * n * n * sizeof(double));
-  if (blocks.size() < nblocks) blocks.resize(nblocks);
-  // (Building the blocks is about n^2 b multiply-adds; threaded from n of about 360.)
-  parallel_items(nblocks, static_cast<double>(n) * n * b < kParallelMatmulWork ? 1 : team_size(nblocks, threads),
-                 [&](std::size_t bi) {
-    Block& B = blocks[bi];
-    const std::size_t k0 = bi * b;
-    const std::size_t nb = std::min(reflectors, k0 + b) - k0;
-    B.r0 = k0 + 1;
-    B.m = n - B.r0;
-    const std::size_t m = B.m;
-    B.v.assign(m * b, 0.0);
-    B.vt_rows.assign(b * m, 0.0);
-    B.t_raw.assign(b * b, 0.0);
-    for (std::size_t r = 0; r < nb; ++r) {
-      const std::size_t k = k0 + r;
-      if (h[k] == 0.0) continue;
-      for (std::size_t i = k + 1; i < n; ++i) {
-        B.v[(i - B.r0) * b + r] = a[k * n + i];
-        B.vt_rows[r * m + (i - B.r0)] = a[k * n + i];
-      }
+// The reflectors of tridiagonalize (v_k in the upper part of row k of a,
+// H_k = v_k^T v_k / 2 in h[k], 0: none) as a Householder: tau = 1 / H.
+Householder reflectors_of(const std::vector<double>& a, const std::vector<double>& h, std::size_t n) {
+  Householder q;
+  if (n < 2) return q;
+  q.vectors.assign(n * (n - 1) / 2, 0.0);
+  q.tau.assign(n - 1, 0.0);
+  std::size_t offset = 0;
+  for (std::size_t k = 0; k + 1 < n; ++k) {
+    const std::size_t len = n - 1 - k;
+    if (k + 2 < n && h[k] != 0.0) {
+      std::copy_n(a.data() + k * n + k + 1, len, q.vectors.data() + offset);
+      q.tau[k] = 1.0 / h[k];
     }
-    // gram[c * b + r] = v_c^T v_r (over all m rows: the entries above v_r's
-    // start are zeros), then T column by column as dlarft.
-    B.gram.resize(b * b);
-    double* gram = B.gram.data();
-    matmul_packed(b, b, m, B.vt_rows.data(), m, B.v.data(), gram, b, false);  // V is its own packed form
-    for (std::size_t r = 0; r < nb; ++r) {
-      const double tau = h[k0 + r] == 0.0 ? 0.0 : 1.0 / h[k0 + r];
-      for (std::size_t c = 0; c < r; ++c) {
-        double sum = 0.0;
-        for (std::size_t t2 = c; t2 < r; ++t2) sum += B.t_raw[c * b + t2] * gram[t2 * b + r];
-        B.t_raw[c * b + r] = -tau * sum;
-      }
-      B.t_raw[r * b + r] = tau;
-    }
-    B.vt.resize(packed_size(b, m));
-    pack_panels(b, m, B.vt_rows.data(), m, B.vt.data());
-    // T^T (b x b = one panel: its own packed form).
-    B.t.resize(b * b);
-    for (std::size_t r = 0; r < b; ++r) {
-      for (std::size_t c = 0; c < b; ++c) B.t[r * b + c] = B.t_raw[c * b + r];
-    }
-  });
-  const std::size_t items = ceil_div(n, kBackRows);
-  const double work = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
-  parallel_items(items, work < kParallelMatmulWork ? 1 : team_size(items, threads), [&](std::size_t it) {
-    const std::size_t i0 = it * kBackRows;
-    const std::size_t rows = std::min(kBackRows, n - i0);
-    std::vector<double> y(rows * b), y2(rows * b);
-    for (std::size_t bi = nblocks; bi-- > 0;) {
-      const Block& B = blocks[bi];
-      double* xr = x + i0 * n + B.r0;
-      matmul_packed(rows, b, B.m, xr, n, B.v.data(), y.data(), b, false);
-      // y2 = y T^T (the terms t < c of each sum are exact zeros).
-      matmul_packed(rows, b, b, y.data(), b, B.t.data(), y2.data(), b, false);
-      matmul_packed(rows, B.m, b, y2.data(), b, B.vt.data(), xr, n, true);
-    }
-  });
+    offset += len;
+  }
+  return q;
 }
 
 }  // namespace
 }  // namespace detail
 
-SymmetricEigen symmetric_eigen(const double* a, std::size_t n, int num_threads) {
+namespace {
+
+SymmetricEigen decompose(const double* a, std::size_t n, int num_threads, bool factored) {
   detail::require_non_null(a, "a");
   detail::require_num_threads(num_threads);
   for (std::size_t i = detail::all_finite(a, n * n) ? n * n : 0; i < n * n; ++i) {
@@ -1262,8 +1201,10 @@ SymmetricEigen symmetric_eigen(const double* a, std::size_t n, int num_threads) 
   constexpr int kScaleExponent = 384;
   int scale_exponent = 0;
   {
-    double anrm = 0.0;
-    for (std::size_t i = 0; i < n * n; ++i) anrm = std::max(anrm, std::fabs(a[i]));
+    double anrm = 0.0;  // over the lower triangle, the part used
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j <= i; ++j) anrm = std::max(anrm, std::fabs(a[i * n + j]));
+    }
     int exponent = 0;
     std::frexp(anrm, &exponent);  // anrm = f 2^exponent, f in [1/2, 1)
     if (anrm > 0.0 && (exponent > kScaleExponent || exponent < -kScaleExponent)) {
@@ -1275,9 +1216,19 @@ SymmetricEigen symmetric_eigen(const double* a, std::size_t n, int num_threads) 
   if (n > detail::kQlMaxSize) {
     detail::tridiagonalize(work, n, d, e, h, z, false, num_threads);
     detail::divide_and_conquer(d, e, n, z, num_threads);
-    detail::apply_qt_right(work, h, n, z.data(), num_threads);
+    Householder q = detail::reflectors_of(work, h, n);
     for (double& x : d) x = std::ldexp(x, scale_exponent);
     out.values = std::move(d);
+    if (factored) {
+      out.q = std::move(q);
+    } else {
+      // The blocks (about n^2 doubles), kept by the calling thread.
+      thread_local HouseholderProduct kept;
+      HouseholderProduct local;
+      HouseholderProduct& product = detail::kept_or_local(kept, local, n * n * sizeof(double));
+      product.assign(n, q, num_threads);
+      product.times_qt(z.data(), n, n, num_threads);
+    }
     out.vectors = std::move(z);
     return out;
   }
@@ -1296,6 +1247,148 @@ SymmetricEigen symmetric_eigen(const double* a, std::size_t n, int num_threads) 
     for (std::size_t i = 0; i < n; ++i) out.vectors[j * n + i] = z[i * n + col];
   }
   return out;
+}
+
+}  // namespace
+
+SymmetricEigen symmetric_eigen(const double* a, std::size_t n, int num_threads) {
+  return decompose(a, n, num_threads, false);
+}
+
+SymmetricEigen symmetric_eigen_factored(const double* a, std::size_t n, int num_threads) {
+  return decompose(a, n, num_threads, true);
+}
+
+void check_householder(std::size_t n, const Householder& q) {
+  if (q.vectors.empty() && q.tau.empty()) return;
+  const std::size_t size = n < 2 ? 0 : n * (n - 1) / 2;
+  const std::size_t reflectors = n < 2 ? 0 : n - 1;
+  if (q.vectors.size() != size || q.tau.size() != reflectors) {
+    throw std::invalid_argument("householder and householder_tau must have " + std::to_string(size) + " and " +
+                                std::to_string(reflectors) + " entries (or both be empty), got " +
+                                std::to_string(q.vectors.size()) + " and " + std::to_string(q.tau.size()));
+  }
+  for (std::size_t i = detail::all_finite(q.vectors.data(), size) ? size : 0; i < size; ++i) {
+    if (!std::isfinite(q.vectors[i])) {
+      std::size_t k = 0;  // the reflector of entry i
+      while ((k + 1) * (2 * n - k - 2) / 2 <= i) ++k;
+      throw std::invalid_argument("householder[" + std::to_string(i) + "] (reflector " + std::to_string(k) +
+                                  ") must be finite, got " + detail::format_number(q.vectors[i]));
+    }
+  }
+  std::size_t offset = 0;
+  for (std::size_t k = 0; k < reflectors; ++k) {
+    const std::size_t len = n - 1 - k;
+    const double norm2 = detail::dot4(q.vectors.data() + offset, q.vectors.data() + offset, len);
+    const double tau = q.tau[k];
+    if (tau != 0.0 && !(std::fabs(tau * norm2 - 2.0) <= 2e-10)) {
+      throw std::invalid_argument("householder_tau[" + std::to_string(k) + "] must be 0 or 2 / ||v_" +
+                                  std::to_string(k) + "||^2 = " + detail::format_number(2.0 / norm2) +
+                                  " (an orthogonal reflector), got " + detail::format_number(tau));
+    }
+    offset += len;
+  }
+}
+
+void HouseholderProduct::assign(std::size_t n, const Householder& q, int num_threads) {
+  detail::require_num_threads(num_threads);
+  check_householder(n, q);
+  n_ = n;
+  num_blocks_ = 0;
+  // The reflectors up to the last one that is not the identity.
+  std::size_t reflectors = q.tau.size();
+  while (reflectors > 0 && q.tau[reflectors - 1] == 0.0) --reflectors;
+  if (reflectors == 0) return;
+  constexpr std::size_t b = detail::kBackBlock;
+  const std::size_t nblocks = detail::ceil_div(reflectors, b);
+  if (blocks_.size() < nblocks) blocks_.resize(nblocks);
+  num_blocks_ = nblocks;
+  // (Building the blocks is about n^2 b multiply-adds; threaded from n of about 360.)
+  const double work = static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(b);
+  detail::parallel_items(nblocks, work < detail::kParallelMatmulWork ? 1 : detail::team_size(nblocks, num_threads),
+                         [&](std::size_t bi) {
+    Block& B = blocks_[bi];
+    const std::size_t k0 = bi * b;
+    const std::size_t nb = std::min(reflectors, k0 + b) - k0;
+    B.r0 = k0 + 1;
+    B.m = n - B.r0;
+    const std::size_t m = B.m;
+    B.v.assign(m * b, 0.0);
+    std::vector<double> vt_rows(b * m, 0.0), gram(b * b), t(b * b, 0.0);
+    for (std::size_t r = 0; r < nb; ++r) {
+      const std::size_t k = k0 + r;
+      if (q.tau[k] == 0.0) continue;
+      const double* vk = q.vectors.data() + k * (2 * n - k - 1) / 2;  // components k+1..n-1
+      for (std::size_t i = k + 1; i < n; ++i) {
+        B.v[(i - B.r0) * b + r] = vk[i - k - 1];
+        vt_rows[r * m + (i - B.r0)] = vk[i - k - 1];
+      }
+    }
+    // gram[c * b + r] = v_c^T v_r (over all m rows: the entries above v_r's
+    // start are zeros), then T column by column as dlarft.
+    detail::matmul_packed(b, b, m, vt_rows.data(), m, B.v.data(), gram.data(), b, false);  // V: its own packed form
+    for (std::size_t r = 0; r < nb; ++r) {
+      const double tau = q.tau[k0 + r];
+      for (std::size_t c = 0; c < r; ++c) {
+        double sum = 0.0;
+        for (std::size_t t2 = c; t2 < r; ++t2) sum += t[c * b + t2] * gram[t2 * b + r];
+        t[c * b + r] = -tau * sum;
+      }
+      t[r * b + r] = tau;
+    }
+    B.vt.resize(detail::packed_size(b, m));
+    detail::pack_panels(b, m, vt_rows.data(), m, B.vt.data());
+    // T and T^T (b x b = one panel: their own packed forms).
+    B.t = t;
+    B.t_transposed.resize(b * b);
+    for (std::size_t r = 0; r < b; ++r) {
+      for (std::size_t c = 0; c < b; ++c) B.t_transposed[r * b + c] = t[c * b + r];
+    }
+  });
+}
+
+void HouseholderProduct::times_qt(double* x, std::size_t rows, std::size_t ldx, int num_threads) const {
+  apply(x, rows, ldx, true, num_threads);
+}
+
+void HouseholderProduct::times_q(double* x, std::size_t rows, std::size_t ldx, int num_threads) const {
+  apply(x, rows, ldx, false, num_threads);
+}
+
+// x Q^T = x B_last^T ... B_0^T and x Q = x B_0 ... B_last, x B^T = x - ((x V)
+// T^T) V^T, x B = x - ((x V) T) V^T. The rows are cut into num_threads groups
+// of at most kBackRows (a row's bits do not depend on the cut: each output of
+// matmul_packed is one sum in a fixed order), each taken through every block
+// while in cache.
+void HouseholderProduct::apply(double* x, std::size_t rows, std::size_t ldx, bool transposed,
+                               int num_threads) const {
+  detail::require_num_threads(num_threads);
+  if (num_blocks_ == 0 || rows == 0) return;
+  detail::require_non_null(x, "x");
+  if (ldx < n_) throw std::invalid_argument("ldx must be >= n = " + std::to_string(n_) + ", got " + std::to_string(ldx));
+  constexpr std::size_t b = detail::kBackBlock;
+  const double work = static_cast<double>(rows) * static_cast<double>(n_) * static_cast<double>(n_);
+  const int team = work < detail::kParallelMatmulWork ? 1 : num_threads;
+  const std::size_t per_item = std::min(detail::kBackRows, detail::ceil_div(rows, static_cast<std::size_t>(team)));
+  const std::size_t items = detail::ceil_div(rows, per_item);
+  detail::parallel_items(items, detail::team_size(items, team), [&](std::size_t it) {
+    const std::size_t i0 = it * per_item;
+    const std::size_t count = std::min(per_item, rows - i0);
+    std::vector<double> y(count * b), y2(count * b);
+    auto step = [&](const Block& B) {
+      double* xr = x + i0 * ldx + B.r0;
+      detail::matmul_packed(count, b, B.m, xr, ldx, B.v.data(), y.data(), b, false);
+      // y2 = y T^T or y T (the exact-zero terms of T's lower part included).
+      detail::matmul_packed(count, b, b, y.data(), b, transposed ? B.t_transposed.data() : B.t.data(), y2.data(), b,
+                            false);
+      detail::matmul_packed(count, B.m, b, y2.data(), b, B.vt.data(), xr, ldx, true);
+    };
+    if (transposed) {
+      for (std::size_t bi = num_blocks_; bi-- > 0;) step(blocks_[bi]);
+    } else {
+      for (std::size_t bi = 0; bi < num_blocks_; ++bi) step(blocks_[bi]);
+    }
+  });
 }
 
 }  // namespace evokit

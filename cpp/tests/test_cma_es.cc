@@ -630,6 +630,123 @@ TEST(SymmetricEigen, RejectsNonFinite) {
                                                        "matrix entry (1, 1) is nan"));
 }
 
+// ---- Q kept as Householder reflectors --------------------------------------------
+
+// Q itself: the rows of I times Q.
+std::vector<double> ExplicitQ(const HouseholderProduct& p, std::size_t n) {
+  std::vector<double> q(n * n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) q[i * n + i] = 1.0;
+  p.times_q(q.data(), n, n);
+  return q;
+}
+
+TEST(SymmetricEigen, FactoredIsTheExplicitBitForBit) {
+  std::mt19937_64 rng(31);
+  for (std::size_t n : {33, 65, 130, 400}) {
+    SCOPED_TRACE(n);
+    const std::vector<double> a = n == 400 ? CmaLike(n, 30, 0.5, rng) : RandomSymmetric(n, rng);
+    const SymmetricEigen e = symmetric_eigen(a.data(), n);
+    const SymmetricEigen f = symmetric_eigen_factored(a.data(), n);
+    EXPECT_TRUE(SameBits(e.values, f.values));
+    ASSERT_EQ(f.q.vectors.size(), n * (n - 1) / 2);
+    ASSERT_EQ(f.q.tau.size(), n - 1);
+    EXPECT_TRUE(e.q.vectors.empty());
+    HouseholderProduct p;
+    p.assign(n, f.q);
+    std::vector<double> all = f.vectors;
+    p.times_qt(all.data(), n, n);
+    EXPECT_TRUE(SameBits(all, e.vectors));
+    // Any rows, any thread count: each row's bits are the same.
+    for (int threads : {1, 2, 3}) {
+      std::vector<double> some(f.vectors.begin() + 5 * n, f.vectors.begin() + 12 * n);
+      p.times_qt(some.data(), 7, n, threads);
+      EXPECT_TRUE(SameBits(some, std::vector<double>(e.vectors.begin() + 5 * n, e.vectors.begin() + 12 * n)))
+          << threads;
+    }
+  }
+  // Small n: QL on the whole matrix, Q formed, nothing factored.
+  const std::vector<double> small = RandomSymmetric(20, rng);
+  const SymmetricEigen s = symmetric_eigen_factored(small.data(), 20);
+  EXPECT_TRUE(s.q.vectors.empty() && s.q.tau.empty());
+  EXPECT_TRUE(SameBits(s.vectors, symmetric_eigen(small.data(), 20).vectors));
+}
+
+TEST(HouseholderProduct, IsTheOrthogonalQThatTridiagonalisesTheMatrix) {
+  std::mt19937_64 rng(37);
+  const std::size_t n = 90;
+  const std::vector<double> a = RandomSymmetric(n, rng);
+  const SymmetricEigen f = symmetric_eigen_factored(a.data(), n);
+  HouseholderProduct p;
+  p.assign(n, f.q, 2);
+  const std::vector<double> q = ExplicitQ(p, n);
+  double norm = 0;
+  for (double v : a) norm = std::max(norm, std::fabs(v));
+  // Q^T Q = I and Q^T A Q tridiagonal.
+  std::vector<double> aq(n * n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < n; ++k) {
+      for (std::size_t j = 0; j < n; ++j) aq[i * n + j] += a[i * n + k] * q[k * n + j];
+    }
+  }
+  double orthogonality = 0, off_band = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      double qq = 0, t = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        qq += q[k * n + i] * q[k * n + j];
+        t += q[k * n + i] * aq[k * n + j];
+      }
+      orthogonality = std::max(orthogonality, std::fabs(qq - (i == j ? 1.0 : 0.0)));
+      if (i > j + 1 || j > i + 1) off_band = std::max(off_band, std::fabs(t));
+    }
+  }
+  EXPECT_LT(orthogonality, 1e-13);
+  EXPECT_LT(off_band, 1e-12 * norm * static_cast<double>(n));
+  // times_q undoes times_qt.
+  std::normal_distribution<double> normal;
+  std::vector<double> x(3 * n);
+  for (double& v : x) v = normal(rng);
+  std::vector<double> y = x;
+  p.times_qt(y.data(), 3, n);
+  p.times_q(y.data(), 3, n);
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], x[i], 1e-13) << i;
+  // Reflectors that are all the identity: Q = I, nothing done.
+  Householder none;
+  none.vectors.assign(n * (n - 1) / 2, 0.5);
+  none.tau.assign(n - 1, 0.0);
+  p.assign(n, none);
+  EXPECT_TRUE(p.identity());
+  std::vector<double> same = x;
+  p.times_qt(same.data(), 3, n);
+  EXPECT_TRUE(SameBits(same, x));
+}
+
+TEST(HouseholderProduct, RejectsReflectorsThatAreNotOrthogonal) {
+  const std::size_t n = 5;  // v_0 = (1, 1, 0, 0), v_1 = (2, 0, 0), ...
+  Householder q;
+  q.vectors.assign(n * (n - 1) / 2, 0.0);
+  q.tau.assign(n - 1, 0.0);
+  q.vectors[0] = q.vectors[1] = 1.0;
+  q.tau[0] = 1.0;  // 2 / ||v_0||^2
+  q.vectors[4] = 2.0;
+  q.tau[1] = 0.5;
+  HouseholderProduct p;
+  p.assign(n, q);
+  EXPECT_FALSE(p.identity());
+  Householder bad = q;
+  bad.tau[1] = 0.4;
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { p.assign(n, bad); }),
+            "householder_tau[1] must be 0 or 2 / ||v_1||^2 = 0.5 (an orthogonal reflector), got 0.4");
+  bad = q;
+  bad.vectors[7] = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { p.assign(n, bad); }),
+            "householder[7] (reflector 2) must be finite, got inf");
+  bad = q;
+  bad.tau.pop_back();
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { p.assign(n, bad); }),
+            "householder and householder_tau must have 10 and 4 entries (or both be empty), got 10 and 3");
+}
+
 // ---- convergence ---------------------------------------------------------------
 
 TEST(CMAES, SphereConverges) {
@@ -687,6 +804,9 @@ TEST(CMAES, ThreadCountDoesNotChangeBits) {
   EXPECT_TRUE(SameBits(one.p_sigma, three.p_sigma));
   EXPECT_TRUE(SameBits(one.p_c, three.p_c));
   EXPECT_TRUE(SameBits(one.eigenvectors, three.eigenvectors));
+  ASSERT_FALSE(one.householder.tau.empty());  // n > 32: Q kept as reflectors
+  EXPECT_TRUE(SameBits(one.householder.vectors, three.householder.vectors));
+  EXPECT_TRUE(SameBits(one.householder.tau, three.householder.tau));
   EXPECT_EQ(one.sigma, three.sigma);
 }
 
@@ -995,6 +1115,63 @@ TEST(CMAES, SetStateValidatesAndRoundTrips) {
   s = es.state();
   s.sigma = 0;
   EXPECT_EQ(MessageOf<std::invalid_argument>([&] { other.set_state(s); }), "state.sigma must be > 0 and finite, got 0");
+}
+
+TEST(CMAES, FactoredStateRoundTripsAndItsBasisIsTheEigenvectors) {
+  // n = 40 > 32: each decomposition keeps Q as reflectors.
+  const std::size_t n = 40;
+  CMAESOptions o;
+  o.seed = 3;
+  CMAES es(std::vector<double>(n, 1.0), 0.5, o);
+  Optimize(es, Ellipsoid, 40);
+  const CMAState s = es.state();
+  ASSERT_GT(s.eigen_generation, 0);
+  ASSERT_EQ(s.householder.tau.size(), n - 1);
+  // A run that decomposes C right now: B diag(eigenvalues) B^T = C.
+  CMAState now = s;
+  now.eigenvalues.clear();
+  now.eigenvectors.clear();
+  now.householder = Householder{};
+  CMAES fresh(std::vector<double>(n, 0.0), 1.0, o);
+  fresh.set_state(now);
+  ASSERT_EQ(fresh.state().householder.tau.size(), n - 1);
+  const std::vector<double> bt = fresh.eigenbasis();
+  const std::vector<double>& ev = fresh.state().eigenvalues;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      double c = 0;
+      for (std::size_t k = 0; k < n; ++k) c += bt[k * n + i] * ev[k] * bt[k * n + j];
+      EXPECT_NEAR(c, s.cov[i * n + j], 1e-12 * ev.back()) << i << ", " << j;
+    }
+  }
+  // A sample is m + sigma B D z with B^T = eigenbasis(), z its key's normals.
+  const std::vector<double> x = es.ask();
+  const std::vector<double> b = es.eigenbasis();
+  std::vector<float> z(n);
+  fill_gaussian(3, static_cast<std::uint64_t>(es.keys()[2]), 0, z.data(), n);
+  for (std::size_t i = 0; i < n; ++i) {
+    double y = 0;
+    for (std::size_t j = 0; j < n; ++j) y += b[j * n + i] * std::sqrt(s.eigenvalues[j]) * static_cast<double>(z[j]);
+    EXPECT_NEAR(x[2 * n + i], s.mean[i] + s.sigma * y, 1e-12) << i;
+  }
+  // The state continues bit for bit; a broken reflector is named.
+  CMAES other(std::vector<double>(n, 0.0), 1.0, o);
+  other.set_state(s);
+  EXPECT_TRUE(SameBits(other.ask(), x));
+  CMAState bad = s;
+  bad.householder.tau[3] *= 1.5;
+  EXPECT_TRUE(ThrowsWithMessage<std::invalid_argument>([&] { other.set_state(bad); },
+                                                       "state.householder_tau[3] must be 0 or 2 / ||v_3||^2"));
+  bad = s;
+  bad.eigenvalues.clear();
+  bad.eigenvectors.clear();
+  EXPECT_TRUE(ThrowsWithMessage<std::invalid_argument>(
+      [&] { other.set_state(bad); },
+      "state.householder must be empty when state.eigenvalues and state.eigenvectors are"));
+  bad = s;
+  bad.householder.tau.clear();
+  EXPECT_TRUE(ThrowsWithMessage<std::invalid_argument>([&] { other.set_state(bad); },
+                                                       "state.householder and householder_tau must have 780 and 39"));
 }
 
 // ---- told (repaired) and injected solutions --------------------------------------

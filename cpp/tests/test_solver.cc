@@ -494,8 +494,8 @@ TEST(StrategySolverState, TheStatesHoldTheDocumentedEntries) {
   EXPECT_EQ(s.noise_version, kNoiseVersion);
   EXPECT_TRUE(s.floats.empty());
   EXPECT_EQ(Names(s.doubles),
-            (std::set<std::string>{"cma.cov", "cma.eigenvalues", "cma.eigenvectors", "cma.mean",
-                                   "cma.p_c", "cma.p_sigma", "cma.sigma"}));
+            (std::set<std::string>{"cma.cov", "cma.eigenvalues", "cma.eigenvectors", "cma.householder",
+                                   "cma.householder_tau", "cma.mean", "cma.p_c", "cma.p_sigma", "cma.sigma"}));
   EXPECT_EQ(Names(s.ints), (std::set<std::string>{"cma.eigen_generation", "cma.generation",
                                                   "draws"}));
   EXPECT_EQ(s.ints.at("draws"), std::vector<std::int64_t>{1});

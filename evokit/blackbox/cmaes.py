@@ -134,7 +134,7 @@ class _CMABlackBox(ReplayPickling, AskTellStrategy):
 
     @property
     def sigma(self) -> float:
-        return float(self._es.get_state()["sigma"])
+        return float(self._es.sigma)
 
     @property
     def large_restarts(self) -> int:

@@ -21,7 +21,7 @@ from helpers import DATA
 # ---- the C++ step against the reference --------------------------------------------
 
 @pytest.mark.parametrize("cls, separable", [(_core.CMAES, False), (_core.SepCMAES, True)])
-@pytest.mark.parametrize("n, lam", [(8, None), (8, 9), (3, 12), (25, None)])
+@pytest.mark.parametrize("n, lam", [(8, None), (8, 9), (3, 12), (25, None), (60, None)])  # 60: Q factored
 @pytest.mark.parametrize("p_sigma_scale", [1.0, 20.0])  # 20: h_sigma = 0
 def test_one_generation_matches_the_reference(cls, separable, n, lam, p_sigma_scale):
     rng = np.random.default_rng(n * 100 + (lam or 0))
@@ -63,6 +63,53 @@ def test_samples_are_the_documented_normals_of_their_keys():
         # the same bits as the noise of an uncached GaussianSampler with this seed
         sampler = _core.GaussianSampler(seed=seed, sigma=1.0, cached=False, cache_size=0, num_params=n)
         np.testing.assert_array_equal(sampler.noise(int(key)), z.astype(np.float32))
+
+
+def test_a_factored_decomposition_round_trips_and_gives_its_basis():
+    # n > 32: the decomposition keeps Q as Householder reflectors, B^T =
+    # eigenvectors Q^T; eigenbasis() forms B^T.
+    n, seed = 45, 8
+    es = _core.CMAES(np.full(n, 0.5), 0.3, seed=seed)
+    for _ in range(30):
+        x = es.ask()
+        es.tell(ellipsoid(x))
+    state = es.get_state()
+    assert state["eigen_generation"] > 0
+    assert state["householder"].shape == (n * (n - 1) // 2,)
+    assert state["householder_tau"].shape == (n - 1,)
+    assert es.sigma == state["sigma"]
+    bt, d = es.eigenbasis(), np.sqrt(state["eigenvalues"])
+    np.testing.assert_allclose(bt @ bt.T, np.eye(n), rtol=0, atol=1e-13)
+    assert not np.allclose(bt, state["eigenvectors"])  # Q is not the identity
+    x = es.ask()
+    for k, key in enumerate(es.keys):
+        z = _core.fill_gaussian(seed, int(key), 0, n).astype(np.float64)
+        np.testing.assert_allclose(x[k], state["mean"] + state["sigma"] * (bt.T @ (d * z)), rtol=0, atol=1e-12)
+    # The state continues bit for bit in another instance.
+    other = _core.CMAES(np.zeros(n), 1.0, seed=seed)
+    other.set_state(**state)
+    np.testing.assert_array_equal(other.ask(), x)
+    # C decomposed now: B diag(eigenvalues) B^T = C.
+    fresh = _core.CMAES(np.zeros(n), 1.0, seed=seed)
+    fresh.set_state(**{k: v for k, v in state.items()
+                       if k not in ("eigenvalues", "eigenvectors", "householder", "householder_tau")})
+    got = fresh.get_state()
+    b = fresh.eigenbasis().T
+    np.testing.assert_allclose(b @ np.diag(got["eigenvalues"]) @ b.T, state["cov"], rtol=0,
+                               atol=1e-12 * got["eigenvalues"].max())
+    with pytest.raises(ValueError, match=r"state.householder_tau\[2\] must be 0 or 2 / \|\|v_2\|\|\^2"):
+        tau = state["householder_tau"].copy()
+        tau[2] *= 3
+        other.set_state(**dict(state, householder_tau=tau))
+    with pytest.raises(ValueError, match="householder and householder_tau must be given together"):
+        other.set_state(**{k: v for k, v in state.items() if k != "householder_tau"})
+    # n <= 32: no reflectors, eigenvectors = B^T.
+    small = _core.CMAES(np.ones(6), 0.5, seed=1)
+    for _ in range(10):
+        x = small.ask()
+        small.tell(sphere(x))
+    assert small.get_state()["householder"].size == 0
+    np.testing.assert_array_equal(small.eigenbasis(), small.get_state()["eigenvectors"])
 
 
 @pytest.mark.parametrize("cls", [evokit.CMAES, evokit.SepCMAES])

@@ -68,17 +68,21 @@
 //
 // Threads. Normals are drawn in parallel over members; y = B D z in parallel
 // over blocks of coordinates (all members at once, so B is read once per
-// generation); the rank-mu update in parallel over rows of C; the
-// eigendecomposition as symmetric_eigen.h describes. Every number
+// generation), then, for n > 32, the reflectors of Q in parallel over groups
+// of members (CMAState); the rank-mu update in parallel over rows of C (its
+// lower triangle: state() mirrors it); the eigendecomposition as
+// symmetric_eigen.h describes. Every number
 // is computed by one thread with a fixed order of operations, so results are
 // bit-identical for any num_threads. Small problems run on one thread.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -197,12 +201,18 @@ struct CMAState {
   // C: full, n * n row-major (symmetric); separable, its diagonal (n).
   std::vector<double> cov;
   // The decomposition C = B diag(eigenvalues) B^T used for sampling, which
-  // lags C by up to eigen_interval generations (full only; separable: both
-  // empty, D = sqrt(cov) at every generation). eigenvectors is B^T,
-  // n * n row-major: row j is the unit eigenvector of eigenvalue j; the
-  // eigenvalues ascend.
+  // lags C by up to eigen_interval generations (full only; separable: all
+  // empty, D = sqrt(cov) at every generation). B^T = eigenvectors Q^T:
+  // eigenvectors is n * n row-major, Q the orthogonal matrix of the
+  // Householder reflectors `householder` (symmetric_eigen.h;
+  // empty: Q = I, eigenvectors = B^T). Row j of B^T is the unit
+  // eigenvector of eigenvalue j; the eigenvalues ascend. For n > 32 a
+  // decomposition keeps Q factored (symmetric_eigen_factored): sampling then
+  // applies the reflectors to lambda rows per generation instead of to all
+  // n rows per decomposition. CMAES::eigenbasis() gives B^T explicitly.
   std::vector<double> eigenvalues;
   std::vector<double> eigenvectors;
+  Householder householder;  // n (n - 1) / 2 and n - 1 entries, or empty
   std::int64_t generation = 0;        // g: generations told in the current run
   std::int64_t eigen_generation = 0;  // the g of the last decomposition
   // The diagonal of the margin's A (Hamano et al. 2022): n entries, 1 for the
@@ -337,7 +347,11 @@ class CMABase {
   // sigma0 of the current run (BIPOP's small regime scales it).
   double run_sigma0() const noexcept { return run_sigma0_; }
 
-  const CMAState& state() const noexcept { return state_; }
+  double sigma() const noexcept { return state_.sigma; }  // the current step size
+  const CMAState& state() const noexcept {
+    complete_state();
+    return state_;
+  }
   // Replaces the distribution (checkpoint restore, tests). Validates sizes,
   // sigma > 0, finiteness and positive definiteness (std::invalid_argument);
   // an empty eigenvalues/eigenvectors pair is recomputed from cov, with
@@ -370,6 +384,9 @@ class CMABase {
   virtual void check_and_decompose(CMAState& state) const = 0;
   // Called after set_state replaced the state (and its decomposition).
   virtual void state_replaced() {}
+  // Brings state_ up to date before state() hands it out (CMAES mirrors C's
+  // upper triangle, which tell() leaves stale).
+  virtual void complete_state() const noexcept {}
   // Termination criteria that need the decomposition: conditioncov,
   // noeffectaxis, tolupsigma. Adds name -> threshold to `stop`.
   virtual void check_axes(std::map<std::string, double>& stop) const = 0;
@@ -466,6 +483,9 @@ class CMABase {
 class CMAES final : public CMABase {
  public:
   CMAES(std::vector<double> x0, double sigma0, CMAESOptions options = {});
+  // B^T of the current decomposition, n * n row-major (row j: the unit
+  // eigenvector of state().eigenvalues[j]): state().eigenvectors times Q^T.
+  std::vector<double> eigenbasis() const;
 
  private:
   void reset_covariance() override;
@@ -477,13 +497,26 @@ class CMAES final : public CMABase {
   void check_axes(std::map<std::string, double>& stop) const override;
   double coord_std(std::size_t i) const noexcept override;
   void to_z(const double* y, double* z) const override;
-  void state_replaced() override { pack_eigenvectors(); }
+  void state_replaced() override {
+    upper_stale_.store(false);  // set_state's C is symmetric
+    pack_eigenvectors();
+  }
+  // tell() updates C's lower triangle only (the eigensolver reads no more);
+  // state() mirrors it into the upper one first, under mirror_mutex_.
+  void complete_state() const noexcept override;
+  void mirror_cov(int threads) const noexcept;
+  mutable std::mutex mirror_mutex_;
+  mutable std::atomic<bool> upper_stale_{false};
   void decompose(CMAState& state) const;
   // For n >= kPackedProducts: the eigenvector matrix in matmul_packed's panels,
   // refreshed with every decomposition, so that sampling runs as a packed
-  // matrix product (the same sums in the same order as times_b).
+  // matrix product (the same sums in the same order as times_b); and the
+  // reflectors' blocks.
   void pack_eigenvectors();
   std::vector<double> packed_eigenvectors_;
+  HouseholderProduct q_;
+  // Row i of B^T (eigenbasis()'s row i) into out.
+  void basis_row(std::size_t i, double* out) const;
   // The lower triangle of Eq. (47) row by row (n < kPackedProducts: four
   // terms per pass), or by blocks of rows as one packed product.
   void update_covariance_rows(double a, const std::vector<const double*>& y, const std::vector<double>& coef,

@@ -25,8 +25,9 @@
 //
 // State: "draws" (members handed out this generation) and the strategy's
 // own entries: CMA "cma.mean", "cma.p_sigma", "cma.p_c", "cma.cov",
-// "cma.eigenvalues", "cma.eigenvectors", "cma.sigma" (doubles),
-// "cma.generation", "cma.eigen_generation"; GA "ga.x0" (floats),
+// "cma.eigenvalues", "cma.eigenvectors", "cma.householder",
+// "cma.householder_tau" (CMAState's, cma_es.h; the last two may be absent:
+// Q = I), "cma.sigma" (doubles), "cma.generation", "cma.eigen_generation"; GA "ga.x0" (floats),
 // "ga.generation", "ga.population" / "ga.elites" (seed lists, flattened,
 // with ".lengths" and ".iterations"), "ga.order", "ga.elite_scores".
 #pragma once
