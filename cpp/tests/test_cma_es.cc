@@ -1158,6 +1158,16 @@ TEST(CMAES, FactoredStateRoundTripsAndItsBasisIsTheEigenvectors) {
   CMAES other(std::vector<double>(n, 0.0), 1.0, o);
   other.set_state(s);
   EXPECT_TRUE(SameBits(other.ask(), x));
+  // The earlier format, B^T itself and no reflectors (Q = I), samples the
+  // same points to rounding.
+  CMAState explicit_basis = s;
+  explicit_basis.eigenvectors = b;
+  explicit_basis.householder = Householder{};
+  CMAES earlier(std::vector<double>(n, 0.0), 1.0, o);
+  earlier.set_state(explicit_basis);
+  const std::vector<double> xe = earlier.ask();
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(xe[i], x[i], 1e-12) << i;
+  EXPECT_TRUE(SameBits(earlier.eigenbasis(), b));
   CMAState bad = s;
   bad.householder.tau[3] *= 1.5;
   EXPECT_TRUE(ThrowsWithMessage<std::invalid_argument>([&] { other.set_state(bad); },
