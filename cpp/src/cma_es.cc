@@ -165,8 +165,8 @@ void CMAES::complete_state() const noexcept {
 }
 
 // C's upper triangle from its lower one: block b is columns jb..j1-1, rows
-  // 0..j1-1, read from rows jb..j1-1 in tiles of 8 x 8 (8 cache lines read,
-  // 8 written per tile).
+// 0..j1-1, read from rows jb..j1-1 in tiles of 8 x 8 (8 cache lines read, 8
+// written per tile).
 void CMAES::mirror_cov(int threads) const noexcept {
   const std::size_t n = num_params();
   // Only the stale upper triangle is written, with the values C has (state()

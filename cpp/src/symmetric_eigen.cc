@@ -1314,19 +1314,20 @@ void HouseholderProduct::assign(std::size_t n, const Householder& q, int num_thr
     B.m = n - B.r0;
     const std::size_t m = B.m;
     B.v.assign(m * b, 0.0);
-    std::vector<double> vt_rows(b * m, 0.0), gram(b * b), t(b * b, 0.0);
     for (std::size_t r = 0; r < nb; ++r) {
       const std::size_t k = k0 + r;
       if (q.tau[k] == 0.0) continue;
       const double* vk = q.vectors.data() + k * (2 * n - k - 1) / 2;  // components k+1..n-1
-      for (std::size_t i = k + 1; i < n; ++i) {
-        B.v[(i - B.r0) * b + r] = vk[i - k - 1];
-        vt_rows[r * m + (i - B.r0)] = vk[i - k - 1];
-      }
+      for (std::size_t i = k + 1; i < n; ++i) B.v[(i - B.r0) * b + r] = vk[i - k - 1];
     }
     // gram[c * b + r] = v_c^T v_r (over all m rows: the entries above v_r's
-    // start are zeros), then T column by column as dlarft.
-    detail::matmul_packed(b, b, m, vt_rows.data(), m, B.v.data(), gram.data(), b, false);  // V: its own packed form
+    // start are zeros), into t_transposed as scratch, then T column by
+    // column as dlarft.
+    B.t_transposed.resize(b * b);
+    double* gram = B.t_transposed.data();
+    detail::transposed_product(B.v.data(), b, b, B.v.data(), b, m, b, gram, b);
+    B.t.assign(b * b, 0.0);
+    double* t = B.t.data();
     for (std::size_t r = 0; r < nb; ++r) {
       const double tau = q.tau[k0 + r];
       for (std::size_t c = 0; c < r; ++c) {
@@ -1336,13 +1337,20 @@ void HouseholderProduct::assign(std::size_t n, const Householder& q, int num_thr
       }
       t[r * b + r] = tau;
     }
+    // V^T in matmul_packed's panels (panel j0: V^T's columns j0..j0+b-1,
+    // zero-padded), straight from V; T and T^T (b x b = one panel: their
+    // own packed forms).
     B.vt.resize(detail::packed_size(b, m));
-    detail::pack_panels(b, m, vt_rows.data(), m, B.vt.data());
-    // T and T^T (b x b = one panel: their own packed forms).
-    B.t = t;
-    B.t_transposed.resize(b * b);
+    for (std::size_t j0 = 0; j0 < m; j0 += b) {
+      const std::size_t w = std::min(b, m - j0);
+      double* panel = B.vt.data() + j0 * b;
+      for (std::size_t p = 0; p < b; ++p) {
+        for (std::size_t u = 0; u < w; ++u) panel[p * b + u] = B.v[(j0 + u) * b + p];
+        for (std::size_t u = w; u < b; ++u) panel[p * b + u] = 0.0;
+      }
+    }
     for (std::size_t r = 0; r < b; ++r) {
-      for (std::size_t c = 0; c < b; ++c) B.t_transposed[r * b + c] = t[c * b + r];
+      for (std::size_t c = 0; c < b; ++c) gram[r * b + c] = t[c * b + r];
     }
   });
 }
