@@ -269,7 +269,11 @@ void CMABase::sample_population() {
   const std::size_t lambda = population_size();
   keys_.resize(lambda);
   for (std::size_t k = 0; k < lambda; ++k) keys_[k] = sample_key(k);
-  materialize_population();
+  // The rows that injections and TPA's pair replace need only their normals
+  // (the lengths they are rescaled to), not y and x.
+  const std::size_t injected = std::min(injections_.size(), lambda);
+  const bool pair = tpa_ && state_.mean_shift.size() == num_params() && lambda - injected >= 2;
+  materialize_population(injected + (pair ? 2 : 0));
   place_injections();
   place_tpa_pair();
   sampled_ = true;
@@ -357,9 +361,11 @@ void CMABase::place_tpa_pair() {
   const double key_norm = squared_norm(z, n);
   for (std::size_t i = 0; i < n; ++i) y[i] = is_integer_[i] ? s.mean_shift[i] / s.affine[i] : s.mean_shift[i];
   to_z(y, z);
-  if (!rescale_to_length(y, z, n, key_norm)) {  // no shift, or too small to scale: the key's sample
+  if (!rescale_to_length(y, z, n, key_norm)) {  // no shift, or too small to scale: the keys' samples
     sample_z(&keys_[r], z, 1);
-    sample_y(z, y, 1);
+    sample_y(z, y, 2);
+    solution_of(y, solutions_.data() + r * n);
+    solution_of(y + n, solutions_.data() + (r + 1) * n);
     return;
   }
   for (std::size_t j = 0; j < n; ++j) {
@@ -380,16 +386,18 @@ void CMABase::inject(const double* x, std::size_t count, bool force) {
   }
 }
 
-// z, y and the solutions (mapped into the bounds) of the members keyed by keys_.
-void CMABase::materialize_population() {
+// z of the members keyed by keys_, and their y and solutions (mapped into
+// the bounds) from row first_row on (the rows before are replaced by the
+// caller; a row's bits do not depend on which rows are sampled with it).
+void CMABase::materialize_population(std::size_t first_row) {
   const std::size_t n = num_params();
   const std::size_t lambda = population_size();
   z_.resize(lambda * n);
   y_.resize(lambda * n);
   solutions_.resize(lambda * n);
   sample_z(keys_.data(), z_.data(), lambda);
-  sample_y(z_.data(), y_.data(), lambda);
-  for (std::size_t k = 0; k < lambda; ++k) solution_of(y_.data() + k * n, solutions_.data() + k * n);
+  sample_y(z_.data() + first_row * n, y_.data() + first_row * n, lambda - first_row);
+  for (std::size_t k = first_row; k < lambda; ++k) solution_of(y_.data() + k * n, solutions_.data() + k * n);
   num_injected_ = 0;
   tpa_row_ = lambda;
 }

@@ -85,8 +85,31 @@ void CMAES::pack_eigenvectors() {
   detail::pack_panels(n, n, state_.eigenvectors.data(), n, packed_eigenvectors_.data());
 }
 
+void CMAES::times_bt(const double* v, double* out, std::size_t count) const {
+  // out = v B^T = (v E) Q^T with E = state.eigenvectors row-major; v E as
+  // one product over the packed E, threaded over blocks of kRowBlock
+  // columns (two panels each), for n >= kPackedProducts, else times_b (the
+  // same sums in the same order).
+  const std::size_t n = num_params();
+  const int threads = threads_for(static_cast<double>(count * n * n));
+  if (packed_eigenvectors_.empty()) {
+    detail::times_b(state_.eigenvectors.data(), n, v, out, count, threads);
+  } else {
+    constexpr std::size_t panels = detail::kRowBlock / detail::kMatmulPanel;
+    static_assert(panels * detail::kMatmulPanel == detail::kRowBlock, "whole panels per block");
+    const std::size_t blocks = detail::ceil_div(n, detail::kRowBlock);
+    detail::parallel_items(blocks, detail::team_size(blocks, threads), [&](std::size_t b) {
+      const std::size_t i0 = b * detail::kRowBlock;
+      const std::size_t len = std::min(detail::kRowBlock, n - i0);
+      detail::matmul_packed(count, len, n, v, n, packed_eigenvectors_.data() + b * panels * n * detail::kMatmulPanel,
+                            out + i0, n, false);
+    });
+  }
+  q_.times_qt(out, count, n, threads);
+}
+
 void CMAES::sample_y(const double* z, double* y, std::size_t count) const {
-  // Eq. (39): y = B D z.
+  // Eq. (39): y = B D z, as rows: y = (D z) B^T.
   const std::size_t n = num_params();
   std::vector<double> dz(count * n);
   std::vector<double> d(n);
@@ -94,32 +117,10 @@ void CMAES::sample_y(const double* z, double* y, std::size_t count) const {
   for (std::size_t k = 0; k < count; ++k) {
     for (std::size_t j = 0; j < n; ++j) dz[k * n + j] = d[j] * z[k * n + j];
   }
-  const int threads = threads_for(static_cast<double>(count * n * n));
-  if (packed_eigenvectors_.empty()) {
-    detail::times_b(state_.eigenvectors.data(), n, dz.data(), y, count, threads);
-    q_.times_qt(y, count, n, threads);
-    return;
-  }
-  // y = ((D z) E) Q^T with E = state.eigenvectors row-major, the product
-  // threaded over blocks of kRowBlock columns (two panels each).
-  constexpr std::size_t panels = detail::kRowBlock / detail::kMatmulPanel;
-  static_assert(panels * detail::kMatmulPanel == detail::kRowBlock, "whole panels per block");
-  const std::size_t blocks = detail::ceil_div(n, detail::kRowBlock);
-  detail::parallel_items(blocks, detail::team_size(blocks, threads), [&](std::size_t b) {
-    const std::size_t i0 = b * detail::kRowBlock;
-    const std::size_t len = std::min(detail::kRowBlock, n - i0);
-    detail::matmul_packed(count, len, n, dz.data(), n, packed_eigenvectors_.data() + b * panels * n *
-                          detail::kMatmulPanel, y + i0, n, false);
-  });
-  q_.times_qt(y, count, n, threads);
+  times_bt(dz.data(), y, count);
 }
 
-void CMAES::whiten(const double* z_w, double* out) const {
-  const std::size_t n = num_params();
-  const int threads = threads_for(static_cast<double>(n * n));
-  detail::times_b(state_.eigenvectors.data(), n, z_w, out, 1, threads);
-  q_.times_qt(out, 1, n, threads);
-}
+void CMAES::whiten(const double* z_w, double* out) const { times_bt(z_w, out, 1); }
 
 std::vector<double> CMAES::eigenbasis() const {
   const std::size_t n = num_params();
@@ -227,13 +228,12 @@ void CMAES::update_covariance_rows(double a, const std::vector<const double*>& y
 
 void CMAES::update_covariance_blocked(double a, const std::vector<const double*>& y,
                                       const std::vector<double>& coef, int threads) {
-  // The lower triangle by blocks of kRowBlock rows: a C_ij, then
-  // C_ij + S_ij with S = U^T V one packed matrix product over the terms
-  // (U's rows coef_k y_k, V's rows y_k; term 0 is c1 pc pc^T), each S_ij
-  // summed over the terms in rank order in one accumulator. One pass over C
-  // for the product instead of one per four terms; entries right of the
-  // diagonal in a diagonal block are computed too and then overwritten by
-  // the mirror.
+  // The lower triangle by blocks of kRowBlock rows: (a C_ij) + S_ij with
+  // S = U^T V one packed matrix product over the terms (U's rows coef_k y_k,
+  // V's rows y_k; term 0 is c1 pc pc^T), each S_ij summed over the terms in
+  // rank order in one accumulator. One pass over C for the scaling and the
+  // product together; entries right of the diagonal in a diagonal block are
+  // computed too and then overwritten by the mirror.
   const std::size_t n = num_params();
   double* c = state_.cov.data();
   const std::size_t terms = y.size() + 1;
@@ -256,12 +256,8 @@ void CMAES::update_covariance_blocked(double a, const std::vector<const double*>
   auto block = [&](std::size_t b) {
     const std::size_t i0 = b * detail::kRowBlock;
     const std::size_t i1 = std::min(n, i0 + detail::kRowBlock);
-    for (std::size_t i = i0; i < i1; ++i) {
-      double* ci = c + i * n;
-      for (std::size_t j = 0; j <= i; ++j) ci[j] *= a;
-    }
-    detail::matmul_packed(i1 - i0, i1, terms, ut.data() + i0 * terms, terms, blocked_.packed.data(), c + i0 * n,
-                          n, true);
+    detail::matmul_packed_scaled(i1 - i0, i1, terms, ut.data() + i0 * terms, terms, blocked_.packed.data(),
+                                 c + i0 * n, n, a);
   };
   // Item t does blocks t and blocks - 1 - t: equal work per item.
   const std::size_t items = (blocks + 1) / 2;
@@ -376,7 +372,8 @@ double CMAES::coord_std(std::size_t i) const noexcept {
 void CMAES::to_z(const double* y, double* z) const {
   // z = D^-1 B^T y = D^-1 E (Q^T y), the inverse of Eq. (39): w = y Q as a
   // row, then the dot products with the rows of E = state.eigenvectors
-  // (four partial sums each), over fixed blocks of rows.
+  // (dot4's four partial sums each; from the packed E when there is one,
+  // the same bits), over fixed blocks of rows.
   const std::size_t n = num_params();
   const int threads = threads_for(static_cast<double>(n * n));
   std::vector<double> w(y, y + n);
@@ -385,7 +382,11 @@ void CMAES::to_z(const double* y, double* z) const {
   detail::parallel_items(blocks, detail::team_size(blocks, threads), [&](std::size_t b) {
     const std::size_t j0 = b * detail::kRowBlock;
     const std::size_t j1 = std::min(n, j0 + detail::kRowBlock);
-    detail::dot4_rows(state_.eigenvectors.data() + j0 * n, n, j1 - j0, w.data(), n, z + j0);
+    if (packed_eigenvectors_.empty()) {
+      detail::dot4_rows(state_.eigenvectors.data() + j0 * n, n, j1 - j0, w.data(), n, z + j0);
+    } else {
+      detail::dot4_rows_packed(packed_eigenvectors_.data(), n, j0, j1 - j0, w.data(), n, z + j0);
+    }
     for (std::size_t j = j0; j < j1; ++j) z[j] /= std::sqrt(state_.eigenvalues[j]);
   });
 }

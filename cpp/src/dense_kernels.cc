@@ -61,6 +61,42 @@ void dot4_rows(const double* __restrict a, std::size_t lda, std::size_t rows, co
   for (; r < rows; ++r) out[r] = dot4(a + r * lda, x, len);
 }
 
+// Row p of b lies in panel j0 at packed + j0 k + p kMatmulPanel (w columns).
+// dot4's order: the terms t < len - len % 4 in lane t mod 4 (a panel's
+// columns start at a multiple of 4), the rest in lane 0, t ascending.
+template <std::size_t R>
+__attribute__((always_inline)) inline void dot4_packed_tile(const double* __restrict packed, std::size_t k,
+                                                            std::size_t row, const double* __restrict x,
+                                                            std::size_t len, double* __restrict out) {
+  constexpr std::size_t kW = kMatmulPanel;
+  const std::size_t full = len - len % 4;
+  double s[R][4] = {};
+  for (std::size_t j0 = 0; j0 < len; j0 += kW) {
+    const double* __restrict p = packed + j0 * k + row * kW;
+    const double* __restrict xj = x + j0;
+    const std::size_t w = std::min(kW, len - j0);
+    const std::size_t wf = std::min(w, full - j0);
+    std::size_t t = 0;
+    for (; t < wf; t += 4) {
+      for (std::size_t u = 0; u < 4; ++u) {
+        for (std::size_t c = 0; c < R; ++c) s[c][u] += p[c * kW + t + u] * xj[t + u];
+      }
+    }
+    for (; t < w; ++t) {
+      for (std::size_t c = 0; c < R; ++c) s[c][0] += p[c * kW + t] * xj[t];
+    }
+  }
+  for (std::size_t c = 0; c < R; ++c) out[c] = (s[c][0] + s[c][1]) + (s[c][2] + s[c][3]);
+}
+
+EVOKIT_KERNEL_TARGETS
+void dot4_rows_packed(const double* __restrict packed, std::size_t k, std::size_t row0, std::size_t rows,
+                      const double* __restrict x, std::size_t len, double* __restrict out) noexcept {
+  std::size_t r = 0;
+  for (; r + 4 <= rows; r += 4) dot4_packed_tile<4>(packed, k, row0 + r, x, len, out + r);
+  for (; r < rows; ++r) dot4_packed_tile<1>(packed, k, row0 + r, x, len, out + r);
+}
+
 // Register tiles of 4 x 16 outputs (for four rows at a time; any remainder
 // one row at a time).
 EVOKIT_KERNEL_TARGETS
@@ -109,13 +145,18 @@ void transposed_product(const double* __restrict v, std::size_t vstride, std::si
 
 namespace {
 
+// What a tile does with its sums s: c = s, c = c - s, or c = (scale c) - s
+// (the product rounded, then the difference: the bits of scaling c in a
+// pass of its own and subtracting after).
+enum class Store { kSet, kSubtract, kScaleSubtract };
+
 // Outputs c[r][u], r < R, u < W: each sum over p ascending in one
-// accumulator, then stored (or subtracted from c). Inlined into each
-// instruction-set clone.
-template <std::size_t R, std::size_t W, bool Subtract>
+// accumulator, then stored as `Mode` says. Inlined into each instruction-set
+// clone.
+template <std::size_t R, std::size_t W, Store Mode>
 __attribute__((always_inline)) inline void matmul_tile(std::size_t k, const double* __restrict a, std::size_t lda,
                                                        const double* __restrict b, std::size_t ldb,
-                                                       double* __restrict c, std::size_t ldc) {
+                                                       double* __restrict c, std::size_t ldc, double scale) {
   double acc[R][W] = {};
   for (std::size_t p = 0; p < k; ++p) {
     const double* __restrict bp = b + p * ldb;
@@ -126,7 +167,9 @@ __attribute__((always_inline)) inline void matmul_tile(std::size_t k, const doub
   }
   for (std::size_t r = 0; r < R; ++r) {
     double* __restrict cr = c + r * ldc;
-    if (Subtract) {
+    if (Mode == Store::kScaleSubtract) {
+      for (std::size_t u = 0; u < W; ++u) cr[u] = scale * cr[u] - acc[r][u];
+    } else if (Mode == Store::kSubtract) {
       for (std::size_t u = 0; u < W; ++u) cr[u] -= acc[r][u];
     } else {
       for (std::size_t u = 0; u < W; ++u) cr[u] = acc[r][u];
@@ -136,28 +179,30 @@ __attribute__((always_inline)) inline void matmul_tile(std::size_t k, const doub
 
 // The same for the last, partial panel (w < W valid columns): through a
 // R x W scratch, the padding columns computed and dropped.
-template <std::size_t R, std::size_t W, bool Subtract>
+template <std::size_t R, std::size_t W, Store Mode>
 __attribute__((always_inline)) inline void matmul_tile_partial(std::size_t k, const double* __restrict a,
                                                                std::size_t lda, const double* __restrict b,
                                                                double* __restrict c, std::size_t ldc,
-                                                               std::size_t w) {
+                                                               std::size_t w, double scale) {
   double scratch[R * W];
-  matmul_tile<R, W, false>(k, a, lda, b, W, scratch, W);
+  matmul_tile<R, W, Store::kSet>(k, a, lda, b, W, scratch, W, 1.0);
   for (std::size_t r = 0; r < R; ++r) {
     for (std::size_t u = 0; u < w; ++u) {
-      c[r * ldc + u] = Subtract ? c[r * ldc + u] - scratch[r * W + u] : scratch[r * W + u];
+      double& out = c[r * ldc + u];
+      const double s = scratch[r * W + u];
+      out = Mode == Store::kScaleSubtract ? scale * out - s : Mode == Store::kSubtract ? out - s : s;
     }
   }
 }
 
 // Rows in blocks of 64 (kept in L2 while the panels pass), 4-row register
-// tiles (4 x 32 outputs: 16 AVX-512 registers), a remainder of rows one at
-// a time.
-template <bool Subtract>
+// tiles (4 x 32 outputs: 16 AVX-512 registers), a remainder of rows two and
+// then one at a time.
+template <Store Mode>
 __attribute__((always_inline)) inline void matmul_blocks(std::size_t m, std::size_t n, std::size_t k,
                                                          const double* __restrict a, std::size_t lda,
                                                          const double* __restrict packed, double* __restrict c,
-                                                         std::size_t ldc) {
+                                                         std::size_t ldc, double scale) {
   constexpr std::size_t kRowsPerBlock = 64;
   constexpr std::size_t kW = kMatmulPanel;
   for (std::size_t i0 = 0; i0 < m; i0 += kRowsPerBlock) {
@@ -167,13 +212,20 @@ __attribute__((always_inline)) inline void matmul_blocks(std::size_t m, std::siz
       const std::size_t w = std::min(kW, n - j0);
       std::size_t i = i0;
       if (w == kW) {
-        for (; i + 4 <= i1; i += 4) matmul_tile<4, kW, Subtract>(k, a + i * lda, lda, bp, kW, c + i * ldc + j0, ldc);
-        for (; i < i1; ++i) matmul_tile<1, kW, Subtract>(k, a + i * lda, lda, bp, kW, c + i * ldc + j0, ldc);
+        for (; i + 4 <= i1; i += 4) {
+          matmul_tile<4, kW, Mode>(k, a + i * lda, lda, bp, kW, c + i * ldc + j0, ldc, scale);
+        }
+        for (; i < i1; ++i) matmul_tile<1, kW, Mode>(k, a + i * lda, lda, bp, kW, c + i * ldc + j0, ldc, scale);
       } else {
         for (; i + 4 <= i1; i += 4) {
-          matmul_tile_partial<4, kW, Subtract>(k, a + i * lda, lda, bp, c + i * ldc + j0, ldc, w);
+          matmul_tile_partial<4, kW, Mode>(k, a + i * lda, lda, bp, c + i * ldc + j0, ldc, w, scale);
         }
-        for (; i < i1; ++i) matmul_tile_partial<1, kW, Subtract>(k, a + i * lda, lda, bp, c + i * ldc + j0, ldc, w);
+        for (; i + 2 <= i1; i += 2) {
+          matmul_tile_partial<2, kW, Mode>(k, a + i * lda, lda, bp, c + i * ldc + j0, ldc, w, scale);
+        }
+        for (; i < i1; ++i) {
+          matmul_tile_partial<1, kW, Mode>(k, a + i * lda, lda, bp, c + i * ldc + j0, ldc, w, scale);
+        }
       }
     }
   }
@@ -213,10 +265,17 @@ EVOKIT_KERNEL_TARGETS
 void matmul_packed(std::size_t m, std::size_t n, std::size_t k, const double* __restrict a, std::size_t lda,
                    const double* __restrict packed, double* __restrict c, std::size_t ldc, bool subtract) noexcept {
   if (subtract) {
-    matmul_blocks<true>(m, n, k, a, lda, packed, c, ldc);
+    matmul_blocks<Store::kSubtract>(m, n, k, a, lda, packed, c, ldc, 1.0);
   } else {
-    matmul_blocks<false>(m, n, k, a, lda, packed, c, ldc);
+    matmul_blocks<Store::kSet>(m, n, k, a, lda, packed, c, ldc, 1.0);
   }
+}
+
+EVOKIT_KERNEL_TARGETS
+void matmul_packed_scaled(std::size_t m, std::size_t n, std::size_t k, const double* __restrict a,
+                          std::size_t lda, const double* __restrict packed, double* __restrict c, std::size_t ldc,
+                          double scale) noexcept {
+  matmul_blocks<Store::kScaleSubtract>(m, n, k, a, lda, packed, c, ldc, scale);
 }
 
 void matmul(std::size_t m, std::size_t n, std::size_t k, const double* a, std::size_t lda, const double* b,

@@ -39,6 +39,11 @@ double dot4(const double* __restrict a, const double* __restrict b, std::size_t 
 void dot4_rows(const double* __restrict a, std::size_t lda, std::size_t rows, const double* __restrict x,
                std::size_t len, double* __restrict out) noexcept;
 
+// out[r] = dot4(row row0 + r of b, x, len) for r < rows, the same bits, with
+// b (k x len) given as pack_panels left it (kMatmulPanel columns per panel).
+void dot4_rows_packed(const double* __restrict packed, std::size_t k, std::size_t row0, std::size_t rows,
+                      const double* __restrict x, std::size_t len, double* __restrict out) noexcept;
+
 // out[r * ostride + t] = sum_{i < m} v[i * vstride + r] q[i * qstride + t]
 // for r < rows, t < len: rows of V^T times a block of columns of q. Each
 // output is summed over i ascending from 0, as a plain loop would.
@@ -67,6 +72,10 @@ void pack_rows(std::size_t k, std::size_t n, const double* const* rows, double* 
 // is its own packed form.
 void matmul_packed(std::size_t m, std::size_t n, std::size_t k, const double* a, std::size_t lda,
                    const double* packed, double* c, std::size_t ldc, bool subtract) noexcept;
+// c[i * ldc + j] = scale c[i * ldc + j] - (the same sum): the bits of
+// scaling c first and calling matmul_packed with subtract, in one pass over c.
+void matmul_packed_scaled(std::size_t m, std::size_t n, std::size_t k, const double* a, std::size_t lda,
+                          const double* packed, double* c, std::size_t ldc, double scale) noexcept;
 
 // Rows of c per work item of matmul_threaded (fixed: never depends on the
 // thread count).

@@ -21,7 +21,9 @@ from helpers import DATA
 # ---- the C++ step against the reference --------------------------------------------
 
 @pytest.mark.parametrize("cls, separable", [(_core.CMAES, False), (_core.SepCMAES, True)])
-@pytest.mark.parametrize("n, lam", [(8, None), (8, 9), (3, 12), (25, None), (60, None)])  # 60: Q factored
+# 60: Q factored; 130: the packed products (n >= 128), a partial panel and a
+# dot4 tail (130 = 4 * 32 + 2)
+@pytest.mark.parametrize("n, lam", [(8, None), (8, 9), (3, 12), (25, None), (60, None), (130, None)])
 @pytest.mark.parametrize("p_sigma_scale", [1.0, 20.0])  # 20: h_sigma = 0
 def test_one_generation_matches_the_reference(cls, separable, n, lam, p_sigma_scale):
     rng = np.random.default_rng(n * 100 + (lam or 0))

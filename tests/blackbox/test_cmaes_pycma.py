@@ -24,8 +24,8 @@ def clipped(x, mean, sigma, C):
 
 
 @pytest.mark.parametrize("cls, separable", [(_core.CMAES, False), (_core.SepCMAES, True)])
-def test_repaired_solutions_update_as_the_reference_with_pycmas_clip(cls, separable):
-    n = 8
+@pytest.mark.parametrize("n", [8, 130])  # 130: the packed products of n >= 128
+def test_repaired_solutions_update_as_the_reference_with_pycmas_clip(cls, separable, n):
     rng = np.random.default_rng(5)
     es = cls(np.zeros(n), 1.0, seed=3)
     s = cma_reference.random_state(n, rng, separable)

@@ -16,7 +16,7 @@ from evokit import _core
 
 
 @pytest.mark.parametrize("cls, separable", [(_core.CMAES, False), (_core.SepCMAES, True)])
-@pytest.mark.parametrize("n, lam", [(6, None), (9, 14)])
+@pytest.mark.parametrize("n, lam", [(6, None), (9, 14), (130, None)])  # 130: packed products
 def test_pair_and_generation_match_the_reference(cls, separable, n, lam):
     seed = 11
     rng = np.random.default_rng(n)

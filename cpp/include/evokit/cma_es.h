@@ -405,7 +405,7 @@ class CMABase {
  private:
   void sample_z(const std::int64_t* keys, double* z, std::size_t count) const;
   void sample_population();
-  void materialize_population();
+  void materialize_population(std::size_t first_row = 0);
   void place_injections();
   void place_tpa_pair();
   // x = the solution of step y (the bound transformation, A and the encoding).
@@ -509,10 +509,14 @@ class CMAES final : public CMABase {
   mutable std::atomic<bool> upper_stale_{false};
   void decompose(CMAState& state) const;
   // For n >= kPackedProducts: the eigenvector matrix in matmul_packed's panels,
-  // refreshed with every decomposition, so that sampling runs as a packed
-  // matrix product (the same sums in the same order as times_b); and the
-  // reflectors' blocks.
+  // refreshed with every decomposition, so that sampling and whitening run
+  // as packed matrix products (the same sums in the same order as times_b)
+  // and to_z reads it too (the same bits as from state.eigenvectors); and
+  // the reflectors' blocks.
   void pack_eigenvectors();
+  // out = v B^T for `count` rows v (n entries each): y = (D z) B^T samples,
+  // z_w B^T whitens.
+  void times_bt(const double* v, double* out, std::size_t count) const;
   std::vector<double> packed_eigenvectors_;
   HouseholderProduct q_;
   // Row i of B^T (eigenbasis()'s row i) into out.
