@@ -348,7 +348,8 @@ class CMABase:
                   eigen_generation: Optional[int] = None, affine: Optional[npt.ArrayLike] = None,
                   tpa_s: float = 0.0, mean_shift: Optional[npt.ArrayLike] = None,
                   householder: Optional[npt.ArrayLike] = None,
-                  householder_tau: Optional[npt.ArrayLike] = None) -> None: ...
+                  householder_tau: Optional[npt.ArrayLike] = None,
+                  mean_shift_z: Optional[npt.ArrayLike] = None) -> None: ...
 
 class CMAES(CMABase):
     def eigenbasis(self) -> npt.NDArray[np.float64]: ...

@@ -324,19 +324,21 @@ void bind_cma(py::module_& m) {
             d["affine"] = to_array(s.affine);
             d["tpa_s"] = s.tpa_s;
             d["mean_shift"] = to_array(s.mean_shift);
+            d["mean_shift_z"] = to_array(s.mean_shift_z);
             return d;
           },
           "A copy of the distribution: mean, sigma, p_sigma, p_c, cov, eigenvalues, eigenvectors, "
           "householder, householder_tau (B^T = eigenvectors Q^T, Q the product of the Householder reflectors; "
           "both empty: Q = I; CMAES.eigenbasis() gives B^T), generation, eigen_generation, affine, tpa_s, "
-          "mean_shift.")
+          "mean_shift, mean_shift_z.")
       .def(
           "set_state",
           [](CMABase& self, const DoubleIn& mean, double sigma, const DoubleIn& p_sigma, const DoubleIn& p_c,
              const DoubleIn& cov, std::int64_t generation, std::optional<DoubleIn> eigenvalues,
              std::optional<DoubleIn> eigenvectors, std::optional<std::int64_t> eigen_generation,
              std::optional<DoubleIn> affine, double tpa_s, std::optional<DoubleIn> mean_shift,
-             std::optional<DoubleIn> householder, std::optional<DoubleIn> householder_tau) {
+             std::optional<DoubleIn> householder, std::optional<DoubleIn> householder_tau,
+             std::optional<DoubleIn> mean_shift_z) {
             CMAState s;
             s.mean = to_vector(mean);
             s.sigma = sigma;
@@ -362,6 +364,7 @@ void bind_cma(py::module_& m) {
             if (affine) s.affine = to_vector(*affine);
             s.tpa_s = tpa_s;
             if (mean_shift) s.mean_shift = to_vector(*mean_shift);
+            if (mean_shift_z) s.mean_shift_z = to_vector(*mean_shift_z);
             py::gil_scoped_release release;
             self.set_state(s);
           },
@@ -369,11 +372,12 @@ void bind_cma(py::module_& m) {
           py::arg("generation") = 0, py::arg("eigenvalues") = py::none(), py::arg("eigenvectors") = py::none(),
           py::arg("eigen_generation") = py::none(), py::arg("affine") = py::none(), py::arg("tpa_s") = 0.0,
           py::arg("mean_shift") = py::none(), py::arg("householder") = py::none(),
-          py::arg("householder_tau") = py::none(),
+          py::arg("householder_tau") = py::none(), py::arg("mean_shift_z") = py::none(),
           "Replaces the distribution; without eigenvalues/eigenvectors, C is decomposed now; "
           "householder/householder_tau: the reflectors of Q (None: Q = I, eigenvectors = B^T); "
           "affine: the margin's diagonal A (None: ones); tpa_s, mean_shift: TPA's state (None / "
-          "empty: no mirrored pair in the next ask()).");
+          "empty: no mirrored pair in the next ask()); mean_shift_z: the shift's z in the current "
+          "decomposition, as tell() left it (None / empty: computed from mean_shift).");
 
   bind_strategy<CMAES>(m, "CMAES", "Full-covariance CMA-ES (Hansen 2016).")
       .def(

@@ -360,7 +360,11 @@ void CMABase::place_tpa_pair() {
   double* z = z_.data() + r * n;
   const double key_norm = squared_norm(z, n);
   for (std::size_t i = 0; i < n; ++i) y[i] = is_integer_[i] ? s.mean_shift[i] / s.affine[i] : s.mean_shift[i];
-  to_z(y, z);
+  if (s.mean_shift_z.size() == n) {
+    std::copy(s.mean_shift_z.begin(), s.mean_shift_z.end(), z);
+  } else {
+    to_z(y, z);
+  }
   if (!rescale_to_length(y, z, n, key_norm)) {  // no shift, or too small to scale: the keys' samples
     sample_z(&keys_[r], z, 1);
     sample_y(z, y, 2);
@@ -599,6 +603,14 @@ void CMABase::update(const double* z, const double* y, const double* x, const do
   s.generation += 1;
   update_covariance(a, rows, coef);
   if (margin_ > 0) margin_correction();
+  // TPA's next pair: z of the mean shift c_m sigma <y>_w is c_m sigma <z>_w
+  // while the decomposition the members were sampled from stays (y_k = B D
+  // z_k for every row, repaired and injected ones included).
+  s.mean_shift_z.clear();
+  if (tpa_ && s.eigen_generation != s.generation && options_.integer_variables.empty()) {
+    s.mean_shift_z.resize(n);
+    for (std::size_t j = 0; j < n; ++j) s.mean_shift_z[j] = p.cm * sigma * z_w[j];
+  }
 
   iterations_ += 1;
   pending_ = false;
@@ -653,6 +665,16 @@ void CMABase::set_state(const CMAState& state) {
     throw std::invalid_argument("state.tpa_s must be finite, got " + num(state.tpa_s));
   }
   if (!state.mean_shift.empty()) require(state.mean_shift, n, "mean_shift");
+  if (!state.mean_shift_z.empty()) {
+    require(state.mean_shift_z, n, "mean_shift_z");
+    if (state.mean_shift.empty()) {
+      throw std::invalid_argument("state.mean_shift_z needs state.mean_shift (the shift it is the z of)");
+    }
+    if (!options_.integer_variables.empty()) {
+      throw std::invalid_argument(
+          "state.mean_shift_z must be empty with integer variables (the pair's z is computed from mean_shift / A)");
+    }
+  }
   CMAState copy = state;
   if (copy.affine.empty()) copy.affine.assign(n, 1.0);
   require(copy.affine, n, "affine");

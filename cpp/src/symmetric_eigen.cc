@@ -663,46 +663,50 @@ constexpr int kSecularIterations = 100;
 //   psi = sum_{i <= p} z2[i] / delta[i],  dpsi = sum_{i <= p} z2[i] / delta[i]^2,
 //   phi, dphi the same over i > p.
 // In 8 interleaved partial sums added pairwise (a fixed order).
+constexpr std::size_t kSecularLanes = 8;
+
+// One of the two ranges [i, end): the sums of z2 / delta and z2 / delta^2
+// over it, term i0 + 8 q + u in lane u (the tail from lane 0), each lane's
+// terms ascending, then the lanes added pairwise.
+__attribute__((always_inline)) inline void secular_range(const double* __restrict shift,
+                                                         const double* __restrict z2, std::size_t i,
+                                                         std::size_t end, double tau, double* __restrict delta,
+                                                         double* __restrict out) {
+  constexpr std::size_t kL = kSecularLanes;
+  double s[kL] = {}, ds[kL] = {};
+  for (; i + kL <= end; i += kL) {
+    for (std::size_t u = 0; u < kL; ++u) {
+      const double dl = shift[i + u] - tau;
+      delta[i + u] = dl;
+      const double inv = 1.0 / dl;
+      const double t = z2[i + u] * inv;
+      s[u] += t;
+      ds[u] += t * inv;
+    }
+  }
+  for (std::size_t u = 0; i < end; ++i, ++u) {
+    const double dl = shift[i] - tau;
+    delta[i] = dl;
+    const double inv = 1.0 / dl;
+    const double t = z2[i] * inv;
+    s[u] += t;
+    ds[u] += t * inv;
+  }
+  for (std::size_t width = kL / 2; width > 0; width /= 2) {
+    for (std::size_t u = 0; u < width; ++u) {
+      s[u] += s[u + width];
+      ds[u] += ds[u + width];
+    }
+  }
+  out[0] = s[0];
+  out[1] = ds[0];
+}
+
 EVOKIT_KERNEL_TARGETS
 void secular_terms(const double* __restrict shift, const double* __restrict z2, std::size_t k, std::size_t p,
                    double tau, double* __restrict delta, double* __restrict out) {
-  constexpr std::size_t kL = 8;
-  double s[2][kL] = {}, ds[2][kL] = {};
-  const std::size_t ranges[3] = {0, p + 1, k};
-  for (int half = 0; half < 2; ++half) {
-    std::size_t i = ranges[half];
-    const std::size_t end = ranges[half + 1];
-    for (; i + kL <= end; i += kL) {
-      for (std::size_t u = 0; u < kL; ++u) {
-        const double dl = shift[i + u] - tau;
-        delta[i + u] = dl;
-        const double inv = 1.0 / dl;
-        const double t = z2[i + u] * inv;
-        s[half][u] += t;
-        ds[half][u] += t * inv;
-      }
-    }
-    for (std::size_t u = 0; i < end; ++i, ++u) {
-      const double dl = shift[i] - tau;
-      delta[i] = dl;
-      const double inv = 1.0 / dl;
-      const double t = z2[i] * inv;
-      s[half][u] += t;
-      ds[half][u] += t * inv;
-    }
-  }
-  for (int half = 0; half < 2; ++half) {
-    for (std::size_t width = kL / 2; width > 0; width /= 2) {
-      for (std::size_t u = 0; u < width; ++u) {
-        s[half][u] += s[half][u + width];
-        ds[half][u] += ds[half][u + width];
-      }
-    }
-  }
-  out[0] = s[0][0];
-  out[1] = ds[0][0];
-  out[2] = s[1][0];
-  out[3] = ds[1][0];
+  secular_range(shift, z2, 0, p + 1, tau, delta, out);
+  secular_range(shift, z2, p + 1, k, tau, delta, out + 2);
 }
 
 // Root j of 1 + rho sum_i z2[i] / (d[i] - lambda) = 0 (d strictly ascending, all

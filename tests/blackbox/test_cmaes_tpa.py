@@ -135,3 +135,64 @@ def test_tpa_needs_fewer_evaluations_than_csa_on_the_sphere_at_n_300():
             runs.append(res.evaluations)
         counts[mode] = np.median(runs)
     assert counts["tpa"] < 0.8 * counts["csa"], counts
+
+
+def test_the_shift_z_is_kept_between_decompositions_and_resumes_bit_for_bit():
+    # n = 200: C is decomposed every few generations (eigen_interval > 1), so
+    # most tells keep the mean shift's z (c_m sigma <z>_w) for the next pair
+    # instead of computing D^-1 B^T mean_shift at the next ask.
+    n = 200
+    a = _core.CMAES(np.ones(n), 0.5, seed=4, step_size_adaptation="tpa")
+    assert a.params["eigen_interval"] > 1
+    kept = decomposed = 0
+    for _ in range(12):
+        x = a.ask()
+        a.tell(sphere(x))
+        s = a.get_state()
+        if s["eigen_generation"] == s["generation"]:
+            decomposed += 1
+            assert s["mean_shift_z"].size == 0
+            continue
+        kept += 1
+        want = (a.eigenbasis() @ s["mean_shift"]) / np.sqrt(s["eigenvalues"])
+        np.testing.assert_allclose(s["mean_shift_z"], want, rtol=0, atol=1e-10 * np.linalg.norm(want))
+    assert kept >= 4 and decomposed >= 2
+    # Resumed from the state (mean_shift_z included): the same bits onwards;
+    # without it, the pair comes from mean_shift (the same points to 1e-12).
+    while a.get_state()["mean_shift_z"].size == 0:  # resume from a state that keeps it
+        x = a.ask()
+        a.tell(sphere(x))
+    s = a.get_state()
+    b = _core.CMAES(np.ones(n), 0.5, seed=4, step_size_adaptation="tpa")
+    b.set_state(**s)
+    c = _core.CMAES(np.ones(n), 0.5, seed=4, step_size_adaptation="tpa")
+    c.set_state(**dict(s, mean_shift_z=None))
+    np.testing.assert_allclose(c.ask()[:2], a.ask()[:2], rtol=0, atol=1e-12)
+    for _ in range(4):
+        x = a.ask()
+        np.testing.assert_array_equal(b.ask(), x)
+        a.tell(sphere(x))
+        b.tell(sphere(x))
+    np.testing.assert_array_equal(b.get_state()["mean"], a.get_state()["mean"])
+
+
+def test_the_shift_z_is_checked_and_not_kept_with_integer_variables():
+    n = 200
+    a = _core.CMAES(np.ones(n), 0.5, seed=4, step_size_adaptation="tpa")
+    for _ in range(3):
+        x = a.ask()
+        a.tell(sphere(x))
+    s = a.get_state()
+    with pytest.raises(ValueError, match="state.mean_shift_z must have 200 entries, got 3"):
+        a.set_state(**dict(s, mean_shift_z=np.ones(3)))
+    with pytest.raises(ValueError, match="state.mean_shift_z\\[7\\] must be finite, got nan"):
+        a.set_state(**dict(s, mean_shift_z=np.where(np.arange(n) == 7, np.nan, 1.0)))
+    with pytest.raises(ValueError, match="state.mean_shift_z needs state.mean_shift"):
+        a.set_state(**dict(s, mean_shift=None, mean_shift_z=np.ones(n)))
+    m = _core.CMAES(np.ones(n), 0.5, seed=4, step_size_adaptation="tpa", integer_variables=[0, 5])
+    for _ in range(6):
+        x = m.ask()
+        m.tell(sphere(x))
+        assert m.get_state()["mean_shift_z"].size == 0
+    with pytest.raises(ValueError, match="state.mean_shift_z must be empty with integer variables"):
+        m.set_state(**dict(m.get_state(), mean_shift_z=np.ones(n)))

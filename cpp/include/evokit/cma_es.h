@@ -222,6 +222,13 @@ struct CMAState {
   // entries; empty before the first tell: no mirrored pair then).
   double tpa_s = 0;
   std::vector<double> mean_shift;
+  // TPA: the mean shift's z = D^-1 B^T mean_shift in the current
+  // decomposition, as tell() knows it without a product by B: c_m sigma <z>_w
+  // (Eq. (41)'s z counterpart), kept when that tell did not decompose C and
+  // no coordinate is an integer one (n entries). Empty: the next ask()
+  // computes it from mean_shift (after a decomposition, and in states saved
+  // before this field existed).
+  std::vector<double> mean_shift_z;
 };
 
 namespace detail {
