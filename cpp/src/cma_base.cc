@@ -272,8 +272,7 @@ void CMABase::sample_population() {
   // The rows that injections and TPA's pair replace need only their normals
   // (the lengths they are rescaled to), not y and x.
   const std::size_t injected = std::min(injections_.size(), lambda);
-  const bool pair = tpa_ && state_.mean_shift.size() == num_params() && lambda - injected >= 2;
-  materialize_population(injected + (pair ? 2 : 0));
+  materialize_population(injected + (tpa_pair_due(injected) ? 2 : 0));
   place_injections();
   place_tpa_pair();
   sampled_ = true;
@@ -344,6 +343,10 @@ void CMABase::place_injections() {
   num_injected_ = count;
 }
 
+bool CMABase::tpa_pair_due(std::size_t injected) const noexcept {
+  return tpa_ && state_.mean_shift.size() == num_params() && population_size() - injected >= 2;
+}
+
 // TPA's mirrored pair along the last mean shift, right after the injected
 // rows: y_+ = f u, y_- = -y_+, with u the mean shift in y units (for an
 // integer coordinate divided by A_i, so that x - m stays along the shift) and
@@ -354,7 +357,7 @@ void CMABase::place_tpa_pair() {
   const std::size_t lambda = population_size();
   const CMAState& s = state_;
   tpa_row_ = lambda;
-  if (!tpa_ || s.mean_shift.size() != n || lambda - num_injected_ < 2) return;
+  if (!tpa_pair_due(num_injected_)) return;
   const std::size_t r = num_injected_;
   double* y = y_.data() + r * n;
   double* z = z_.data() + r * n;

@@ -196,8 +196,8 @@ __attribute__((always_inline)) inline void matmul_tile_partial(std::size_t k, co
 }
 
 // Rows in blocks of 64 (kept in L2 while the panels pass), 4-row register
-// tiles (4 x 32 outputs: 16 AVX-512 registers), a remainder of rows two and
-// then one at a time.
+// tiles (4 x 32 outputs: 16 AVX-512 registers), a remainder of rows one at
+// a time.
 template <Store Mode>
 __attribute__((always_inline)) inline void matmul_blocks(std::size_t m, std::size_t n, std::size_t k,
                                                          const double* __restrict a, std::size_t lda,
@@ -219,9 +219,6 @@ __attribute__((always_inline)) inline void matmul_blocks(std::size_t m, std::siz
       } else {
         for (; i + 4 <= i1; i += 4) {
           matmul_tile_partial<4, kW, Mode>(k, a + i * lda, lda, bp, c + i * ldc + j0, ldc, w, scale);
-        }
-        for (; i + 2 <= i1; i += 2) {
-          matmul_tile_partial<2, kW, Mode>(k, a + i * lda, lda, bp, c + i * ldc + j0, ldc, w, scale);
         }
         for (; i < i1; ++i) {
           matmul_tile_partial<1, kW, Mode>(k, a + i * lda, lda, bp, c + i * ldc + j0, ldc, w, scale);

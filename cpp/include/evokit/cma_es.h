@@ -415,6 +415,8 @@ class CMABase {
   void materialize_population(std::size_t first_row = 0);
   void place_injections();
   void place_tpa_pair();
+  // Whether the next ask() places TPA's pair, after `injected` injected rows.
+  bool tpa_pair_due(std::size_t injected) const noexcept;
   // x = the solution of step y (the bound transformation, A and the encoding).
   void solution_of(const double* y, double* x) const;
   // y = the step of solution x (bounded space), z = D^-1 B^T y, clipped.
