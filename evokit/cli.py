@@ -7,6 +7,7 @@
     evokit plot RUN_DIR [-o FILE]
     evokit init-model --env ID [--hidden 16 16] [--activation tanh] [--recurrent lstm|gru] [--seed S] -o MODEL
     evokit check-config CONFIG [CONFIG ...]
+    evokit check-native ENV [ENV ...] [--episodes N]
     evokit init-solver --config C --model M --warehouse W
     evokit sample --warehouse W --env ID --num-samples N --log L [--seed S]
     evokit update --warehouse W --log L [L ...]
@@ -125,6 +126,20 @@ def _cmd_check_config(args) -> int:
         if args.show:
             print(config_with_defaults(cfg))
     return 0
+
+
+def _cmd_check_native(args) -> int:
+    from .errors import EnvError
+    from .evaluation import native_mujoco
+
+    failed = 0
+    for env_id in args.env:
+        try:
+            print(native_mujoco.check(env_id, episodes=args.episodes))
+        except EnvError as exc:
+            print(f"evokit: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            failed = 1
+    return failed
 
 
 def _cmd_seal(args) -> int:
@@ -317,6 +332,16 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("config", nargs="+", help="config files (.prototxt)")
     c.add_argument("--show", action="store_true", help="print each config with its defaults")
     c.set_defaults(func=_cmd_check_config)
+    cn = sub.add_parser("check-native", help="check that MuJoCo tasks run natively here",
+                        description="Load each MuJoCo task as `evokit train` does (natively, in "
+                                    "EvoKit's core) and compare whole episodes with gymnasium's "
+                                    "step for step; print the MuJoCo release, its library and the "
+                                    "release of the headers EvoKit was built with, or the reason "
+                                    "the task would run on gymnasium's environments (exit 1).")
+    cn.add_argument("env", nargs="+", help="gymnasium environment ids, e.g. Hopper-v5")
+    cn.add_argument("--episodes", type=int, default=3,
+                    help="episodes compared with gymnasium's (default: 3)")
+    cn.set_defaults(func=_cmd_check_native)
     se = sub.add_parser("seal", help="add the sha256 trailer to state files of an older EvoKit",
                         description="State files (solver.pb, warehouse.pb, consumed.pb, "
                                     "checkpoint.pb, obs_norm.pb) end with a sha256 trailer, checked "

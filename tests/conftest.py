@@ -12,6 +12,10 @@ sys.path.insert(0, HERE)  # the oracle module (tests/es_oracle.py)
 # pyenv shim that runs another Python, with another evokit or none).
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 
+# Any skip that tests/allowed_skips.txt does not list fails the run.
+pytest_plugins = ["skip_policy"]
+
+
 SEED_EXAMPLE = """solver {
   type: BASIC_ES
   optimizer { type: ADAM base_lr: 0.05 adam { beta1: 0.9 beta2: 0.999 epsilon: 1e-08 } }

@@ -61,3 +61,19 @@ def test_the_wheel_trains_cartpole_in_a_clean_venv(wheel, tmp_path):
                 "--out", str(run_dir), "--require-solved"], cwd=tmp_path, timeout=600)
     assert "solved: centre return" in out.stdout + out.stderr
     assert (run_dir / "model.onnx").stat().st_size > 0 and (run_dir / "solver.pb").stat().st_size > 0
+
+
+def test_the_wheel_with_its_mujoco_extra_runs_mujoco_natively(wheel, tmp_path):
+    """`pip install 'evokit-es[mujoco]'` from the wheel: the extra pins the
+    `mujoco` release of the headers the wheel was built with, so the MuJoCo
+    tasks run natively, equal to gymnasium's step for step, and pip check
+    passes."""
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], timeout=120)
+    _run([str(venv / "bin" / "pip"), "install", "--quiet", f"{wheel}[mujoco]"], timeout=900)
+    _run([str(venv / "bin" / "pip"), "check"], timeout=120)
+    out = _run([str(venv / "bin" / "evokit"), "check-native", "Hopper-v5", "Swimmer-v5"],
+               cwd=tmp_path, timeout=600)
+    lines = out.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["Hopper-v5", "Swimmer-v5"], out.stdout
+    assert all("equal to gymnasium's step for step" in line for line in lines), out.stdout

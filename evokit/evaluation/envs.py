@@ -128,7 +128,8 @@ def native_env(env_id: str) -> Tuple[Optional[NativeEnv], str]:
     Walker2d-v5, Ant-v5 and Swimmer-v5 with their default arguments and a
     time limit (:mod:`~evokit.evaluation.native_mujoco`), which run only where
     the extension was built with MuJoCo and the installed MuJoCo is that
-    version (checked once per process: ``unavailable`` gives the reason)."""
+    version (checked once per process: ``unavailable`` gives the reason,
+    which a :class:`~evokit.errors.NativeFallbackWarning` states once)."""
     import gymnasium
 
     try:
@@ -150,6 +151,8 @@ def native_env(env_id: str) -> Tuple[Optional[NativeEnv], str]:
     try:
         native_mujoco.load(task)
     except EnvError as exc:
+        # Whoever asks first (the evaluator a run makes at its start) says so, once.
+        native_mujoco.note_fallback(env_id, str(exc))
         return NativeEnv(max_steps, task, str(exc)), ""
     return NativeEnv(max_steps, task), ""
 

@@ -38,7 +38,7 @@ import numpy as np
 from .. import _core
 from ..errors import EnvError, NativeFallbackWarning
 
-__all__ = ["NativeMujocoEnv", "NativeTask", "TASK_OF_ENTRY_POINT", "initial_states", "load",
+__all__ = ["NativeMujocoEnv", "NativeTask", "TASK_OF_ENTRY_POINT", "check", "headers_release", "initial_states", "load",
            "mujoco_library", "mujoco_task", "note_fallback"]
 
 #: gymnasium's entry points of the tasks the core implements -> task name.
@@ -201,25 +201,69 @@ def _load(task: str) -> NativeTask:
     return native
 
 
-def _verify(native: NativeTask, gym_env) -> None:
-    """Raises RuntimeError unless 2 short episodes equal gymnasium's."""
+def _verify(native: NativeTask, gym_env, seeds: Sequence[int] = (0, 12345), steps: int = 25,
+            action_scale: float = 1.5) -> int:
+    """Raises RuntimeError unless episodes from ``reset(seed=s)`` for each of
+    ``seeds``, at most ``steps`` steps of random actions each (uniform in
+    +-``action_scale``, some beyond the action bounds), equal gymnasium's;
+    returns the steps compared."""
     rng = np.random.default_rng(2024)
     episode = native.env.episode()
-    for seed in (0, 12345):
+    compared = 0
+    for seed in seeds:
         want, _ = gym_env.reset(seed=seed)
         qpos, qvel = initial_states(native, [seed])
         got = episode.reset(qpos[0], qvel[0])
         if not np.array_equal(got, want):
             raise RuntimeError(f"its reset(seed={seed}) differs from gymnasium's")
-        for t in range(25):
-            action = rng.uniform(-1.5, 1.5, native.env.action_size).astype(np.float32)
+        for t in range(steps):
+            action = rng.uniform(-action_scale, action_scale,
+                                 native.env.action_size).astype(np.float32)
             want, reward, terminated, _, _ = gym_env.step(action)
             got, got_reward, got_terminated = episode.step(action)
+            compared += 1
             if not (np.array_equal(got, want) and got_reward == reward
                     and got_terminated == terminated):
                 raise RuntimeError(f"step {t} after reset(seed={seed}) differs from gymnasium's")
             if terminated:
                 break
+    return compared
+
+
+def check(env_id: str, episodes: int = 3, max_steps: int = 1000) -> str:
+    """What ``evokit check-native`` reports: ``env_id`` loaded natively as
+    ``evokit train`` loads it (:func:`load`), then ``episodes`` more
+    episodes of up to ``max_steps`` steps compared with gymnasium's step for
+    step (observation, reward, termination). Raises
+    :class:`~evokit.errors.EnvError` with the reason when the native path
+    cannot run it or differs."""
+    task, _, why = mujoco_task(env_id)
+    if task is None:
+        raise EnvError(why or f"{env_id} is not a MuJoCo task EvoKit runs natively (those are "
+                              f"{', '.join(_core.mujoco_tasks())} with default arguments)")
+    native = load(task)
+    module, name = _ENTRY_POINT_OF_TASK[task].split(":")
+    gym_env = getattr(importlib.import_module(module), name)()
+    try:
+        # Small actions: the episodes run long enough to leave the reset's neighbourhood.
+        compared = _verify(native, gym_env, seeds=range(1, episodes + 1), steps=max_steps,
+                           action_scale=0.2)
+    except RuntimeError as exc:
+        raise EnvError(f"native {task} differs from gymnasium: {exc}") from None
+    finally:
+        gym_env.close()
+    import mujoco
+
+    return (f"{env_id}: native, MuJoCo {mujoco.__version__} ({mujoco_library()}), EvoKit built "
+            f"with the headers of MuJoCo {headers_release()}; {episodes} episodes, {compared} "
+            f"steps equal to gymnasium's step for step")
+
+
+def headers_release() -> str:
+    """The MuJoCo release whose headers EvoKit was built with ("4.0.0"), or
+    "" when it was built without native MuJoCo."""
+    v = _core.mujoco_header_version()
+    return f"{v // 1000000}.{v // 1000 % 1000}.{v % 1000}" if v else ""
 
 
 def initial_states(native: NativeTask, seeds: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:

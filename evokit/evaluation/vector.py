@@ -141,8 +141,6 @@ class VectorEvaluator(PooledEvaluator):
         vector = has_vector_entry_point(env_id)
         self._native, why = native_env(env_id)
         if self._native is not None and self._native.unavailable is not None:
-            if vectorization_mode == "auto":
-                native_mujoco.note_fallback(env_id, self._native.unavailable)
             why, self._native = self._native.unavailable, None
         if vectorization_mode == "auto":
             if self._native is not None:

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import gymnasium
 import numpy as np
@@ -333,11 +334,11 @@ def test_other_libraries_are_refused(tmp_path):
     lib = tmp_path / "libmujoco.so.4.1.2"
     subprocess.run([compiler, "-shared", "-fPIC", "-o", str(lib), str(source)], check=True)
     version = native_mujoco.mujoco_library()  # the real one stays in use
-    v = _core.mujoco_header_version()
-    built = f"{v // 1000000}.{v // 1000 % 1000}.{v % 1000}"
+    built = native_mujoco.headers_release()
     with pytest.raises(RuntimeError, match=re.escape(f"{lib} is MuJoCo 4.1.2, EvoKit was built with "
                                                      f"the headers of MuJoCo {built}; native MuJoCo "
-                                                     f"needs that version")):
+                                                     f"needs that release: pip install "
+                                                     f"'mujoco=={built}'")):
         _core.MujocoEnv("Hopper-v5", str(lib), model._address)
     source.write_text("int not_mujoco(void) { return 0; }\n")
     other = tmp_path / "libother.so"
@@ -345,6 +346,51 @@ def test_other_libraries_are_refused(tmp_path):
     with pytest.raises(RuntimeError, match=re.escape(f"{other} has no mj_version: not a MuJoCo library")):
         _core.MujocoEnv("Hopper-v5", str(other), model._address)
     assert native_mujoco.mujoco_library() == version
+
+
+
+_TRAIN_WITH_ANOTHER_LIBRARY = """
+import sys
+from evokit import cli
+from evokit.evaluation import native_mujoco
+native_mujoco.mujoco_library = lambda: sys.argv[1]  # as if `mujoco` had loaded it
+if __name__ == "__main__":  # not in the evaluation workers, which import this file
+    sys.exit(cli.main(["train", sys.argv[2], "--max-generations", "2", "--out", sys.argv[3], "-v"]))
+"""
+
+
+def test_train_names_both_releases_and_a_command_once_at_its_start(tmp_path):
+    """A runtime MuJoCo of another release than the headers: `evokit train`
+    says so on one line before its first generation, naming both releases
+    and a pip command that installs the headers' release, and trains on
+    gymnasium's environments."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    assert compiler, "a C compiler is needed to build the stand-in library"
+    source = tmp_path / "fake.c"
+    source.write_text('int mj_version(void) { return 4001002; }\n'
+                      'const char* mj_versionString(void) { return "4.1.2"; }\n')
+    lib = tmp_path / "libmujoco.so.4.1.2"
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(lib), str(source)], check=True)
+    config = tmp_path / "hopper.prototxt"
+    shutil.copy(os.path.join(os.path.dirname(__file__), "..", "..", "configs", "hopper.prototxt"),
+                config)
+    script = tmp_path / "train.py"
+    script.write_text(_TRAIN_WITH_ANOTHER_LIBRARY)
+    out = subprocess.run([sys.executable, str(script), str(lib), str(config), str(tmp_path / "run")],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    built = native_mujoco.headers_release()
+    lines = (out.stderr + out.stdout).splitlines()
+    said = [i for i, line in enumerate(lines) if "is MuJoCo 4.1.2" in line]
+    assert len(said) == 1, "\n".join(lines)
+    line = lines[said[0]]
+    assert line.startswith("evokit: warning: ")
+    assert f"EvoKit was built with the headers of MuJoCo {built}" in line
+    assert f"pip install 'mujoco=={built}'" in line
+    assert "runs on gymnasium's environments instead" in line
+    generations = [i for i, line in enumerate(lines) if re.match(r"\s*(gen|generation)\b", line)]
+    assert generations and said[0] < generations[0], "\n".join(lines)
+    assert (tmp_path / "run" / "model.onnx").is_file()
 
 
 def test_a_mujoco_error_is_an_exception_not_an_exit(tmp_path):
@@ -373,3 +419,17 @@ def test_a_mujoco_error_is_an_exception_not_an_exit(tmp_path):
                                            r"out of memory"):
         _core.mujoco_rollouts(env, agent.policy.native.graph, pop, np.zeros(4, np.int64), qpos, qvel,
                               300, 2)
+
+
+def test_check_native_compares_whole_episodes_and_names_the_releases(capsys):
+    from evokit import cli
+
+    assert cli.main(["check-native", "Hopper-v5", "--episodes", "2"]) == 0
+    line = capsys.readouterr().out.strip()
+    release = native_mujoco.headers_release()
+    assert line.startswith(f"Hopper-v5: native, MuJoCo {mujoco.__version__} (")
+    assert f"EvoKit built with the headers of MuJoCo {release}; 2 episodes, " in line
+    steps = int(re.search(r"episodes, (\d+) steps equal to gymnasium's step for step$", line)[1])
+    assert steps > 2
+    assert cli.main(["check-native", "CartPole-v1"]) == 1
+    assert "CartPole-v1 is not a MuJoCo task EvoKit runs natively" in capsys.readouterr().err

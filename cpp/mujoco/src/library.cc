@@ -65,7 +65,8 @@ std::unique_ptr<Library> resolve_all(void* handle, const std::string& path) {
     throw std::runtime_error(path + " is MuJoCo " + format_version(version()) +
                              ", EvoKit was built with the headers of MuJoCo " +
                              format_version(mjVERSION_HEADER) +
-                             "; native MuJoCo needs that version (or rebuild EvoKit)");
+                             "; native MuJoCo needs that release: pip install 'mujoco==" +
+                             format_version(mjVERSION_HEADER) + "'");
   }
   lib->version = version_string();
   resolve(handle, path, "mj_copyModel", lib->copy_model);
