@@ -30,7 +30,8 @@ that sees the installed evokit, e.g. (EvoTorch: torch first, pinned, so that
     /work/venvs/peers/bin/python bench/blackbox.py            # all (about an hour on 2 cores)
     /work/venvs/peers/bin/python bench/blackbox.py --quick    # n = 10, one seed, sphere and ellipsoid
 
-A peer that is not installed shows as "-".
+A peer that is not installed shows as "-". Writes bench/results/blackbox.json
+and .md (`--out DIR` elsewhere).
 """
 
 from __future__ import annotations
@@ -38,14 +39,16 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
+import sys
 import time
-from importlib import metadata
 from typing import Dict, List, Optional
 
 import numpy as np
 
 import evokit
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results import Report, add_out_argument  # noqa: E402
 
 TARGET = 1e-8
 
@@ -506,7 +509,7 @@ def seeds_for(n: int, seeds: List[int]) -> List[int]:
     return list(range(len(seeds) * factor))
 
 
-def convergence_table(strategies, functions, dims, seeds, libraries):
+def convergence_table(report, strategies, functions, dims, seeds, libraries):
     """Budgets: budget_for(n), and once an implementation reached the target
     in a row, 3x its median for those after it (a miss then means more than
     3x the evaluations of one that got there); every implementation of the
@@ -514,11 +517,12 @@ def convergence_table(strategies, functions, dims, seeds, libraries):
     n <= 10, and n = 1,000 is the sphere for the large-scale methods and
     full CMA-ES (whose peers cmaes and evosax take about 0.7 s and 0.1 s per
     generation there: pick --libraries)."""
-    print("\n### Evaluations to f < 1e-8 (median over the seeds that reached it; reached/seeds; "
+    report.print("\n### Evaluations to f < 1e-8 (median over the seeds that reached it; reached/seeds; "
           "ERT where seeds missed)\n")
-    print("| strategy | function | n | " + " | ".join(libraries) + " | EvoKit / best peer |")
-    print("|---|---|---:|" + "---:|" * (len(libraries) + 1))
+    report.print("| strategy | function | n | " + " | ".join(libraries) + " | EvoKit / best peer |")
+    report.print("|---|---|---:|" + "---:|" * (len(libraries) + 1))
     marked = []  # NOT_THE_ALGORITHM pairs with a cell in the table
+    rows = []
     for strategy in strategies:
         for fname in functions:
             f, x0, sigma0 = FUNCTIONS[fname]
@@ -575,15 +579,18 @@ def convergence_table(strategies, functions, dims, seeds, libraries):
                 if "evokit" in by and peers:
                     r = by["evokit"] / min(peers)
                     ratio = (f"{r:.2f}" if r >= 0.1 else f"{r:.2g}") + ("" if every_seed else " (ERT)")
-                print(f"| {strategy} | {fname} | {n} | " + " | ".join(cells) + f" | {ratio} |", flush=True)
-    not_the_algorithm_footnote(marked)
+                report.print(f"| {strategy} | {fname} | {n} | " + " | ".join(cells) + f" | {ratio} |")
+                rows.append({"strategy": strategy, "function": fname, "n": n, "cells": dict(zip(libraries, cells)),
+                             "medians": medians, "erts": erts, "every_seed": every_seed, "ratio": ratio})
+    not_the_algorithm_footnote(report, marked)
+    return rows
 
 
-def not_the_algorithm_footnote(pairs):
+def not_the_algorithm_footnote(report, pairs):
     """The NOT_THE_ALGORITHM pairs that have cells in a table, each with its reason."""
     if pairs:
-        print(f"\n{NOT_THE_ALGORITHM_MARK} Not the algorithm the strategy names, left out of the best-peer ratio: "
-              + "; ".join(f"{s} in {lib} ({NOT_THE_ALGORITHM[(s, lib)]})" for s, lib in pairs) + ".")
+        report.print(f"\n{NOT_THE_ALGORITHM_MARK} Not the algorithm the strategy names, left out of the "
+                     "best-peer ratio: " + "; ".join(f"{s} in {lib} ({NOT_THE_ALGORITHM[(s, lib)]})" for s, lib in pairs) + ".")
 
 
 # ---- 2. overhead per generation --------------------------------------------------------
@@ -623,11 +630,12 @@ def fmt_seconds(t):
     return f"{t * 1e6:.1f} us" if t < 1e-3 else f"{t * 1e3:.2f} ms"
 
 
-def overhead_table(strategies, dims, libraries, large):
-    print("\n### Overhead per generation (ask + tell, vectorised sphere; mean over the generations)\n")
-    print("| strategy | n | lambda | " + " | ".join(libraries) + " | best peer / EvoKit |")
-    print("|---|---:|---:|" + "---:|" * (len(libraries) + 1))
+def overhead_table(report, strategies, dims, libraries, large):
+    report.print("\n### Overhead per generation (ask + tell, vectorised sphere; mean over the generations)\n")
+    report.print("| strategy | n | lambda | " + " | ".join(libraries) + " | best peer / EvoKit |")
+    report.print("|---|---:|---:|" + "---:|" * (len(libraries) + 1))
     marked = []  # NOT_THE_ALGORITHM pairs with a cell in the table
+    rows = []
     for strategy in strategies:
         for n in list(dims) + ([large] if large and strategy in LARGE_SCALE else []):
             if n >= 1000 and strategy == "xNES":
@@ -657,19 +665,12 @@ def overhead_table(strategies, dims, libraries, large):
                 cells["evokit"] += f" ({threads} threads: {fmt_seconds(many)})"
                 if peers:
                     ratio += f" ({min(peers) / many:.1f}x)"
-            print(f"| {strategy} | {n:,} | {population(strategy, n)} | "
-                  + " | ".join(cells[lib] for lib in libraries) + f" | {ratio} |", flush=True)
-    not_the_algorithm_footnote(marked)
-
-
-def versions() -> str:
-    out = []
-    for package in ("cma", "cmaes", "evosax", "jax", "modcma", "evotorch", "torch"):
-        try:
-            out.append(f"{package} {metadata.version(package)}")
-        except metadata.PackageNotFoundError:
-            out.append(f"{package} (absent)")
-    return ", ".join(out)
+            report.print(f"| {strategy} | {n:,} | {population(strategy, n)} | "
+                         + " | ".join(cells[lib] for lib in libraries) + f" | {ratio} |")
+            rows.append({"strategy": strategy, "n": n, "population_size": population(strategy, n),
+                         "seconds": times, "cells": cells, "ratio": ratio})
+    not_the_algorithm_footnote(report, marked)
+    return rows
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -686,18 +687,21 @@ def main(argv: Optional[List[str]] = None) -> None:
                         help="EvoKit and the peers to run (default: all)")
     parser.add_argument("--no-convergence", action="store_true")
     parser.add_argument("--no-overhead", action="store_true")
+    add_out_argument(parser, "blackbox")
     args = parser.parse_args(argv)
     dims = args.dims or ([10] if args.quick else [2, 10, 100, 1000])
     functions = ["sphere", "ellipsoid"] if args.quick else args.functions
     seeds = list(range(1 if args.quick else args.seeds))
-    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at "
-          f"start; Python {platform.python_version()}, NumPy {np.__version__}; EvoKit {evokit.__version__} "
-          f"(num_threads=1); {versions()}.")
+    report = Report("blackbox", "Every black-box strategy beside the peers (bench/blackbox.py)")
+    report.print(f"EvoKit num_threads=1 unless a cell says otherwise; libraries: {', '.join(args.libraries)} "
+                 "(\"-\": not installed, or no such strategy there).")
+    figures = {}
     if not args.no_convergence:
-        convergence_table(args.strategies, functions, dims, seeds, args.libraries)
+        figures["convergence"] = convergence_table(report, args.strategies, functions, dims, seeds, args.libraries)
     if not args.no_overhead:
-        overhead_table(args.strategies, dims, args.libraries, 0 if args.quick else args.large)
-
+        figures["overhead"] = overhead_table(report, args.strategies, dims, args.libraries,
+                                             0 if args.quick else args.large)
+    report.write(args.out, figures)
 
 if __name__ == "__main__":
     main()

@@ -9,9 +9,10 @@ on a CartPoleVectorEnv in lockstep, `train.num_workers` threads) against
 `train.num_workers` processes for the NumPy side. Each run is a fresh process,
 and its wall time counts from process start to exit.
 
-    python bench/cartpole_solve.py              # 5 seeds each, prints a Markdown table
+    python bench/cartpole_solve.py              # 5 seeds each
     python bench/cartpole_solve.py --seeds 2    # fewer
-    python bench/cartpole_solve.py --json out.json
+
+Writes bench/results/cartpole_solve.json and .md (``--out DIR`` elsewhere).
 
 The NumPy side is the reference a user would write without EvoKit: NumPy
 noise from a seeded Generator, a NumPy MLP forward pass, the OpenAI-ES step of
@@ -33,6 +34,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CONFIG = os.path.join(ROOT, "configs", "cartpole.prototxt")
+sys.path.insert(0, HERE)
+
+from results import Report, add_out_argument  # noqa: E402
 
 
 # --------------------------------------------------------------------------
@@ -145,7 +149,7 @@ def run_numpy_process(seed: int) -> dict:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--json", help="write the results here")
+    add_out_argument(p, "cartpole_solve")
     p.add_argument("--runner", choices=["numpy"], help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -153,25 +157,24 @@ def main() -> int:
         print(json.dumps(run_numpy(args.seed)))
         return 0
 
+    report = Report("cartpole_solve", "CartPole-v1 time to solve: evokit train against NumPy OpenAI-ES "
+                                      "(bench/cartpole_solve.py)")
     results = {"evokit": [], "numpy_openai_es": []}
     for seed in range(args.seeds):  # interleaved, so drift in machine load hits both
         results["evokit"].append(run_evokit(seed))
         results["numpy_openai_es"].append(run_numpy_process(seed))
-    print(f"CartPole-v1, {args.seeds} seeds, config {os.path.relpath(CONFIG, ROOT)}, "
-          f"{os.cpu_count()} cores\n")
-    print("| runner | solved | wall time median (s) | wall time max (s) | env steps median | env steps max |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    report.print(f"CartPole-v1, {args.seeds} seeds, config {os.path.relpath(CONFIG, ROOT)}\n")
+    report.print("| runner | solved | wall time median (s) | wall time max (s) | env steps median | env steps max |")
+    report.print("| --- | --- | --- | --- | --- | --- |")
     for name, rs in results.items():
         w = [r["wall_time"] for r in rs]
         s = [r["env_steps"] for r in rs]
-        print(f"| {name} | {sum(r['solved'] for r in rs)}/{len(rs)} | {statistics.median(w):.2f} | "
-              f"{max(w):.2f} | {statistics.median(s):,.0f} | {max(s):,} |")
+        report.print(f"| {name} | {sum(r['solved'] for r in rs)}/{len(rs)} | {statistics.median(w):.2f} | "
+                     f"{max(w):.2f} | {statistics.median(s):,.0f} | {max(s):,} |")
     ratio = (statistics.median([r["wall_time"] for r in results["numpy_openai_es"]])
              / statistics.median([r["wall_time"] for r in results["evokit"]]))
-    print(f"\nmedian wall time, NumPy / EvoKit: {ratio:.2f}x")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+    report.print(f"\nMedian wall time, NumPy / EvoKit: {ratio:.2f}x")
+    report.write(args.out, results)
     return 0
 
 

@@ -10,13 +10,14 @@
 Setup (not a project dependency): pip install cma jax jaxlib evosax
 (evosax runs with jax_enable_x64, so all three work in double precision).
 
-    python bench/cma_vs_pycma.py            # everything; prints a Markdown table
+    python bench/cma_vs_pycma.py            # everything
     python bench/cma_vs_pycma.py --quick    # EvoKit and pycma, dimension 10 only (seconds)
+
+Writes bench/results/cma_vs_pycma.json and .md (``--out DIR`` elsewhere).
 """
 
 import argparse
 import os
-import platform
 import sys
 import time
 
@@ -24,8 +25,10 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from cma_problems import PROBLEMS, TARGET, sphere
+from results import Report, add_out_argument
 
 import evokit
 
@@ -180,23 +183,27 @@ def main():
     parser.add_argument("--no-evosax", action="store_true")
     parser.add_argument("--no-per-generation", action="store_true")
     parser.add_argument("--per-generation-only", action="store_true")
+    add_out_argument(parser, "cma_vs_pycma")
     args = parser.parse_args()
     dims = args.dims or ([10] if args.quick else [10, 30, 100])
     use_evosax = not (args.quick or args.no_evosax)
-    import cma
+    import cma  # noqa: F401 (fails early when pycma is missing)
 
-    print(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
-          f"{os.getloadavg()[0]:.1f} at start, Python "
-          f"{platform.python_version()}; EvoKit {evokit.__version__} num_threads={args.threads}, pycma "
-          f"{cma.__version__} (NumPy {np.__version__}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')})"
-          + ("" if not use_evosax else ", evosax with JAX x64 on CPU (jit-compiled ask+f+tell)"))
-    print(f"Seed {args.seed}; default population size 4 + floor(3 ln n); target f < {TARGET:g}.\n")
+    report = Report("cma_vs_pycma", "CMA-ES: EvoKit, pycma, evosax (bench/cma_vs_pycma.py)")
+    report.print(f"EvoKit num_threads={args.threads} in the convergence table"
+                 + ("" if not use_evosax else "; evosax with JAX x64 on CPU (jit-compiled ask+f+tell)") + ".")
+    report.print(f"Seed {args.seed}; default population size 4 + floor(3 ln n); target f < {TARGET:g}; "
+                 "\"(missed)\": the target was not reached within the budget.\n")
     jf = jax_functions() if use_evosax else None
+    figures = {"convergence": [], "per_generation": []}
+
+    def as_dict(r):
+        return None if r is None else {"evaluations": r[0], "seconds": r[1], "reached": bool(r[2])}
 
     if not args.per_generation_only:
-        print("| function | n | EvoKit evals | pycma evals | evosax evals | EvoKit time | pycma time | evosax time "
-              "| evals EvoKit/pycma | time pycma/EvoKit |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        report.print("| function | n | EvoKit evals | pycma evals | evosax evals | EvoKit time | pycma time "
+                     "| evosax time | evals EvoKit/pycma | time pycma/EvoKit |")
+        report.print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, (f, x0, sigma0) in PROBLEMS.items():
         for n in [] if args.per_generation_only else dims:
             ours = run_evokit(f, n, x0, sigma0, args.seed, args.threads)
@@ -204,28 +211,34 @@ def main():
             # evosax gets three times pycma's evaluations before it counts as missed
             jaxr = (run_evosax(f, n, x0, sigma0, args.seed, jf[name], min(MAX_EVALS[n], 3 * theirs[0]))
                     if use_evosax else None)
-            print(f"| {name} | {n} | {fmt_evals(ours)} | {fmt_evals(theirs)} | {fmt_evals(jaxr)} | "
-                  f"{fmt_time(ours)} | {fmt_time(theirs)} | {fmt_time(jaxr)} | {ours[0] / theirs[0]:.2f} | "
-                  f"{theirs[1] / ours[1]:.1f}x |", flush=True)
+            figures["convergence"].append({"function": name, "n": n, "evokit": as_dict(ours),
+                                           "pycma": as_dict(theirs), "evosax": as_dict(jaxr)})
+            report.print(f"| {name} | {n} | {fmt_evals(ours)} | {fmt_evals(theirs)} | {fmt_evals(jaxr)} | "
+                         f"{fmt_time(ours)} | {fmt_time(theirs)} | {fmt_time(jaxr)} | {ours[0] / theirs[0]:.2f} | "
+                         f"{theirs[1] / ours[1]:.1f}x |")
 
-    if args.quick or args.no_per_generation:
-        return
-    cores = os.cpu_count() or 1
-    print("\nTime per generation (ask + tell, f = sphere, vectorised; the mean over 60 generations, which for "
-          "full covariance includes the lazy eigendecompositions):\n")
-    print(f"| variant | n | lambda | EvoKit 1 thread | EvoKit {cores} threads | pycma | evosax | "
-          f"pycma/EvoKit | evosax/EvoKit |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for n, separable, gens in [(1000, False, 60), (10000, True, 60)]:
-        one = per_generation_evokit(n, separable, gens, 1)
-        many = per_generation_evokit(n, separable, gens, cores)
-        ours = min(one, many)
-        theirs = per_generation_pycma(n, separable, gens)
-        jaxr = per_generation_evosax(n, separable, gens) if use_evosax else float("nan")
-        lam = 4 + int(np.floor(3 * np.log(n)))
-        print(f"| {'separable' if separable else 'full'} | {n:,} | {lam} | {one * 1e3:.2f} ms | {many * 1e3:.2f} ms | "
-              f"{theirs * 1e3:.2f} ms | {jaxr * 1e3:.2f} ms | {theirs / ours:.1f}x | {jaxr / ours:.1f}x |",
-              flush=True)
+    if not (args.quick or args.no_per_generation):
+        cores = os.cpu_count() or 1
+        report.print("\nTime per generation (ask + tell, f = sphere, vectorised; the mean over 60 generations, "
+                     "which for full covariance includes the lazy eigendecompositions):\n")
+        report.print(f"| variant | n | lambda | EvoKit 1 thread | EvoKit {cores} threads | pycma | evosax | "
+                     f"pycma/EvoKit | evosax/EvoKit |")
+        report.print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for n, separable, gens in [(1000, False, 60), (10000, True, 60)]:
+            one = per_generation_evokit(n, separable, gens, 1)
+            many = per_generation_evokit(n, separable, gens, cores)
+            ours = min(one, many)
+            theirs = per_generation_pycma(n, separable, gens)
+            jaxr = per_generation_evosax(n, separable, gens) if use_evosax else float("nan")
+            lam = 4 + int(np.floor(3 * np.log(n)))
+            figures["per_generation"].append({"variant": "separable" if separable else "full", "n": n,
+                                              "population_size": lam, "evokit_1_thread_s": one,
+                                              f"evokit_{cores}_threads_s": many, "pycma_s": theirs,
+                                              "evosax_s": None if not use_evosax else jaxr})
+            report.print(f"| {'separable' if separable else 'full'} | {n:,} | {lam} | {one * 1e3:.2f} ms | "
+                         f"{many * 1e3:.2f} ms | {theirs * 1e3:.2f} ms | {jaxr * 1e3:.2f} ms | {theirs / ours:.1f}x "
+                         f"| {jaxr / ours:.1f}x |")
+    report.write(args.out, figures)
 
 
 if __name__ == "__main__":

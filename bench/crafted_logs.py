@@ -21,7 +21,8 @@ Kinds (each a file of exactly SIZE bytes):
 - ``not_sample``: sound frames (both checksums hold) whose 16-byte payloads
   do not parse as a SampleRecord.
 
-Usage: python bench/crafted_logs.py [--sizes-mib 1 4 16 64] [--kinds ...]
+Usage: python bench/crafted_logs.py [--sizes-mib 1 4 16 64] [--kinds ...] [--out DIR]
+(writes bench/results/crafted_logs.json and .md by default).
 """
 
 from __future__ import annotations
@@ -29,12 +30,16 @@ from __future__ import annotations
 import argparse
 import os
 import struct
+import sys
 import tempfile
 import time
 import zlib
 
 from evokit import _core
 from evokit.online.samplelog import MAGIC, read_log
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results import Report, add_out_argument  # noqa: E402
 
 HEADER = 16
 
@@ -69,9 +74,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes-mib", type=int, nargs="+", default=[1, 4, 16, 64])
     ap.add_argument("--kinds", nargs="+", choices=KINDS, default=KINDS)
+    add_out_argument(ap, "crafted_logs")
     args = ap.parse_args(argv)
-    print(f"{'kind':<11} {'MiB':>4} {'read_log s':>11} {'(cpu s)':>8} {'scan s':>8} {'(cpu s)':>8} "
-          f"{'examined/byte':>14} {'records':>8} {'skipped':>8}")
+    report = Report("crafted_logs", "Reading crafted sampling logs (bench/crafted_logs.py)")
+    report.print("| kind | MiB | read_log s | (cpu s) | scan s | (cpu s) | examined / byte | records | skipped |")
+    report.print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for kind in args.kinds:
             for mib in args.sizes_mib:
@@ -84,10 +92,13 @@ def main(argv=None) -> int:
                 t1, c1 = time.perf_counter(), time.process_time()
                 _, examined = _core.scan_record_log(data)
                 t2, c2 = time.perf_counter(), time.process_time()
-                print(f"{kind:<11} {mib:>4} {t1 - t0:>11.2f} {c1 - c0:>8.2f} {t2 - t1:>8.2f} "
-                      f"{c2 - c1:>8.2f} {examined / len(data):>14.2f} {len(result.records):>8} "
-                      f"{len(result.skipped):>8}", flush=True)
+                rows.append({"kind": kind, "mib": mib, "read_log_s": t1 - t0, "read_log_cpu_s": c1 - c0,
+                             "scan_s": t2 - t1, "scan_cpu_s": c2 - c1, "examined_per_byte": examined / len(data),
+                             "records": len(result.records), "skipped": len(result.skipped)})
+                report.print(f"| {kind} | {mib} | {t1 - t0:.2f} | {c1 - c0:.2f} | {t2 - t1:.2f} | {c2 - c1:.2f} "
+                             f"| {examined / len(data):.2f} | {len(result.records)} | {len(result.skipped)} |")
                 os.remove(path)
+    report.write(args.out, rows)
     return 0
 
 

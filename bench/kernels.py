@@ -1,6 +1,9 @@
 """EvoKit's noise kernels against the machine's read bandwidth and NumPy.
 
-    python bench/kernels.py [--quick] [--json OUT] [--repeats R] [--threads T]
+    python bench/kernels.py [--quick] [--out DIR] [--repeats R] [--threads T]
+
+Writes bench/results/kernels.json and .md (``--json FILE``: only the rows, to
+FILE, as bench/run.py takes them).
 
 Measures, in one run and with medians over repeats:
 
@@ -61,6 +64,9 @@ for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from evokit import _core  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results import Report, add_out_argument  # noqa: E402
 
 SIGMA = 0.02
 
@@ -257,10 +263,14 @@ def bench_clone_rss(p: int, n: int, table_size: int, threads: int, rows: list, l
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small P, few repeats (< 30 s)")
-    ap.add_argument("--json", metavar="OUT", help="write the rows to this JSON file")
+    ap.add_argument("--json", metavar="FILE", help="write only the rows, to this JSON file (bench/run.py's use), "
+                                                   "instead of the result files")
+    add_out_argument(ap, "kernels")
     ap.add_argument("--repeats", type=int, default=None, help="timed repeats per kernel")
     ap.add_argument("--threads", type=int, default=2, help="EvoKit threads (default 2)")
     args = ap.parse_args(argv)
+    report = None if args.json else Report("kernels", "Noise kernels against read bandwidth and NumPy "
+                                                      "(bench/kernels.py" + (" --quick)" if args.quick else ")"))
 
     n = 256
     if args.quick:
@@ -296,9 +306,12 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
-    else:
-        json.dump(rows, sys.stdout, indent=1)
-        print()
+        return 0
+    from run import kernel_table  # the table bench/run.py shows
+
+    for line in kernel_table(rows):
+        report.print(line)
+    report.write(args.out, rows)
     return 0
 
 

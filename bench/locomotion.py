@@ -7,7 +7,7 @@ onnxruntime on fresh episodes (bench/judge.py), against the published anchors.
     python bench/locomotion.py hopper halfcheetah swimmer --out /tmp/loco
 
 Protocol, per task and seed:
-- training: ``evokit train <config> --seed S --out OUT/<task>/seed<S> -q`` (the
+- training: ``evokit train <config> --seed S --out RUNS/<task>/seed<S> -q`` (the
   config's budget: ``train.max_generations``; it stops earlier once a centre
   evaluation of ``train.eval_episodes`` fresh episodes reaches
   ``train.target_return``); its wall time is the process's, start to exit;
@@ -19,9 +19,10 @@ Protocol, per task and seed:
   >= the anchor;
 - the machine's load average before and after each run is recorded.
 
-Output: a Markdown table (also OUT/locomotion.md), OUT/locomotion.json, and
-OUT/<task>.png: the training centre evaluations of every seed against env
-steps and against seconds, the anchor as a line.
+Output (``--out DIR``, default bench/results): ``locomotion_<tasks>.md`` and
+``.json``, and ``locomotion_<tasks>[_<task>].png``: the training centre
+evaluations of every seed against env steps and against seconds, the anchor
+as a line. The training runs go to ``--runs`` (default runs/locomotion).
 
 Anchors: ARS's thresholds (Mania, Guy, Recht 2018, Table 1): Swimmer 325,
 Hopper 3,120, HalfCheetah 3,430, Walker2d 4,390, Ant 3,580; this project's
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import shutil
 import statistics
@@ -47,6 +47,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from judge import judge  # noqa: E402
+from results import Report, add_out_argument  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -153,27 +154,28 @@ def main(argv=None) -> int:
     p.add_argument("tasks", nargs="+", choices=sorted(TASKS))
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--first-seed", type=int, default=0)
-    p.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "locomotion"))
+    p.add_argument("--runs", default=os.path.join(ROOT, "runs", "locomotion"),
+                   help="the training runs' directories (default: runs/locomotion, git-ignored)")
+    add_out_argument(p, "locomotion_<tasks>")
     args = p.parse_args(argv)
-    os.makedirs(args.out, exist_ok=True)
-    report, everything = [], {}
-    for name in args.tasks:
-        task = TASKS[name]
+    name = "locomotion_" + "_".join(args.tasks)
+    os.makedirs(args.runs, exist_ok=True)
+    report = Report(name, "Locomotion: trained, then judged in onnxruntime (bench/locomotion.py)")
+    everything = {}
+    for task_name in args.tasks:
+        task = TASKS[task_name]
         results = []
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            r = run_seed(name, task, seed, args.out)
+            r = run_seed(task_name, task, seed, args.runs)
             results.append(r)
-            print(f"{name} seed {seed}: judged {r['judged_mean']:.1f} after {r['env_steps']:,} "
-                  f"steps, {r['train_time']:.1f} s", flush=True)
-        plot(name, task, results, os.path.join(args.out, f"{name}.png"))
-        report.append(table(name, task, results))
-        everything[name] = results
-    text = "\n".join(report)
-    print(text)
-    with open(os.path.join(args.out, "locomotion.md"), "w") as f:
-        f.write(text)
-    with open(os.path.join(args.out, "locomotion.json"), "w") as f:
-        json.dump(everything, f, indent=1)
+            report.say(f"{task_name} seed {seed}: judged {r['judged_mean']:.1f} after {r['env_steps']:,} "
+                       f"steps, {r['train_time']:.1f} s")
+        figure = f"{name}_{task_name}.png" if len(args.tasks) > 1 else f"{name}.png"
+        plot(task_name, task, results, os.path.join(args.out, figure))
+        report.print(table(task_name, task, results))
+        report.print(f"![{task.env_id}]({figure})\n")
+        everything[task_name] = results
+    report.write(args.out, everything)
     return 0
 
 

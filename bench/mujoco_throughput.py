@@ -1,7 +1,7 @@
 """Native MuJoCo throughput: env steps/s on gymnasium's Hopper-v5, side by side.
 
     python bench/mujoco_throughput.py                 # every row, 3 s each, 3 repeats
-    python bench/mujoco_throughput.py --seconds 1 --json out.json
+    python bench/mujoco_throughput.py --seconds 1 --out /tmp/bench   # results elsewhere
     python bench/mujoco_throughput.py --envpool-python /path/to/python   # EnvPool in another env
 
 Rows (one env step = Hopper-v5's frame_skip of 4 MuJoCo steps):
@@ -46,13 +46,15 @@ import argparse
 import json
 import multiprocessing
 import os
-import platform
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from typing import Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results import Report, add_out_argument  # noqa: E402
 
 TASK = "Hopper-v5"
 FRAME_SKIP = 4
@@ -279,7 +281,7 @@ def main(argv: Optional[List[str]] = None) -> None:
                         help="raw MuJoCo processes (default: one per core)")
     parser.add_argument("--envpool-python", default=sys.executable,
                         help="the interpreter that has envpool (default: this one)")
-    parser.add_argument("--json", help="also write the figures here")
+    add_out_argument(parser, "mujoco_throughput")
     parser.add_argument("--train-config", default=os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", "hopper.prototxt"),
         help="the config of the `evokit train` row ('' to leave it out)")
@@ -287,16 +289,9 @@ def main(argv: Optional[List[str]] = None) -> None:
                         help="runs of the `evokit train` row (default 1: it is long)")
     args = parser.parse_args(argv)
 
-    import gymnasium
-    import mujoco
-    import numpy
+    import mujoco  # noqa: F401 (fails early without MuJoCo)
 
-    import evokit
-
-    print(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, numpy {numpy.__version__}, mujoco "
-          f"{mujoco.__version__}, gymnasium {gymnasium.__version__}, evokit {evokit.__version__}; "
-          f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    report = Report("mujoco_throughput", "Native MuJoCo throughput, Hopper-v5 (bench/mujoco_throughput.py)")
     runs = [(f"raw mj_step(nstep={FRAME_SKIP}), {args.cores} processes",
              raw_mujoco, (args.seconds, args.cores)),
             ("gymnasium env.step, 1 process", gymnasium_loop, (args.seconds,))]
@@ -318,12 +313,10 @@ def main(argv: Optional[List[str]] = None) -> None:
             results[name].append(measured(run, *run_args))
         print(f"repeat {repeat + 1} of {args.repeats} done", flush=True)
     rows = [(name, min(results[name], key=_quietest)) for name, _, _ in runs]
-    print(table(rows))
-    print(f"Load average at the end {os.getloadavg()[0]:.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": {name: r for name, r in rows}, "repeats": results}, f, indent=2)
-
+    report.print(f"Each row: the quietest of {args.repeats} interleaved runs of {args.seconds:g} s "
+                 "(the least CPU taken by other processes meanwhile).\n")
+    report.print(table(rows))
+    report.write(args.out, {"rows": {name: r for name, r in rows}, "repeats": results})
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 objectives), at equal population and evaluation budget, over several seeds.
 
     python bench/multiobjective.py                  # 5 seeds, 25,000 evaluations, population 100
-    python bench/multiobjective.py --seeds 2 --evaluations 5000 --json out.json
+    python bench/multiobjective.py --seeds 2 --evaluations 5000 --out /tmp/bench
 
 Both run their defaults with the same variation settings (SBX p_c = 0.9,
 eta_c = 15; polynomial mutation p_m = 1/n, eta_m = 20; pymoo's NSGA2 also
@@ -13,22 +13,25 @@ pymoo's HV indicator (and checked against evokit's exact 2-D sweep);
 "front" is the hypervolume of the true Pareto front (a dense sample of it),
 the best any finite set can approach. Wall time is per run, f included (the
 ZDT functions are vectorised NumPy for both). pymoo is not an EvoKit
-dependency: ``pip install pymoo`` first.
+dependency: ``pip install pymoo`` first. Writes bench/results/multiobjective.json
+and .md (``--out DIR`` elsewhere).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
+import sys
 import time
 
 import numpy as np
 
 import evokit
 from evokit.blackbox.pareto import hypervolume, nondominated_ranks
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results import Report, add_out_argument  # noqa: E402
 
 REFERENCE = np.array([1.1, 1.1])
 
@@ -80,22 +83,19 @@ def main(argv=None):
     parser.add_argument("--population", type=int, default=100)
     parser.add_argument("--evaluations", type=int, default=25_000)
     parser.add_argument("--problems", nargs="+", default=["zdt1", "zdt2", "zdt3"])
-    parser.add_argument("--json", help="also write the figures to this file")
+    add_out_argument(parser, "multiobjective")
     args = parser.parse_args(argv)
 
     import pymoo
     from pymoo.indicators.hv import HV
 
     indicator = HV(ref_point=REFERENCE)
-    print(f"# NSGA-II on ZDT (n = 30): population {args.population}, {args.evaluations} evaluations, "
-          f"seeds 0..{args.seeds - 1}, reference point (1.1, 1.1)")
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
-          f"{platform.python_version()}, numpy {np.__version__}, evokit {evokit.__version__}, "
-          f"pymoo {pymoo.__version__}")
-    print()
-    print("| problem | front HV | EvoKit HV (mean +- std) | pymoo HV (mean +- std) | ratio | "
-          "EvoKit s/run | pymoo s/run |")
-    print("|---|---|---|---|---|---|---|")
+    md = Report("multiobjective", "NSGA-II on ZDT: EvoKit against pymoo (bench/multiobjective.py)")
+    md.print(f"n = 30: population {args.population}, {args.evaluations} evaluations, "
+             f"seeds 0..{args.seeds - 1}, reference point (1.1, 1.1)\n")
+    md.print("| problem | front HV | EvoKit HV (mean +- std) | pymoo HV (mean +- std) | ratio | "
+             "EvoKit s/run | pymoo s/run |")
+    md.print("|---|---|---|---|---|---|---|")
     report = {"population": args.population, "evaluations": args.evaluations, "seeds": args.seeds,
               "problems": {}}
     for name in args.problems:
@@ -112,14 +112,12 @@ def main(argv=None):
         ek, pm = figures["evokit"], figures["pymoo"]
         ratio = statistics.mean(ek[0]) / statistics.mean(pm[0]) if statistics.mean(pm[0]) > 0 else float("nan")
         std = (lambda v: statistics.stdev(v) if len(v) > 1 else 0.0)
-        print(f"| {name.upper()} | {front:.4f} | {statistics.mean(ek[0]):.4f} +- {std(ek[0]):.4f} | "
-              f"{statistics.mean(pm[0]):.4f} +- {std(pm[0]):.4f} | {ratio:.4f} | "
-              f"{statistics.mean(ek[1]):.2f} | {statistics.mean(pm[1]):.2f} |")
+        md.print(f"| {name.upper()} | {front:.4f} | {statistics.mean(ek[0]):.4f} +- {std(ek[0]):.4f} | "
+                 f"{statistics.mean(pm[0]):.4f} +- {std(pm[0]):.4f} | {ratio:.4f} | "
+                 f"{statistics.mean(ek[1]):.2f} | {statistics.mean(pm[1]):.2f} |")
         report["problems"][name] = {"front_hv": front, "evokit_hv": ek[0], "pymoo_hv": pm[0],
                                     "evokit_seconds": ek[1], "pymoo_seconds": pm[1], "ratio": ratio}
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+    md.write(args.out, report)
     return report
 
 

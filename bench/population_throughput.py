@@ -15,6 +15,8 @@ Two kinds of centre policy:
     python bench/population_throughput.py                 # population 256
     python bench/population_throughput.py --population 64 --repeats 5
 
+Writes bench/results/population_throughput.json and .md (``--out DIR`` elsewhere).
+
 Reported: env steps per second (steps counted as the evaluators count them:
 only members still in their episode), median of the repeats, and the ratio to
 SerialEvaluator with the same native policy.
@@ -31,6 +33,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG = os.path.join(os.path.dirname(HERE), "configs", "cartpole.prototxt")
+sys.path.insert(0, HERE)
+
+from results import Report, add_out_argument  # noqa: E402
 
 
 def make_agent(model_path: str, backend: str = "native"):
@@ -82,7 +87,11 @@ def main() -> int:
     p.add_argument("--population", type=int, default=256)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--serial-repeats", type=int, default=1)
+    add_out_argument(p, "population_throughput")
     args = p.parse_args()
+    report = Report("population_throughput", "Population evaluation throughput, EvoKit's evaluators "
+                                             "(bench/population_throughput.py)")
+    figures = []
 
     from evokit.evaluation.serial import SerialEvaluator
     from evokit.evaluation.vector import VectorEvaluator
@@ -93,10 +102,10 @@ def main() -> int:
         with open(fresh, "wb") as f:
             f.write(init_mlp(4, 2, (64, 64), "tanh", seed=0).SerializeToString())
         models = {"fresh": fresh, "balancing": balancing_model(os.path.join(tmp, "run"), fresh)}
-        print(f"CartPole-v1, population {args.population} of 4-64-64-2 tanh MLPs, {os.cpu_count()} cores, "
-              f"Python {sys.version.split()[0]}\n")
-        print("| centre policy | evaluator | threads | mean episode length | env steps/s | vs serial |")
-        print("| --- | --- | --- | --- | --- | --- |")
+        report.print(f"CartPole-v1, population {args.population} of 4-64-64-2 tanh MLPs, median of "
+                     f"{args.repeats} (serial: {args.serial_repeats})\n")
+        report.print("| centre policy | evaluator | threads | mean episode length | env steps/s | vs serial |")
+        report.print("| --- | --- | --- | --- | --- | --- |")
         for name, path in models.items():
             agent = make_agent(path)
             batches = draws(agent, args.population, args.repeats)
@@ -119,7 +128,11 @@ def main() -> int:
                 rate, length = measure(ev, agent, batches)
             rows.append(("VectorEvaluator (sync)", 1, rate, length))
             for label, threads, rate, length in rows:
-                print(f"| {name} | {label} | {threads} | {length:.1f} | {rate:,.0f} | {rate / serial:.1f}x |")
+                figures.append({"centre": name, "evaluator": label, "threads": threads,
+                                "mean_episode_length": length, "steps_per_s": rate, "vs_serial": rate / serial})
+                report.print(f"| {name} | {label} | {threads} | {length:.1f} | {rate:,.0f} | "
+                             f"{rate / serial:.1f}x |")
+    report.write(args.out, figures)
     return 0
 
 

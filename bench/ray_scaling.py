@@ -20,7 +20,7 @@ not the actors' own work, (eval - busy / workers) / generation, i.e. the
 broadcast, task dispatch, result transfer and waiting for the last chunk.
 
     python bench/ray_scaling.py                       # workers 1 and 2, 8 generations
-    python bench/ray_scaling.py --workers 1 2 4 --generations 4 --json out.json
+    python bench/ray_scaling.py --workers 1 2 4 --generations 4 --out /tmp/bench
     python bench/ray_scaling.py --model runs/Hopper-v5-seed0/model.onnx   # long episodes
 
 Needs `pip install 'evokit-es[ray,mujoco]'` (from a checkout: `pip install '.[ray,mujoco]'`).
@@ -29,15 +29,17 @@ Needs `pip install 'evokit-es[ray,mujoco]'` (from a checkout: `pip install '.[ra
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
+import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from results import Report, add_out_argument  # noqa: E402
 CONFIG = os.path.join(ROOT, "configs", "hopper_openai_es.prototxt")
 
 
@@ -106,7 +108,7 @@ def main(argv=None) -> int:
     p.add_argument("--model", help="start from this ONNX policy (e.g. a trained model.onnx, whose "
                                    "normalisation nodes it keeps; longer episodes) instead of a "
                                    "fresh MLP")
-    p.add_argument("--json", help="write the results here too")
+    add_out_argument(p, "ray_scaling")
     args = p.parse_args(argv)
 
     import ray
@@ -115,6 +117,7 @@ def main(argv=None) -> int:
     from evokit.evaluation.factory import make_evaluator
     from evokit.evaluation.ray_backend import RayEvaluator, init_ray
 
+    report = Report("ray_scaling", "Ray backend scaling (bench/ray_scaling.py)")
     cfg = evokit.load_config(args.config)
     results = []
     with make_evaluator(cfg.train.env_id, 1) as local:
@@ -129,21 +132,17 @@ def main(argv=None) -> int:
     same = all(r["reward_means"] == results[0]["reward_means"] for r in results)
 
     base = results[0]["steps_per_s"]
-    print(f"{cfg.train.env_id}, population {cfg.solver.population_size}, "
-          f"{args.model or 'fresh MLP'}, {args.generations - 1} timed generations (+1 warm-up), "
-          f"{os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f} at the end), "
-          f"{platform.processor() or platform.machine()}, ray {ray.__version__}")
-    print(f"same rewards on every backend and worker count: {same}\n")
-    print("| backend | workers | env steps/s | vs local | generation (ms) | ray.put (ms) "
-          "| communication | update |")
-    print("|---|---|---|---|---|---|---|---|")
+    report.print(f"{cfg.train.env_id}, population {cfg.solver.population_size}, "
+                 f"{args.model or 'fresh MLP'}, {args.generations - 1} timed generations (+1 warm-up)")
+    report.print(f"same rewards on every backend and worker count: {same}\n")
+    report.print("| backend | workers | env steps/s | vs local | generation (ms) | ray.put (ms) "
+                 "| communication | update |")
+    report.print("|---|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['backend']} | {r['workers']} | {r['steps_per_s']:,.0f} | "
-              f"{r['steps_per_s'] / base:.2f}x | {r['gen_ms']:.0f} | {r['put_ms']:.2f} | "
-              f"{100 * r['comm_share']:.1f}% | {100 * r['update_share']:.2f}% |")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"results": results, "same_rewards": same}, f, indent=1)
+        report.print(f"| {r['backend']} | {r['workers']} | {r['steps_per_s']:,.0f} | "
+                     f"{r['steps_per_s'] / base:.2f}x | {r['gen_ms']:.0f} | {r['put_ms']:.2f} | "
+                     f"{100 * r['comm_share']:.1f}% | {100 * r['update_share']:.2f}% |")
+    report.write(args.out, {"results": results, "same_rewards": same})
     return 0 if same else 1
 
 

@@ -38,7 +38,6 @@ evosax and gymnax with the installed jax pinned).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
 import json
 import math
@@ -57,6 +56,7 @@ CONFIG = os.path.join(ROOT, "configs", "cartpole.prototxt")
 sys.path.insert(0, HERE)
 
 import numpy_reference as npref  # noqa: E402
+import results  # noqa: E402
 
 #: The peers: import name -> pip requirement.
 PEERS = {"cma": "cma", "evotorch": "evotorch", "evosax": "evosax", "gymnax": "gymnax"}
@@ -75,31 +75,16 @@ def _say(log: Optional[Callable[[str], None]], msg: str) -> None:
 
 # ---- machine ----------------------------------------------------------------------
 
-def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
-def _version(module: str) -> Optional[str]:
-    from importlib import metadata
-
-    try:
-        return metadata.version(module)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def machine_info(threads: int) -> dict:
     return {
-        "cpu": _cpu_model(), "cores": os.cpu_count(), "platform": platform.platform(),
+        "cpu": results.cpu_model(), "cores": os.cpu_count(), "platform": platform.platform(),
         "python": platform.python_version(), "threads": threads,
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
-        "versions": {m: _version(m) for m in ("evokit", "numpy", "gymnasium", "cma", "evotorch",
-                                              "torch", "evosax", "gymnax", "jax")},
+        "versions": {m: results.version(d) for m, d in (("evokit", "evokit-es"), ("numpy", "numpy"),
+                                                         ("gymnasium", "gymnasium"), ("cma", "cma"),
+                                                         ("evotorch", "evotorch"), ("torch", "torch"),
+                                                         ("evosax", "evosax"), ("gymnax", "gymnax"),
+                                                         ("jax", "jax"))},
     }
 
 
@@ -736,7 +721,7 @@ def run(args, log=print) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="EvoKit and the NumPy references only, small")
-    p.add_argument("--out", default=os.path.join(HERE, "results"), help="directory for bench.json and bench.md")
+    results.add_out_argument(p, "bench")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--population", type=int, default=256)
     p.add_argument("--repeats", type=int, default=3)
@@ -756,17 +741,12 @@ def main(argv=None) -> int:
         args.wait = 0.0 if args.quick else 60.0
     if args.max_load is None:
         args.max_load = (os.cpu_count() or 2) / 2
+    report = results.Report("bench", "The suite: bench/run.py" + (" --quick" if args.quick else ""))
     t0 = time.perf_counter()
     res = run(args)
     res["total_s"] = time.perf_counter() - t0
-    os.makedirs(args.out, exist_ok=True)
-    md = render_markdown(res)
-    with open(os.path.join(args.out, "bench.json"), "w") as f:
-        json.dump(res, f, indent=1)
-    with open(os.path.join(args.out, "bench.md"), "w") as f:
-        f.write(md + "\n")
-    print("\n" + md)
-    print(f"wrote {os.path.join(args.out, 'bench.json')} and bench.md ({res['total_s']:.0f} s)")
+    report.print(render_markdown(res))
+    report.write(args.out, res)
     return 0
 
 

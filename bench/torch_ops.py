@@ -13,7 +13,8 @@
 
     python bench/torch_ops.py                 # both parts, Markdown tables
     python bench/torch_ops.py --seeds 2 --skip-ops
-    python bench/torch_ops.py --json out.json
+
+Writes bench/results/torch_ops.json and .md (``--out DIR`` elsewhere).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -33,6 +33,9 @@ ROOT = os.path.dirname(HERE)
 CONFIG = os.path.join(ROOT, "configs", "cartpole.prototxt")
 TORCH_OPS = os.path.join(ROOT, "tests", "fixtures", "torch_ops")
 MODEL = os.path.join(TORCH_OPS, "layernorm_gelu-opset20.onnx")
+sys.path.insert(0, HERE)
+
+from results import Report, add_out_argument  # noqa: E402
 
 
 # ---- 1. CartPole time to solve -----------------------------------------------------
@@ -153,7 +156,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--skip-solve", action="store_true")
     ap.add_argument("--skip-ops", action="store_true")
-    ap.add_argument("--json")
+    add_out_argument(ap, "torch_ops")
     ap.add_argument("--runner", choices=["native", "onnxruntime"], help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -162,42 +165,34 @@ def main() -> int:
         print(json.dumps(run_train(args.runner, args.seed)))
         return 0
 
-    import onnxruntime
-
-    import evokit
-
-    load = os.getloadavg()[0]
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
-          f"{load:.1f}; Python {platform.python_version()}, evokit {evokit.__version__}, onnxruntime "
-          f"{onnxruntime.__version__}\n")
-    report = {"load_average": load}
+    md = Report("torch_ops", "PyTorch-exported policies: native backend against onnxruntime "
+                             "(bench/torch_ops.py)")
+    report = {}
     if not args.skip_solve:
         runs = []
         for seed in range(args.seeds):
             for backend in ("onnxruntime", "native"):
                 runs.append(solve(backend, seed))
         report["solve"] = runs
-        print("| backend | solved | wall time per seed (s) | median (s) | loop time median (s) | generations |")
-        print("| --- | --- | --- | --- | --- | --- |")
+        md.print("| backend | solved | wall time per seed (s) | median (s) | loop time median (s) | generations |")
+        md.print("| --- | --- | --- | --- | --- | --- |")
         for backend in ("onnxruntime", "native"):
             rs = [r for r in runs if r["backend"] == backend]
             walls = ", ".join("%.2f" % r["wall_time"] for r in rs)
             generations = ", ".join(str(r["generations"]) for r in rs)
-            print(f"| {backend} | {sum(r['solved'] for r in rs)}/{len(rs)} | {walls} | "
-                  f"{statistics.median(r['wall_time'] for r in rs):.2f} | "
-                  f"{statistics.median(r['loop_time'] for r in rs):.2f} | {generations} |")
-        print()
+            md.print(f"| {backend} | {sum(r['solved'] for r in rs)}/{len(rs)} | {walls} | "
+                     f"{statistics.median(r['wall_time'] for r in rs):.2f} | "
+                     f"{statistics.median(r['loop_time'] for r in rs):.2f} | {generations} |")
+        md.print()
     if not args.skip_ops:
         rows = throughput()
         report["ops"] = rows
-        print("| op | batch | native (us/call) | onnxruntime (us/call) | onnxruntime / native |")
-        print("| --- | --- | --- | --- | --- |")
+        md.print("| op | batch | native (us/call) | onnxruntime (us/call) | onnxruntime / native |")
+        md.print("| --- | --- | --- | --- | --- |")
         for r in rows:
-            print(f"| {r['op']} | {r['batch']} | {r['native_us']:.1f} | {r['onnxruntime_us']:.1f} | "
-                  f"{r['speedup']:.1f}x |")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+            md.print(f"| {r['op']} | {r['batch']} | {r['native_us']:.1f} | {r['onnxruntime_us']:.1f} | "
+                     f"{r['speedup']:.1f}x |")
+    md.write(args.out, report)
     return 0
 
 

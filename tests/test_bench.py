@@ -1,7 +1,9 @@
 """bench/run.py's building blocks, small: the sections CI's `--quick` run
-executes, their JSON shape and values, and the Markdown report. No timing is
-asserted (timings never go into pass/fail tests), only that the figures are
-there, positive and consistent (the same episodes as EvoKit's evaluator)."""
+executes, their JSON shape and values, and the Markdown report; the result
+files every bench script writes (bench/results.py), with their header. No
+timing is asserted (timings never go into pass/fail tests), only that the
+figures are there, positive and consistent (the same episodes as EvoKit's
+evaluator)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import math
 import os
 import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,14 +21,90 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def load_bench_module(name: str):
+    spec = importlib.util.spec_from_file_location(f"evokit_bench_{name}", os.path.join(ROOT, "bench", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass looks its module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def unload_bench_modules(names) -> None:
+    """Takes bench/ off sys.path and drops the modules imported from there."""
+    bench_dir = os.path.join(ROOT, "bench")
+    while bench_dir in sys.path:
+        sys.path.remove(bench_dir)
+    for name in [*names, "results", "judge", "run", "numpy_reference"]:
+        sys.modules.pop(name, None)
+
+
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("evokit_bench_run", os.path.join(ROOT, "bench", "run.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_bench_module("run")
     yield module
-    sys.path.remove(os.path.join(ROOT, "bench"))
-    sys.modules.pop("numpy_reference", None)
+    unload_bench_modules([module.__name__])
+
+
+@pytest.fixture
+def bench_module(monkeypatch):
+    """Loads bench/<name>.py with sys.argv as if it ran as a script (the
+    result files record the command)."""
+    loaded = []
+
+    def load(name: str, *args: str):
+        monkeypatch.setattr(sys, "argv", [os.path.join(ROOT, "bench", f"{name}.py"), *args])
+        module = load_bench_module(name)
+        loaded.append(module.__name__)
+        return module
+
+    yield load
+    unload_bench_modules(loaded)
+
+
+def assert_result_files(directory, name: str, command_has: str) -> dict:
+    """<directory>/<name>.json and .md exist and carry the header: machine
+    (CPU, cores), versions (Python, numpy, EvoKit and its commit), date,
+    command and load average."""
+    with open(os.path.join(directory, f"{name}.json")) as f:
+        data = json.load(f)
+    h = data["header"]
+    assert h["machine"]["cpu"] and h["machine"]["cores"] == os.cpu_count()
+    assert h["versions"]["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert h["versions"]["numpy"] == np.__version__ and h["versions"]["evokit"]
+    assert "evokit_commit" in h["versions"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", h["date"]), h["date"]
+    assert command_has in h["command"] and h["command"].startswith("python ")
+    assert len(h["load_average_start"]) == 3 and len(h["load_average_end"]) == 3 and h["wall_s"] >= 0
+    with open(os.path.join(directory, f"{name}.md")) as f:
+        md = f.read()
+    for field in ("- machine: ", "- versions: Python ", "- date: ", "- command: `python ", "- load average"):
+        assert field in md, (field, md)
+    assert f"{h['machine']['cores']} cores" in md and h["date"] in md
+    return data
+
+
+def test_report_writes_both_files_with_the_header(bench_module, tmp_path, capsys, monkeypatch):
+    results = bench_module("results")
+    monkeypatch.setattr(sys, "argv", [os.path.join(ROOT, "bench", "fake.py"), "--seeds", "2"])
+    report = results.Report("fake", "A fake bench")
+    report.print("| a | b |")
+    report.say("progress, not kept")
+    json_path, md_path = report.write(str(tmp_path / "out"), {"rows": [1, 2]})
+    data = assert_result_files(tmp_path / "out", "fake", "python bench/fake.py --seeds 2")
+    assert data["results"] == {"rows": [1, 2]}
+    md = Path(md_path).read_text()
+    assert md.startswith("# A fake bench\n") and "| a | b |" in md and "progress" not in md
+    assert "progress, not kept" in capsys.readouterr().out
+    assert sorted(os.listdir(tmp_path / "out")) == ["fake.json", "fake.md"]  # no temporary file left
+
+
+def test_crafted_logs_writes_its_result_files(bench_module, tmp_path):
+    args = ["--sizes-mib", "1", "--kinds", "magics", "torn", "--out", str(tmp_path)]
+    crafted = bench_module("crafted_logs", *args)
+    assert crafted.main(args) == 0
+    data = assert_result_files(tmp_path, "crafted_logs", "python bench/crafted_logs.py --sizes-mib 1")
+    assert [r["kind"] for r in data["results"]] == ["magics", "torn"]
+    assert all(r["mib"] == 1 and r["examined_per_byte"] > 0 for r in data["results"])
 
 
 def test_numpy_reference_is_gymnasium(bench):
@@ -141,43 +220,35 @@ def test_kernel_table_reports_the_target_ratios(bench):
     assert "add 3 MiB resident beyond the agent (0 MiB after add_noise alone)" in md
 
 
-def test_locomotion_runs_a_seed_and_judges_its_model_in_onnxruntime(tmp_path):
-    spec = importlib.util.spec_from_file_location("evokit_bench_locomotion",
-                                                  os.path.join(ROOT, "bench", "locomotion.py"))
-    loco = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = loco  # its dataclass looks its module up
-    spec.loader.exec_module(loco)
-    try:
-        task = loco.TASKS["cartpole"]
-        r = loco.run_seed("cartpole", task, 3, str(tmp_path))
-        assert r["judged_episodes"] == 100 and r["generations"] >= 1 and r["env_steps"] > 0
-        # the judge: plain onnxruntime, episodes seeded from 2**31 (never a training seed)
-        returns = loco.judge(str(tmp_path / "cartpole" / "seed3" / "model.onnx"), "CartPole-v1", 3)
-        assert len(returns) == 3 and all(1 <= x <= 500 for x in returns)
-        assert r["reached"] == (r["judged_mean"] >= 475)
-        text = loco.table("cartpole", task, [r])
-        assert "| 3 |" in text and f"{r['judged_mean']:.1f}" in text
-        loco.plot("cartpole", task, [r], str(tmp_path / "c.png"))
-        assert (tmp_path / "c.png").stat().st_size > 1000
-    finally:
-        sys.path.remove(os.path.join(ROOT, "bench"))
-        sys.modules.pop(spec.name, None)
-        sys.modules.pop("judge", None)
+def test_locomotion_runs_a_seed_and_judges_its_model_in_onnxruntime(bench_module, tmp_path):
+    loco = bench_module("locomotion")
+    task = loco.TASKS["cartpole"]
+    r = loco.run_seed("cartpole", task, 3, str(tmp_path))
+    assert r["judged_episodes"] == 100 and r["generations"] >= 1 and r["env_steps"] > 0
+    # the judge: plain onnxruntime, episodes seeded from 2**31 (never a training seed)
+    returns = loco.judge(str(tmp_path / "cartpole" / "seed3" / "model.onnx"), "CartPole-v1", 3)
+    assert len(returns) == 3 and all(1 <= x <= 500 for x in returns)
+    assert r["reached"] == (r["judged_mean"] >= 475)
+    text = loco.table("cartpole", task, [r])
+    assert "| 3 |" in text and f"{r['judged_mean']:.1f}" in text
+    loco.plot("cartpole", task, [r], str(tmp_path / "c.png"))
+    assert (tmp_path / "c.png").stat().st_size > 1000
 
 
-def test_blackbox_bench_runs_every_strategy_small(capsys):
+def test_blackbox_bench_runs_every_strategy_small(bench_module, tmp_path, capsys):
     """bench/blackbox.py with EvoKit alone (no peer installed in CI; a peer
     that is installed adds its column): every strategy's rows, EvoKit's
     evaluations reaching the target on the sphere (CEM, which can stall,
     with at least one of the two seeds), a time per generation."""
-    spec = importlib.util.spec_from_file_location("evokit_bench_blackbox",
-                                                  os.path.join(ROOT, "bench", "blackbox.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.LIBRARIES = ("evokit",)
     strategies = ["CMA-ES", "SNES", "CR-FM-NES", "LM-MA-ES", "CEM"]
-    module.main(["--quick", "--strategies", *strategies, "--functions", "sphere", "--seeds", "1"])
+    args = ["--quick", "--strategies", *strategies, "--functions", "sphere", "--seeds", "1", "--out", str(tmp_path)]
+    module = bench_module("blackbox", *args)
+    module.LIBRARIES = ("evokit",)
+    module.main(args)
     out = capsys.readouterr().out
+    data = assert_result_files(tmp_path, "blackbox", "python bench/blackbox.py --quick")
+    assert {r["strategy"] for r in data["results"]["convergence"]} == set(strategies)
+    assert (tmp_path / "blackbox.md").read_text().count("| CMA-ES |") == 3
     for strategy in strategies:
         rows = [line for line in out.splitlines() if line.startswith(f"| {strategy} |")]
         assert len(rows) == 3, (strategy, out)  # sphere, ellipsoid (quick), overhead
