@@ -24,11 +24,11 @@ Peers are not project dependencies: install them in a virtual environment
 that sees the installed evokit, e.g. (EvoTorch: torch first, pinned, so that
 `pip install evotorch`, which asks for any torch, keeps it)
 
-    python -m venv --system-site-packages /work/venvs/peers
-    /work/venvs/peers/bin/pip install cma cmaes evosax "jax[cpu]" modcma
-    /work/venvs/peers/bin/pip install torch==2.13.0 && /work/venvs/peers/bin/pip install evotorch
-    /work/venvs/peers/bin/python bench/blackbox.py            # all (about an hour on 2 cores)
-    /work/venvs/peers/bin/python bench/blackbox.py --quick    # n = 10, one seed, sphere and ellipsoid
+    python -m venv --system-site-packages peers
+    peers/bin/pip install cma cmaes evosax "jax[cpu]" modcma
+    peers/bin/pip install torch==2.13.0 && peers/bin/pip install evotorch
+    peers/bin/python bench/blackbox.py            # all (about an hour on 2 cores)
+    peers/bin/python bench/blackbox.py --quick    # n = 10, one seed, sphere and ellipsoid
 
 A peer that is not installed shows as "-". Writes bench/results/blackbox.json
 and .md (`--out DIR` elsewhere).

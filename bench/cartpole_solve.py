@@ -22,13 +22,11 @@ tests/es_oracle.py, and a multiprocessing pool.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,6 +35,7 @@ CONFIG = os.path.join(ROOT, "configs", "cartpole.prototxt")
 sys.path.insert(0, HERE)
 
 from results import Report, add_out_argument  # noqa: E402
+from run import _solve_process as solve_process  # noqa: E402
 
 
 # --------------------------------------------------------------------------
@@ -130,13 +129,11 @@ def _timed(cmd) -> tuple:
 
 
 def run_evokit(seed: int) -> dict:
-    with tempfile.TemporaryDirectory() as out_dir:
-        wall, out = _timed(["evokit", "train", CONFIG, "--seed", str(seed), "--out", out_dir, "--quiet",
-                            "--require-solved"])
-        with open(os.path.join(out_dir, "metrics.csv")) as f:
-            rows = list(csv.DictReader(f))
-    return {"solved": out.returncode == 0, "generations": len(rows), "env_steps": int(rows[-1]["env_steps"]),
-            "centre": float(rows[-1]["eval_mean"] or "nan"), "wall_time": wall}
+    """`evokit train` in a fresh process, as bench/run.py's solve section runs it."""
+    result = solve_process("evokit", seed, timeout=600)
+    if "error" in result:
+        raise RuntimeError(f"evokit train, seed {seed}: {result['error']}")
+    return result
 
 
 def run_numpy_process(seed: int) -> dict:

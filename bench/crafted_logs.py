@@ -5,14 +5,13 @@ Writes damaged logs of each kind below at each size and reads them with
 ``evokit._core``, then the payloads parsed in Python), printing wall and CPU
 seconds (CPU time is the figure to compare on a shared machine) and the
 bytes the scan examined per byte of log. A reader that checksummed every
-claimed payload where it is claimed (the readers before the core's
-record_log) needs time quadratic in the size: for ``claims``, size**2 / 32
+claimed payload where it is claimed needs time quadratic in the size: for ``claims``, size**2 / 32
 bytes of CRC, 1.4e14 at 64 MiB.
 
 Kinds (each a file of exactly SIZE bytes):
 
 - ``claims``: a sound header every 16 bytes, each claiming the rest of the
-  file, every payload checksum wrong (the log of issue 16);
+  file, every payload checksum wrong;
 - ``claims_max``: the same, each claiming the maximum payload (16 MiB), so
   the last 16 MiB are torn claims;
 - ``magics``: the magic over and over, no header checksum holding;

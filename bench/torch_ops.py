@@ -3,8 +3,8 @@
 1. CartPole-v1 time to solve with a 4-16-2 MLP with nn.LayerNorm and nn.GELU
    (tests/fixtures/torch_ops/layernorm_gelu-opset20.onnx, torch 2.13's default
    export; LayerNormalization and Gelu nodes), configs/cartpole.prototxt,
-   `solver.backend` "onnxruntime" (what EvoKit did before these ops ran
-   natively: the fallback) against "native", seeds interleaved, each run a
+   `solver.backend` "onnxruntime" (the fallback for ops the native backend
+   lacks) against "native", seeds interleaved, each run a
    fresh process timed from start to exit.
 2. Per-op throughput: one forward call (`OnnxPolicy.run`, the API both
    backends share) of a one-op graph over a (batch, 64) float input, batch 1
