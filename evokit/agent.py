@@ -26,6 +26,13 @@ sampling (the update above), CMA-ES or the GA of Such et al. behind the same
 calls, and this class never asks which: a clone's noise is a member the solver
 draws, ``update`` tells the solver the rewards, the centre is the solver's.
 
+A service that resumes from saved files calls :meth:`load_solver` instead
+of :meth:`init_solver`, as PARL EvoKit's online programs do::
+
+    agent.load_config("config.prototxt")
+    agent.load_inference_model("model_dir")         # the model saved with the solver
+    agent.load_solver("model_dir")                  # builds the solver, restores its state
+
 The original agent owns the solver (and so the centre parameters). Clones share
 the ONNX session and the solver (a clone sees every update at once); each clone
 owns only its SamplingInfo, its parameters materialised on demand.
@@ -69,8 +76,9 @@ class ESAgent:
     """An evolution-strategies agent with EvoKit's API.
 
     Construct it empty and call :meth:`load_config`, :meth:`load_inference_model`
-    and :meth:`init_solver` in that order (``ESAgent(config, model)`` does the
-    three at once).
+    and then :meth:`init_solver` (a fresh solver; ``ESAgent(config, model)``
+    does the three at once) or :meth:`load_solver` (the solver a
+    :meth:`save_solver` wrote), in that order.
     """
 
     def __init__(self, config=None, model=None):
@@ -130,23 +138,35 @@ class ESAgent:
 
     def init_solver(self) -> None:
         """Build the solver the config's ``solver`` section describes (for
-        Gaussian sampling the sampler, its noise table and the optimizer)."""
+        Gaussian sampling the sampler, its noise table and the optimizer),
+        starting from the model's parameters. Not needed before
+        :meth:`load_solver`, which builds it too."""
         self._require_original("init_solver")
+        self._require_config_and_model("init_solver")
+        self._install_core(self._new_core())
+
+    def _require_config_and_model(self, what: str) -> None:
         if self._config is None:
-            raise RuntimeError("init_solver() needs a config: call load_config() first")
+            raise RuntimeError(f"{what}() needs a config: call load_config() first")
         if self._policy is None:
-            raise RuntimeError("init_solver() needs a model: call load_inference_model() first")
+            raise RuntimeError(f"{what}() needs a model: call load_inference_model() first")
+
+    def _new_core(self):
+        """A core agent with the solver the config describes, at the model's
+        parameters (the config and the model are loaded)."""
         # The core checks the solver options (and the noise table against the
         # parameter count) as it builds the solver; load_config checked the rest.
         try:
-            core = _make_core_agent(self._config, self._initial)
+            return _make_core_agent(self._config, self._initial)
         except ValueError as exc:
             error = solver_config_error(exc, source="config")
             if error is exc:
                 raise
             raise error from None
+
+    def _install_core(self, core) -> None:
         self._set_core(core)
-        self._core.sampling_stream = self._stream
+        core.sampling_stream = self._stream
 
     @classmethod
     def replica(cls, config: pb.EvoKitConfig, policy: OnnxPolicy) -> "ESAgent":
@@ -440,10 +460,14 @@ class ESAgent:
         the one the state was saved with (same graph, and the same parameter
         values where the state records their fingerprint) and the optimizer
         type must match the config.
+        Call it after :meth:`load_config` and :meth:`load_inference_model`;
+        :meth:`init_solver` is not needed: without a solver, the one the
+        config describes is built first (as :meth:`init_solver` would), and
+        kept only if the state loads.
         A reloaded agent continues as the saved one would have: the same keys
         and the same updates, bit for bit."""
         self._require_original("load_solver")
-        self._require_solver("load_solver")
+        self._require_config_and_model("load_solver")
         path = os.path.join(os.fspath(directory), SOLVER_FILE)
         if not os.path.isfile(path):
             raise SolverFileError(f"{path}: no such solver file")
@@ -456,7 +480,11 @@ class ESAgent:
         With ``exact_model`` (as :meth:`load_solver`), the agent's centre (the
         loaded model's parameters, until an update) must also be the one the
         state records (its params_fingerprint): the model the state was saved
-        with, not just one of the same graph."""
+        with, not just one of the same graph. Builds the solver first if
+        the agent has none (see :meth:`load_solver`); on error the agent is
+        left as it was."""
+        self._require_original("load_solver_state")
+        self._require_config_and_model("load_solver_state")
         if not state.HasField("num_params"):
             raise SolverFileError(f"{path}: not a solver state file (no num_params)")
         if state.num_params != self.num_params:
@@ -480,8 +508,12 @@ class ESAgent:
             name = pb.OptimizerConfig.Type.Name
             raise SolverFileError(f"{path}: solver state is for optimizer {name(state.optimizer)}, "
                                   f"the config asks for {name(want)}")
+        # The calling-order rule: a state is restored into the agent's solver,
+        # or, without one (no init_solver() before), into a new solver built
+        # from the config, which the agent keeps once the state has loaded.
+        core = self._core if self._core is not None else self._new_core()
         try:
-            self._core.solver.load(state_from_proto(state, path))
+            core.solver.load(state_from_proto(state, path))
         except SolverFileError:
             raise
         except (ValueError, IndexError) as exc:
@@ -489,6 +521,8 @@ class ESAgent:
             if not message.startswith(path):
                 message = f"{path}: invalid solver state: {message}"
             raise SolverFileError(message) from None
+        if core is not self._core:
+            self._install_core(core)
 
     # ---------------------------------------------------------------- helpers
 
@@ -512,7 +546,8 @@ class ESAgent:
 
     def _require_solver(self, what: str) -> None:
         if self._root()._core is None:
-            raise RuntimeError(f"{what}() needs the solver: call init_solver() first")
+            raise RuntimeError(f"{what}() needs the solver: call init_solver() or load_solver() "
+                               f"first")
 
 
 def read_solver_file(path: str) -> pb.SolverState:

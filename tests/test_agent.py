@@ -140,6 +140,52 @@ def test_save_and_load_solver_continue_identically(mlp_path, tmp_path):
     assert a.model_iter_id == b.model_iter_id == 4
 
 
+def test_load_solver_without_init_solver_continues_identically(mlp_path, tmp_path):
+    """PARL EvoKit's online programs: load_config, load_inference_model,
+    load_solver, no init_solver. The solver load_solver builds is the one
+    init_solver + load_solver give, and continues as the saved agent would."""
+    a = make_agent(mlp_path)
+    cl = [a.clone() for _ in range(4)]
+    a.update([c.add_noise() for c in cl], [1.0, 2.0, 3.0, 0.5])
+    a.save_inference_model(tmp_path)
+    a.save_solver(tmp_path)
+
+    def load(init: bool) -> ESAgent:
+        agent = ESAgent()
+        agent.load_config(parse_config(SEED_EXAMPLE))
+        agent.load_inference_model(tmp_path)
+        if init:
+            agent.init_solver()
+        agent.load_solver(tmp_path)
+        return agent
+
+    plain, inited = load(False), load(True)
+    assert plain.model_iter_id == 1
+    np.testing.assert_array_equal(plain.params, a.params)
+    assert (plain.solver_state().SerializeToString()
+            == inited.solver_state().SerializeToString() == a.solver_state().SerializeToString())
+    infos = [c.add_noise() for c in [plain.clone() for _ in range(4)]]
+    assert infos == [c.add_noise() for c in [inited.clone() for _ in range(4)]]
+    for agent in (plain, inited, a):
+        agent.update(infos, [0.1, 0.7, 0.3, 0.2])
+    np.testing.assert_array_equal(plain.params, a.params)
+    assert plain.solver_state().SerializeToString() == inited.solver_state().SerializeToString()
+
+
+def test_a_refused_solver_file_leaves_the_agent_without_a_solver(mlp_path, tmp_path):
+    make_agent(mlp_path).save_solver(tmp_path)
+    agent = ESAgent()
+    agent.load_config(parse_config(config_text(optimizer="type: SGD base_lr: 0.05")))
+    agent.load_inference_model(mlp_path)
+    with pytest.raises(SolverFileError, match=r"solver.pb: solver state is for optimizer ADAM, the "
+                                              r"config asks for SGD"):
+        agent.load_solver(tmp_path)
+    with pytest.raises(RuntimeError, match=r"^clone\(\) needs the solver: call init_solver\(\) or "
+                                           r"load_solver\(\) first$"):
+        agent.clone()
+    assert agent.model_iter_id == 0
+
+
 def test_solver_file_from_another_model(mlp_path, tmp_path):
     from evokit.policy.mlp import init_mlp
 
@@ -256,14 +302,24 @@ def test_add_noise_on_original_and_update_on_clone(mlp_path):
         clone.update([info], [1.0])
 
 
-def test_calls_out_of_order(mlp_path):
+def test_calls_out_of_order(mlp_path, tmp_path):
+    make_agent(mlp_path).save_solver(tmp_path)
     agent = ESAgent()
     with pytest.raises(RuntimeError, match=r"init_solver\(\) needs a config"):
         agent.init_solver()
+    with pytest.raises(RuntimeError, match=r"^load_solver\(\) needs a config: call load_config\(\) "
+                                           r"first$"):
+        agent.load_solver(tmp_path)
     agent.load_config(parse_config(SEED_EXAMPLE))
+    with pytest.raises(RuntimeError, match=r"^load_solver\(\) needs a model: call "
+                                           r"load_inference_model\(\) first$"):
+        agent.load_solver(tmp_path)
     agent.load_inference_model(mlp_path)
-    with pytest.raises(RuntimeError, match=r"clone\(\) needs the solver: call init_solver\(\) first"):
+    with pytest.raises(RuntimeError, match=r"^clone\(\) needs the solver: call init_solver\(\) or "
+                                           r"load_solver\(\) first$"):
         agent.clone()
+    agent.load_solver(tmp_path)
+    assert len(agent.clone().add_noise().key) == 1
 
 
 def test_stale_sample_is_refused(mlp_path):

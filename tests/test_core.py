@@ -238,3 +238,19 @@ def test_stub_file_matches_the_module():
         members = {n.name for n in node.body if isinstance(n, ast.FunctionDef) and n.name != "__init__"}
         members |= {n.target.id for n in node.body if isinstance(n, ast.AnnAssign)}
         assert members == {n for n in vars(getattr(_core, cls)) if not n.startswith("_")}, cls
+
+
+def test_episode_seeds_are_the_cores_rule():
+    """Episode seeds (evokit/episode_seeds.h, which C++ samplers call too):
+    hash_draw of (seed, generation, index, tag * 1000003 + episode), 31 bits;
+    pinned so that the episodes of a run never change silently."""
+    from evokit.evaluation.seeds import EVAL_TAG, SAMPLE_TAG, SAMPLER_TAG, episode_seeds
+
+    assert (SAMPLE_TAG, EVAL_TAG, SAMPLER_TAG) == (0, 1, 2)
+    assert episode_seeds(0, 0, 0, 3, SAMPLER_TAG) == [499688865, 1151428569, 1311104080]
+    assert episode_seeds(7, 5, 11, 2, SAMPLE_TAG) == [1755432855, 2101963019]
+    assert episode_seeds(2**40 + 3, 9, 4, 1, EVAL_TAG) == [2125290669]
+    for args in [(3, 1, 2, 2, 5), (2**63 + 1, 2**33, 7, 1, 0)]:
+        seed, generation, index, tag, episode = args
+        assert _core.episode_seed(*args) == _core.hash_draw(
+            seed, generation, index, tag * 1_000_003 + episode) & 0x7FFFFFFF

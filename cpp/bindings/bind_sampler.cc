@@ -1,3 +1,4 @@
+#include <evokit/episode_seeds.h>
 #include <evokit/gaussian_sampler.h>
 #include <evokit/noise.h>
 #include <evokit/philox.h>
@@ -71,6 +72,13 @@ void bind_sampler(py::module_& m) {
       "The sum of x (float32, 1-D) in double: a plain threaded read of x, the yardstick "
       "bench/kernels.py compares the noise kernels with.");
   m.def("hash_draw", &hash_draw, py::arg("seed"), py::arg("a"), py::arg("b"), py::arg("c"));
+  m.def("episode_seed", &episode_seed, py::arg("seed"), py::arg("generation"), py::arg("index"),
+        py::arg("tag"), py::arg("episode"),
+        "The seed of episode `episode` of sample `index` of `generation` for `tag`'s use "
+        "(evokit/episode_seeds.h).");
+  m.attr("SAMPLE_EPISODE_TAG") = kSampleEpisodeTag;
+  m.attr("EVAL_EPISODE_TAG") = kEvalEpisodeTag;
+  m.attr("SAMPLER_EPISODE_TAG") = kSamplerEpisodeTag;
 
   py::class_<GaussianSampler>(m, "GaussianSampler")
       .def(py::init([](std::uint64_t seed, float sigma, bool cached, std::int64_t cache_size,

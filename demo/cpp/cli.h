@@ -1,4 +1,5 @@
-// Minimal command-line parsing for the demo programs: --name value pairs.
+// Minimal command-line parsing for the demo programs: "--name value" or
+// "--name=value" (gflags' form, which PARL EvoKit's scripts use).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,7 @@ class UsageError : public std::invalid_argument {
 
 class Args {
  public:
-  // Parses argv as "--name value" pairs; names must be in `known`.
+  // Parses argv as "--name value" or "--name=value"; names must be in `known`.
   Args(int argc, char** argv, const std::set<std::string>& known) {
     for (int i = 1; i < argc; ++i) {
       const std::string arg = argv[i];
@@ -28,11 +29,17 @@ class Args {
         help_ = true;
         continue;
       }
-      if (arg.rfind("--", 0) != 0 || known.count(arg.substr(2)) == 0) {
-        throw UsageError("unknown argument " + arg);
+      const std::size_t equals = arg.find('=');
+      const std::string name = arg.substr(0, equals);
+      if (name.rfind("--", 0) != 0 || known.count(name.substr(2)) == 0) {
+        throw UsageError("unknown argument " + name);
+      }
+      if (equals != std::string::npos) {
+        values_[name.substr(2)] = arg.substr(equals + 1);
+        continue;
       }
       if (i + 1 >= argc) throw UsageError(arg + " needs a value");
-      values_[arg.substr(2)] = argv[++i];
+      values_[name.substr(2)] = argv[++i];
     }
   }
 

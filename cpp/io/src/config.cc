@@ -268,9 +268,81 @@ proto::EvoKitConfig load_config(const std::string& path, bool validate, std::str
   return config;
 }
 
+namespace {
+
+// repr() of a Python float: the fewest significant digits that read back as
+// `value` (the correctly rounded ones), positional for decimal exponents
+// -4 <= e < 16 (with ".0" when integral), else "d.ddde+XX".
+std::string python_float_repr(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
+  char buf[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof(buf), "%.*e", digits - 1, value);
+    if (std::strtod(buf, nullptr) == value) break;
+  }
+  std::string text(buf);  // [-]d[.ddd]e(+|-)XX
+  std::string out;
+  if (text[0] == '-') {
+    out = "-";
+    text.erase(0, 1);
+  }
+  const std::size_t e = text.find('e');
+  const int exponent = std::stoi(text.substr(e + 1));
+  std::string digits = text.substr(0, e);
+  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  const auto n = static_cast<int>(digits.size());
+  if (exponent >= -4 && exponent < 16) {
+    if (exponent < 0) {
+      out += "0." + std::string(static_cast<std::size_t>(-exponent - 1), '0') + digits;
+    } else if (n <= exponent + 1) {
+      out += digits + std::string(static_cast<std::size_t>(exponent + 1 - n), '0') + ".0";
+    } else {
+      const auto point = static_cast<std::size_t>(exponent + 1);
+      out += digits.substr(0, point) + "." + digits.substr(point);
+    }
+  } else {
+    out += digits.substr(0, 1);
+    if (n > 1) out += "." + digits.substr(1);
+    std::snprintf(buf, sizeof(buf), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    out += buf;
+  }
+  return out;
+}
+
+// Floats and doubles as Python's text_format prints them: a double as its
+// repr(), a float as the repr() of its shortest decimal of 6 to 9
+// significant digits that reads back as the same float
+// (google.protobuf.internal.type_checkers.ToShortestFloat).
+class PythonFloatPrinter : public google::protobuf::TextFormat::FastFieldValuePrinter {
+ public:
+  void PrintFloat(float value,
+                  google::protobuf::TextFormat::BaseTextGenerator* out) const override {
+    double shortest = value;
+    if (std::isfinite(value)) {
+      char buf[32];
+      for (int digits = 6; digits <= 9; ++digits) {
+        std::snprintf(buf, sizeof(buf), "%.*g", digits, static_cast<double>(value));
+        shortest = std::strtod(buf, nullptr);
+        if (static_cast<float>(shortest) == value) break;
+      }
+    }
+    out->PrintString(python_float_repr(shortest));
+  }
+  void PrintDouble(double value,
+                   google::protobuf::TextFormat::BaseTextGenerator* out) const override {
+    out->PrintString(python_float_repr(value));
+  }
+};
+
+}  // namespace
+
 std::string config_to_text(const proto::EvoKitConfig& config) {
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetDefaultFieldValuePrinter(new PythonFloatPrinter);  // the printer owns it
   std::string text;
-  google::protobuf::TextFormat::PrintToString(config, &text);
+  printer.PrintToString(config, &text);
   return text;
 }
 

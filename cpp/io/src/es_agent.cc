@@ -43,8 +43,27 @@ void ESAgent::require_original(const char* what) const {
 
 void ESAgent::require_solver(const char* what) const {
   if (!core_) {
-    throw std::logic_error(std::string(what) + "() needs the solver: call init_solver() first");
+    throw std::logic_error(std::string(what) +
+                           "() needs the solver: call init_solver() or load_solver() first");
   }
+}
+
+void ESAgent::require_config_and_model(const char* what) const {
+  if (!config_) {
+    throw std::logic_error(std::string(what) + "() needs a config: call load_config() first");
+  }
+  if (!model_) {
+    throw std::logic_error(std::string(what) +
+                           "() needs a model: call load_inference_model() first");
+  }
+}
+
+std::unique_ptr<evokit::ESAgent> ESAgent::new_core() const {
+  validate_config(*config_, config_source_, model_->num_params(), config_text_);
+  const proto::SolverConfig& solver = config_->solver();
+  const int num_threads = solver.num_threads();
+  return std::make_unique<evokit::ESAgent>(
+      make_solver(solver_options(solver), initial_params_, num_threads), num_threads);
 }
 
 const proto::EvoKitConfig& ESAgent::load_config(const std::string& path) {
@@ -82,16 +101,8 @@ void ESAgent::load_inference_model(const std::string& path) {
 
 void ESAgent::init_solver() {
   require_original("init_solver");
-  if (!config_) throw std::logic_error("init_solver() needs a config: call load_config() first");
-  if (!model_) {
-    throw std::logic_error(
-        "init_solver() needs a model: call load_inference_model() first");
-  }
-  validate_config(*config_, config_source_, model_->num_params(), config_text_);
-  const proto::SolverConfig& solver = config_->solver();
-  const int num_threads = solver.num_threads();
-  core_ = std::make_unique<evokit::ESAgent>(
-      make_solver(solver_options(solver), initial_params_, num_threads), num_threads);
+  require_config_and_model("init_solver");
+  core_ = new_core();
 }
 
 ESAgent ESAgent::clone() {
@@ -242,7 +253,7 @@ std::string ESAgent::save_solver(const std::string& dir) const {
 
 void ESAgent::load_solver(const std::string& dir) {
   require_original("load_solver");
-  require_solver("load_solver");
+  require_config_and_model("load_solver");
   const std::string path = detail::join_path(dir, kSolverFile);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
@@ -254,7 +265,7 @@ void ESAgent::load_solver(const std::string& dir) {
 void ESAgent::load_solver_state(const proto::SolverState& state, const std::string& path,
                                 bool exact_model) {
   require_original("load_solver_state");
-  require_solver("load_solver_state");
+  require_config_and_model("load_solver_state");
   if (!state.has_num_params()) {
     throw SolverFileError(path + ": not a solver state file (no num_params)");
   }
@@ -283,7 +294,7 @@ void ESAgent::load_solver_state(const proto::SolverState& state, const std::stri
   }
   // The exact model the state was saved with, where the state records it.
   if (exact_model && !state.params_fingerprint().empty()) {
-    const std::string actual = params_fingerprint(expect, core_->center());
+    const std::string actual = params_fingerprint(expect, core_ ? core_->center() : initial_params_);
     if (actual != state.params_fingerprint()) {
       const std::string name = path.substr(path.find_last_of('/') + 1);
       throw SolverFileError(model().source() + ": its parameters are not those of the model " +
@@ -303,8 +314,13 @@ void ESAgent::load_solver_state(const proto::SolverState& state, const std::stri
     if (message.rfind(path, 0) == 0) return SolverFileError(message);
     return SolverFileError(path + ": invalid solver state: " + message);
   };
+  // The calling-order rule: a state is restored into the agent's solver, or,
+  // without one (no init_solver() before), into a new solver built from the
+  // config, which the agent keeps once the state has loaded.
+  std::unique_ptr<evokit::ESAgent> built = core_ ? nullptr : new_core();
+  evokit::ESAgent& core = built ? *built : *core_;
   try {
-    core_->solver().load(state_from_proto(state, path));
+    core.solver().load(state_from_proto(state, path));
   } catch (const SolverFileError&) {
     throw;
   } catch (const std::invalid_argument& e) {
@@ -312,6 +328,7 @@ void ESAgent::load_solver_state(const proto::SolverState& state, const std::stri
   } catch (const std::out_of_range& e) {
     throw invalid(e);
   }
+  if (built) core_ = std::move(built);
 }
 
 bool ESAgent::is_clone() const noexcept { return is_clone_; }

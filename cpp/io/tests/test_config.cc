@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "evokit/io/errors.h"
@@ -186,6 +188,43 @@ TEST(Config, TextRoundTrip) {
   const proto::EvoKitConfig c = load_config(repo_config("cartpole.prototxt"));
   const proto::EvoKitConfig back = parse_config(config_to_text(c));
   EXPECT_EQ(back.SerializeAsString(), c.SerializeAsString());
+}
+
+// config_to_text writes floats as Python's text_format does (what
+// evokit.config.config_to_text gives for the same values), so that solver.pb
+// is the same bytes from either language.
+TEST(Config, TextPrintsFloatsAsPython) {
+  const auto float_text = [](float v) {
+    proto::EvoKitConfig c;
+    c.mutable_solver()->set_weight_decay(v);
+    return config_to_text(c);
+  };
+  const std::vector<std::pair<float, std::string>> floats = {
+      {0.0f, "0.0"}, {-0.0f, "-0.0"}, {490.0f, "490.0"}, {0.05f, "0.05"},
+      {1e-08f, "1e-08"}, {0.9f, "0.9"}, {1e7f, "10000000.0"}, {1234567.0f, "1234567.0"},
+      {3.4028235e38f, "3.4028235e+38"}, {1e-45f, "1.4013e-45"}, {0.1f, "0.1"},
+      {100000.0f, "100000.0"}, {INFINITY, "inf"}, {-2.5e-05f, "-2.5e-05"},
+      {16777216.0f, "16777216.0"}, {1e16f, "1e+16"}};
+  for (const auto& [value, text] : floats) {
+    EXPECT_EQ(float_text(value), "solver {\n  weight_decay: " + text + "\n}\n") << value;
+  }
+  const auto double_text = [](double v) {
+    proto::EvoKitConfig c;
+    c.mutable_solver()->mutable_sampling()->mutable_cma_sampling()->set_sigma0(v);
+    return config_to_text(c);
+  };
+  const std::vector<std::pair<double, std::string>> doubles = {
+      {0.0, "0.0"}, {-0.0, "-0.0"}, {490.0, "490.0"}, {0.1, "0.1"}, {1e-08, "1e-08"},
+      {1e16, "1e+16"}, {1e15, "1000000000000000.0"},
+      {123456789012345678.0, "1.2345678901234568e+17"}, {0.0001, "0.0001"}, {0.00001, "1e-05"},
+      {5e-324, "5e-324"}, {1.7976931348623157e308, "1.7976931348623157e+308"},
+      {-INFINITY, "-inf"}, {1.0 / 3.0, "0.3333333333333333"}};
+  for (const auto& [value, text] : doubles) {
+    EXPECT_EQ(double_text(value),
+              "solver {\n  sampling {\n    cma_sampling {\n      sigma0: " + text +
+                  "\n    }\n  }\n}\n")
+        << value;
+  }
 }
 
 // Issue 16: a parse error names the field the parser was in.

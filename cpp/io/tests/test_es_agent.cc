@@ -160,6 +160,51 @@ TEST(IoESAgent, SaveAndLoadRoundTrip) {
   EXPECT_EQ(back.solver_state().SerializeAsString(), agent.solver_state().SerializeAsString());
 }
 
+// PARL EvoKit's online programs: load_config, load_inference_model,
+// load_solver, without init_solver. The solver load_solver builds continues
+// exactly as one init_solver built and load_solver restored.
+TEST(IoESAgent, LoadSolverWithoutInitSolverContinuesIdentically) {
+  TempDir dir;
+  ESAgent agent = LoadIter1();
+  agent.update({agent.clone().add_noise(), agent.clone().add_noise()}, {1.0, 2.0});
+  agent.save_inference_model(dir.path());
+  agent.save_solver(dir.path());
+  const auto load = [&](bool init) {
+    ESAgent a;
+    a.load_config(data_path("adam.prototxt"));
+    a.load_inference_model(dir.path());
+    if (init) a.init_solver();
+    a.load_solver(dir.path());
+    return a;
+  };
+  ESAgent plain = load(false);
+  ESAgent inited = load(true);
+  ASSERT_TRUE(plain.has_solver());
+  EXPECT_EQ(plain.model_iter_id(), 2);
+  EXPECT_TRUE(evokit::testing::SameBits(plain.params(), agent.params()));
+  EXPECT_EQ(plain.solver_state().SerializeAsString(), inited.solver_state().SerializeAsString());
+  EXPECT_EQ(plain.solver_state().SerializeAsString(), agent.solver_state().SerializeAsString());
+  // The same members drawn by both reloaded agents, and the same update from
+  // all three (optimizer state restored): the same bits.
+  const auto draw = [](ESAgent& a) {
+    std::vector<ESAgent> clones;
+    std::vector<proto::SamplingInfo> infos(4);
+    for (std::size_t i = 0; i < 4; ++i) {
+      clones.push_back(a.clone());
+      clones[i].add_noise(&infos[i]);
+    }
+    return infos;
+  };
+  const std::vector<proto::SamplingInfo> infos = draw(plain);
+  const std::vector<proto::SamplingInfo> again = draw(inited);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(infos[i].SerializeAsString(), again[i].SerializeAsString());
+  }
+  for (ESAgent* a : {&plain, &inited, &agent}) a->update(infos, {0.1, 0.7, 0.3, 0.2});
+  EXPECT_TRUE(evokit::testing::SameBits(plain.params(), agent.params()));
+  EXPECT_EQ(plain.solver_state().SerializeAsString(), inited.solver_state().SerializeAsString());
+}
+
 TEST(IoESAgent, PredictBeforeTheSolverUsesTheModelsParameters) {
   ESAgent agent;
   agent.load_inference_model(data_path("cartpole_h8.onnx"));
@@ -230,7 +275,8 @@ TEST(IoESAgentErrors, CallsOutOfOrderOrOnTheWrongAgent) {
   EXPECT_THROW_WITH(agent.init_solver(), std::logic_error, "call load_inference_model() first");
   EXPECT_THROW_WITH(agent.predict({0, 0, 0, 0}), std::logic_error, "no model loaded");
   agent.load_inference_model(data_path("cartpole_h8.onnx"));
-  EXPECT_THROW_WITH(agent.clone(), std::logic_error, "clone() needs the solver");
+  EXPECT_THROW_WITH(agent.clone(), std::logic_error,
+                    "clone() needs the solver: call init_solver() or load_solver() first");
   agent.init_solver();
   EXPECT_THROW_WITH(agent.add_noise(), std::logic_error, "add_noise() is for sampling agents");
   ESAgent c = agent.clone();
@@ -242,6 +288,35 @@ TEST(IoESAgentErrors, CallsOutOfOrderOrOnTheWrongAgent) {
                     "load_config() must be called on the original agent");
   EXPECT_THROW_WITH(c.save_solver("/tmp"), std::logic_error, "original agent");
   EXPECT_THROW_WITH(agent.update({}, {}), std::invalid_argument, "at least one sample");
+}
+
+TEST(IoESAgentErrors, LoadSolverNeedsTheConfigAndTheModel) {
+  ESAgent agent;
+  EXPECT_THROW_WITH(agent.load_solver(data_path("iter1")), std::logic_error,
+                    "load_solver() needs a config: call load_config() first");
+  agent.load_config(data_path("adam.prototxt"));
+  EXPECT_THROW_WITH(agent.load_solver(data_path("iter1")), std::logic_error,
+                    "load_solver() needs a model: call load_inference_model() first");
+  EXPECT_THROW_WITH(agent.load_solver_state(proto::SolverState()), std::logic_error,
+                    "load_solver_state() needs a model: call load_inference_model() first");
+  // A state that does not load leaves the agent without a solver.
+  agent.load_inference_model(data_path("cartpole_h8.onnx"));  // not iter1's parameters
+  EXPECT_THROW_WITH(agent.load_solver(data_path("iter1")), SolverFileError,
+                    "its parameters are not those of the model");
+  EXPECT_FALSE(agent.has_solver());
+  EXPECT_THROW_WITH(agent.clone(), std::logic_error,
+                    "clone() needs the solver: call init_solver() or load_solver() first");
+  TempDir dir;
+  testing::write_bytes(dir.file("sgd.prototxt"), "solver { optimizer { type: SGD } }");
+  agent.load_config(dir.file("sgd.prototxt"));
+  agent.load_inference_model(data_path("iter1"));
+  EXPECT_THROW_WITH(agent.load_solver(data_path("iter1")), SolverFileError,
+                    "iter1/solver.pb: solver state is for optimizer ADAM, the config asks for SGD");
+  EXPECT_FALSE(agent.has_solver());
+  agent.load_config(data_path("adam.prototxt"));
+  agent.load_solver(data_path("iter1"));
+  EXPECT_TRUE(agent.has_solver());
+  EXPECT_EQ(agent.model_iter_id(), 1);
 }
 
 TEST(IoESAgentErrors, BadConfigValuesNameTheSource) {

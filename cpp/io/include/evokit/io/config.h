@@ -40,7 +40,10 @@ proto::EvoKitConfig parse_config(const std::string& text, const std::string& sou
 using ConfigNoteHandler = std::function<void(const std::string&)>;
 ConfigNoteHandler set_config_note_handler(ConfigNoteHandler handler);
 
-// The config as text format (what solver.pb stores).
+// The config as text format (what solver.pb stores): the text Python's
+// evokit.config.config_to_text (protobuf's text_format) gives, byte for
+// byte, floats included (490.0, not 490), so that C++ and Python write the
+// same solver.pb for the same state.
 std::string config_to_text(const proto::EvoKitConfig& config);
 
 // Every field of `solver` by its dotted name below `solver` (the core's

@@ -13,6 +13,13 @@
 //   agent.update(infos, rewards);                   // clones see the new centre
 //   agent.save_inference_model("out"); agent.save_solver("out");
 //
+// A service that resumes from saved files (PARL EvoKit's online sampling and
+// offline update programs) calls load_solver() instead of init_solver():
+//
+//   agent.load_config("config.prototxt");
+//   agent.load_inference_model("model_dir");       // the model saved with the solver
+//   agent.load_solver("model_dir");                // builds the solver, restores its state
+//
 // The sampling family is the config's solver.sampling.type: the core's
 // registry (evokit/solver.h) makes its Solver (Gaussian sampling, CMA-ES,
 // the GA), and this class never asks which. add_noise() takes the member the
@@ -69,12 +76,13 @@ class ESAgent {
                                         const std::string& source = "<config>");
   // An .onnx file, or a directory holding model.onnx. Uses the config's
   // solver.param_pattern if a config is loaded (".*" otherwise). Drops the
-  // solver: call init_solver() again.
+  // solver: call init_solver() or load_solver() again.
   void load_inference_model(const std::string& path);
   // Builds the solver the config's `solver` section describes, starting from
   // the model's parameters: validate_config (ConfigError "<source>:
   // solver.<option> ..."), then the core's make_solver on
-  // solver.num_threads threads.
+  // solver.num_threads threads. Not needed before load_solver(), which
+  // builds the solver too.
   void init_solver();
 
   // ---- sampling ----
@@ -147,10 +155,12 @@ class ESAgent {
   // solver_state() to dir/solver.pb, atomically; returns the path.
   std::string save_solver(const std::string& dir) const;
   // Restores dir/solver.pb as Python's ESAgent.load_solver does; a reloaded
-  // agent continues as the saved one would have, bit for bit. Throws
-  // SolverFileError starting with the path: no such file, its sha256
-  // trailer missing or wrong (state_file.h), not a solver state, then
-  // load_solver_state's checks with exact_model.
+  // agent continues as the saved one would have, bit for bit. Call it after
+  // load_config() and load_inference_model() (std::logic_error naming the
+  // missing one otherwise); init_solver() is not needed: see
+  // load_solver_state(). Throws SolverFileError starting with the path: no
+  // such file, its sha256 trailer missing or wrong (state_file.h), not a
+  // solver state, then load_solver_state's checks with exact_model.
   void load_solver(const std::string& dir);
   // Restores a solver_state() message, checking in this order: num_params
   // present and equal to the model's, fingerprint version (only
@@ -160,8 +170,11 @@ class ESAgent {
   // the state was saved with, not just one of the same graph: a refusal
   // names the model file), optimizer type equal to the config's;
   // then the solver's load() of state_from_proto(state, path), whose errors
-  // become SolverFileError "<path>: invalid solver state: ...". `path` names
-  // the state in errors. Not while clones sample.
+  // become SolverFileError "<path>: invalid solver state: ...". Without a
+  // solver (no init_solver() before), the one the config describes is built
+  // first, as init_solver() builds it, and kept only if the state loads: on
+  // any error the agent is left as it was. `path` names the state in errors.
+  // Not while clones sample.
   void load_solver_state(const proto::SolverState& state,
                          const std::string& path = "<solver state>", bool exact_model = false);
 
@@ -175,21 +188,25 @@ class ESAgent {
   const proto::EvoKitConfig& config() const;
   const OnnxModel& model() const;
   const PolicyGraph& graph() const;
-  // The core agent (std::logic_error before init_solver()); its solver() is
-  // the family's Solver, shared with the clones.
+  // The core agent (std::logic_error before init_solver() or load_solver());
+  // its solver() is the family's Solver, shared with the clones.
   evokit::ESAgent& core();
   const evokit::ESAgent& core() const;
 
  private:
   void require_original(const char* what) const;
   void require_solver(const char* what) const;
+  void require_config_and_model(const char* what) const;
+  // A core agent with the solver the config describes, at the model's
+  // parameters (config and model loaded).
+  std::unique_ptr<evokit::ESAgent> new_core() const;
 
   std::shared_ptr<const proto::EvoKitConfig> config_;
   std::string config_source_;
   std::string config_text_;  // the loaded file's text (validate_config's line numbers)
   std::shared_ptr<const OnnxModel> model_;
   std::shared_ptr<const PolicyGraph> graph_;
-  std::vector<float> initial_params_;       // the model's, until init_solver()
+  std::vector<float> initial_params_;       // the model's, until the solver is built
   std::unique_ptr<evokit::ESAgent> core_;   // the original or a clone
   bool is_clone_ = false;
 };
