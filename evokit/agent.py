@@ -40,6 +40,7 @@ owns only its SamplingInfo, its parameters materialised on demand.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import Optional, Sequence, Union
 
@@ -451,8 +452,21 @@ class ESAgent:
         return state_to_proto(self._core.solver.save(), state)
 
     def save_solver(self, directory: Union[str, os.PathLike]) -> str:
-        """Write :meth:`solver_state` to ``directory/solver.pb``, atomically."""
-        return write_state_file(os.path.join(os.fspath(directory), SOLVER_FILE), self.solver_state())
+        """Write :meth:`solver_file_state` to ``directory/solver.pb``, atomically."""
+        return write_state_file(os.path.join(os.fspath(directory), SOLVER_FILE),
+                                self.solver_file_state())
+
+    def solver_file_state(self, model_bytes: Optional[bytes] = None) -> pb.SolverState:
+        """What ``solver.pb`` holds: :meth:`solver_state` and ``model_sha256``,
+        the sha256 of the model :meth:`save_inference_model` writes for the
+        centre (``model_bytes``, when the caller has serialised it already).
+        A warehouse checks it against its iteration's model.onnx; the same
+        calls give the same file in a model directory and in a warehouse."""
+        if model_bytes is None:
+            model_bytes = self.policy.to_model(self.center).SerializeToString()
+        state = self.solver_state()
+        state.model_sha256 = hashlib.sha256(model_bytes).hexdigest()
+        return state
 
     def load_solver(self, directory: Union[str, os.PathLike]) -> None:
         """Restore the solver state written by :meth:`save_solver` (its sha256

@@ -17,10 +17,11 @@ or written by an EvoKit before state files were checksummed, and nothing in
 it could tell a damaged one from an intact one. ``evokit seal PATH`` adds the
 trailer to an intact older file (:func:`seal_file`).
 
-A model.onnx stays plain ONNX; the ``solver.pb`` of a warehouse iteration
-records the sha256 of its bytes (``model_sha256``), and every ``solver.pb``
-the fingerprint of the exact model (``params_fingerprint``): both are
-compared when the model is loaded with the state.
+A model.onnx stays plain ONNX; every ``solver.pb`` records the sha256 of
+the model bytes EvoKit writes for the state's centre (``model_sha256``,
+compared with a warehouse iteration's model.onnx) and the fingerprint of the
+exact model (``params_fingerprint``, compared whenever the model is loaded
+with the state).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@
 #include "evokit/io/config.h"
 #include "evokit/io/errors.h"
 #include "evokit/io/fingerprint.h"
+#include "evokit/io/sha256.h"
 #include "evokit/io/solver_state.h"
 #include "file_util.h"
 
@@ -243,11 +244,17 @@ proto::SolverState ESAgent::solver_state() const {
   return state;
 }
 
+proto::SolverState ESAgent::solver_file_state() const {
+  proto::SolverState state = solver_state();
+  state.set_model_sha256(sha256_hex(model().serialize(params())));
+  return state;
+}
+
 std::string ESAgent::save_solver(const std::string& dir) const {
   require_original("save_solver");
   require_solver("save_solver");
   const std::string path = detail::join_path(dir, kSolverFile);
-  write_solver_state(path, solver_state());
+  write_solver_state(path, solver_file_state());
   return path;
 }
 

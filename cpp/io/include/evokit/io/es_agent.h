@@ -152,7 +152,12 @@ class ESAgent {
   // (params_fingerprint), version kFingerprintVersion: the same digests the
   // Python package computes (evokit/io/fingerprint.h).
   proto::SolverState solver_state() const;
-  // solver_state() to dir/solver.pb, atomically; returns the path.
+  // What solver.pb holds: solver_state() and model_sha256, the sha256 of the
+  // model save_inference_model() writes for the centre (a warehouse checks it
+  // against its iteration's model.onnx). The same file as Python's
+  // ESAgent.solver_file_state(), byte for byte.
+  proto::SolverState solver_file_state() const;
+  // solver_file_state() to dir/solver.pb, atomically; returns the path.
   std::string save_solver(const std::string& dir) const;
   // Restores dir/solver.pb as Python's ESAgent.load_solver does; a reloaded
   // agent continues as the saved one would have, bit for bit. Call it after
