@@ -110,4 +110,19 @@ int run_main(const char* prog, const char* usage, Body&& body) {
   }
 }
 
+// A program with named arguments: parses argv against `known`, prints
+// `usage` for --help, else returns body(args); errors as run_main.
+template <class Body>
+int run_program(int argc, char** argv, const char* prog, const char* usage,
+                const std::set<std::string>& known, Body&& body) {
+  return run_main(prog, usage, [&] {
+    const Args args(argc, argv, known);
+    if (args.help()) {
+      std::cout << usage << "\n";
+      return 0;
+    }
+    return body(args);
+  });
+}
+
 }  // namespace evokit_demo

@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <string>
 #include <vector>
 
@@ -27,13 +26,8 @@ constexpr char kUsage[] =
     "usage: evokit_evaluate_model (--warehouse W [--save DIR] | --model M) [--episodes E] "
     "[--seed S] [--min-return R]";
 
-int run(int argc, char** argv) {
+int run(const evokit_demo::Args& args) {
   namespace fs = std::filesystem;
-  const evokit_demo::Args args(argc, argv, {"warehouse", "model", "episodes", "seed", "min-return", "save"});
-  if (args.help()) {
-    std::cout << kUsage << "\n";
-    return 0;
-  }
   if (args.has("warehouse") == args.has("model")) {
     throw evokit_demo::UsageError("give exactly one of --warehouse and --model");
   }
@@ -85,5 +79,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return evokit_demo::run_main(kProg, kUsage, [&] { return run(argc, argv); });
+  return evokit_demo::run_program(argc, argv, kProg, kUsage,
+                                   {"warehouse", "model", "episodes", "seed", "min-return", "save"},
+                                   run);
 }

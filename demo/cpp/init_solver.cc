@@ -8,7 +8,6 @@
 //
 // D holds model.onnx (e.g. from `evokit init-model`); D/solver.pb is written.
 #include <cstdio>
-#include <iostream>
 #include <string>
 
 #include "cli.h"
@@ -19,12 +18,7 @@ namespace {
 constexpr char kProg[] = "evokit_init_solver";
 constexpr char kUsage[] = "usage: evokit_init_solver --model_dir D --config_path C";
 
-int run(int argc, char** argv) {
-  const evokit_demo::Args args(argc, argv, {"model_dir", "config_path"});
-  if (args.help()) {
-    std::cout << kUsage << "\n";
-    return 0;
-  }
+int run(const evokit_demo::Args& args) {
   const std::string model_dir = args.str("model_dir");
   evokit::io::ESAgent agent;
   agent.load_config(args.str("config_path"));
@@ -37,5 +31,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return evokit_demo::run_main(kProg, kUsage, [&] { return run(argc, argv); });
+  return evokit_demo::run_program(argc, argv, kProg, kUsage,
+                                   {"model_dir", "config_path"},
+                                   run);
 }

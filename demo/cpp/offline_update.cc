@@ -9,7 +9,6 @@
 // U is created if missing; U/model.onnx and U/solver.pb are written.
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <string>
 
 #include "cli.h"
@@ -23,13 +22,7 @@ constexpr char kUsage[] =
     "usage: evokit_offline_update --model_dir D --updated_model_dir U --config_path C "
     "--log_path L";
 
-int run(int argc, char** argv) {
-  const evokit_demo::Args args(argc, argv,
-                               {"model_dir", "updated_model_dir", "config_path", "log_path"});
-  if (args.help()) {
-    std::cout << kUsage << "\n";
-    return 0;
-  }
+int run(const evokit_demo::Args& args) {
   const std::string model_dir = args.str("model_dir");
   const std::string updated_model_dir = args.str("updated_model_dir");
   const std::string log_path = args.str("log_path");
@@ -54,5 +47,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return evokit_demo::run_main(kProg, kUsage, [&] { return run(argc, argv); });
+  return evokit_demo::run_program(argc, argv, kProg, kUsage,
+                                   {"model_dir", "updated_model_dir", "config_path", "log_path"},
+                                   run);
 }

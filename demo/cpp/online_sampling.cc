@@ -39,7 +39,6 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <iostream>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -155,14 +154,7 @@ int run_model_dir(const evokit_demo::Args& args, std::uint64_t seed, int threads
   return 0;
 }
 
-int run(int argc, char** argv) {
-  using evokit_demo::Args;
-  const Args args(argc, argv, {"warehouse", "log", "num-samples", "seed", "threads", "model_dir",
-                               "config_path", "log_path"});
-  if (args.help()) {
-    std::cout << kUsage << "\n";
-    return 0;
-  }
+int run(const evokit_demo::Args& args) {
   const auto seed = static_cast<std::uint64_t>(args.integer("seed", 0, 0));
   const int threads = static_cast<int>(args.integer("threads", omp_get_max_threads(), 1, 1024));
   if (args.has("model_dir")) {
@@ -218,5 +210,8 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return evokit_demo::run_main(kProg, kUsage, [&] { return run(argc, argv); });
+  return evokit_demo::run_program(argc, argv, kProg, kUsage,
+                                   {"warehouse", "log", "num-samples", "seed", "threads",
+                                    "model_dir", "config_path", "log_path"},
+                                   run);
 }

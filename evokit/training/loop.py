@@ -140,7 +140,7 @@ class _Run:
         the policy of its last checkpoint, evaluable on its own."""
         plain = agent.policy.to_model(agent.center)
         model = plain.SerializeToString()
-        state = agent.solver_state()
+        state = agent.solver_file_state(model)
         if self.obs_stat is None:
             write_model_bytes(os.path.join(out_dir, MODEL_FILE), model)
         else:
