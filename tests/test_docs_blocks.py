@@ -255,7 +255,7 @@ def test_the_mapping_table_is_the_code_s():
     rows = re.findall(r"^\| `([\w.]+)` \([^)]*\) \| `([\w.]+)` \|", text, flags=re.M)
     assert dict(rows) == parl_config.FIELDS
     refused = re.findall(r"^\| `([\w.]+)` \| refused", text, flags=re.M)
-    assert sorted(refused) == sorted(parl_config._REFUSED)
+    assert sorted(refused) == sorted(parl_config.REFUSED)
 
 
 def test_the_readme_links_every_docs_page_it_names():

@@ -84,4 +84,5 @@ PYBIND11_MODULE(_core, m) {
   evokit::bindings::bind_distribution(m);
   evokit::bindings::bind_log(m);
   evokit::bindings::bind_mujoco(m);
+  evokit::bindings::bind_formats(m);
 }

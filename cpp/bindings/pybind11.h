@@ -83,5 +83,6 @@ void bind_distribution(py::module_& m);
 OptionSet to_option_set(const py::dict& options);
 void bind_log(py::module_& m);
 void bind_mujoco(py::module_& m);
+void bind_formats(py::module_& m);
 
 }  // namespace evokit::bindings

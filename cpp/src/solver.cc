@@ -107,6 +107,12 @@ const std::string& OptionSet::text(const std::string& name) const {
   wrong_type(name, "a string");
 }
 
+const std::vector<std::int64_t>& OptionSet::integers(const std::string& name) const {
+  const Value& v = at(name);
+  if (const auto* list = std::get_if<std::vector<std::int64_t>>(&v)) return *list;
+  wrong_type(name, "a list of integers");
+}
+
 // ---- Solver -------------------------------------------------------------------
 
 Solver::Solver(std::string family, std::vector<float> x0)

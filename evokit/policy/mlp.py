@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from .. import _core
 from ..errors import ModelError
 
 __all__ = ["ACTION_MAPPINGS", "ACTIVATIONS", "IR_VERSION", "OPSET", "RECURRENT_CELLS",
@@ -25,7 +26,7 @@ IR_VERSION = 8
 #: Default-domain opset written by :func:`init_mlp`.
 OPSET = 17
 #: Hidden-layer activations understood by :func:`init_mlp`.
-ACTIVATIONS = ("tanh", "relu", "sigmoid", "identity")
+ACTIVATIONS = tuple(_core.CONFIG_ACTIVATIONS)  # ("tanh", "relu", "sigmoid", "identity")
 #: How :func:`with_action_mapping` maps an output into a Box's bounds.
 ACTION_MAPPINGS = ("clip", "tanh", "none")
 #: Recurrent first layers understood by :func:`init_mlp` (``recurrent=``).

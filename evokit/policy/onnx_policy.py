@@ -66,7 +66,6 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import re
 import threading
 import warnings
 from typing import Any, Iterable, Optional, Sequence
@@ -75,6 +74,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from .. import _core
 from ..errors import FingerprintError, ModelError, NativeFallbackWarning, NotSupportedError
 from ..util import atomic_write_bytes
 from .fingerprint import FINGERPRINT_VERSION, model_fingerprint, model_fingerprint_v1
@@ -84,7 +84,7 @@ from .tensor_data import float_tensor_values, int_tensor_values
 __all__ = ["BACKENDS", "OnnxPolicy", "select_action", "write_model_bytes"]
 
 #: The ``backend`` values of :class:`OnnxPolicy` (and ``solver.backend``).
-BACKENDS = ("auto", "native", "onnxruntime")
+BACKENDS = tuple(_core.CONFIG_BACKENDS)  # ("auto", "native", "onnxruntime")
 
 _MEMORY = "<memory>"
 
@@ -341,11 +341,11 @@ class OnnxPolicy:
                 f"{source}: param_pattern must be a str, got {type(param_pattern).__name__}"
             )
         try:
-            regex = re.compile(param_pattern)
-        except re.error as e:
+            pattern = _core.ParamPattern(param_pattern)  # the one dialect (docs/config.md)
+        except ValueError as e:
             raise ModelError(
                 f"{source}: invalid param_pattern {param_pattern!r}: {e}"
-            ) from e
+            ) from None
 
         graph = model.graph
         if not model.HasField("graph") or len(graph.node) == 0:
@@ -373,7 +373,7 @@ class OnnxPolicy:
             seen.add(name)
 
         float_inits = [t for t in graph.initializer if t.data_type == TensorProto.FLOAT]
-        selected = [t for t in float_inits if regex.fullmatch(t.name)]
+        selected = [t for t in float_inits if pattern.matches(t.name)]
         if not float_inits:
             raise ModelError(
                 f"{source}: model has no float32 initializers to train "

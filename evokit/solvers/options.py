@@ -11,39 +11,81 @@ same way with protobuf reflection.
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Union
+from typing import Dict, List, Mapping, Optional, Set, Union
 
 from google.protobuf.descriptor import FieldDescriptor
 
 from .. import _core
 
-__all__ = ["solver_options", "validate_solver_options"]
+__all__ = ["message_fields", "set_fields", "solver_options", "validate_solver_options"]
 
-Option = Union[bool, int, float, str]
+Option = Union[bool, int, float, str, List[int]]
+
+
+def message_fields(message, present: Optional[Set[str]] = None) -> Dict[str, Option]:
+    """Every scalar field of ``message`` by dotted name (unset ones with their
+    defaults; a repeated scalar field as a list; enums as their value names;
+    uint64 as the core's int64 bits): the form in which the core reads a
+    message. ``present`` collects the fields the message sets (a repeated one
+    when not empty). The C++ io library walks messages the same way."""
+    out: Dict[str, Option] = {}
+    _walk(message, "", out, present)
+    return out
 
 
 def solver_options(solver) -> Dict[str, Option]:
     """Every field of ``solver`` (an ``evokit_pb2.SolverConfig``), by dotted name."""
-    out: Dict[str, Option] = {}
-    _walk(solver, "", out)
-    return out
+    return message_fields(solver)
 
 
-def _walk(message, prefix: str, out: Dict[str, Option]) -> None:
+def _scalar(field, value) -> Option:
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        number = field.enum_type.values_by_number.get(value)
+        return number.name if number is not None else str(value)
+    if field.type in (FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_FIXED64):
+        return value - (1 << 64) if value >= 1 << 63 else value  # the core's int64 bits
+    return value
+
+
+def _walk(message, prefix: str, out: Dict[str, Option], present: Optional[Set[str]]) -> None:
     for field in message.DESCRIPTOR.fields:
-        if field.is_repeated:
-            continue  # no solver option is a list
         name = prefix + field.name
         value = getattr(message, field.name)
         if field.type == FieldDescriptor.TYPE_MESSAGE:
-            _walk(value, name + ".", out)
-        elif field.type == FieldDescriptor.TYPE_ENUM:
-            number = field.enum_type.values_by_number.get(value)
-            out[name] = number.name if number is not None else str(value)
-        elif field.type in (FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_FIXED64):
-            out[name] = value - (1 << 64) if value >= 1 << 63 else value  # the core's int64 bits
+            if field.is_repeated:
+                continue  # no message the core reads has a repeated message
+            if present is not None and message.HasField(field.name):
+                present.add(name)
+            _walk(value, name + ".", out, present)
+            continue
+        if field.is_repeated:
+            out[name] = [_scalar(field, v) for v in value]
+            if present is not None and len(value):
+                present.add(name)
+            continue
+        out[name] = _scalar(field, value)
+        if present is not None and message.HasField(field.name):
+            present.add(name)
+
+
+def set_fields(message, values: Mapping[str, Option]) -> None:
+    """Set the fields of ``message`` named by dotted names (the inverse of
+    :func:`message_fields`: enums by value name, uint64 from int64 bits)."""
+    for path, value in values.items():
+        *parents, name = path.split(".")
+        target = message
+        for parent in parents:
+            target = getattr(target, parent)
+        field = target.DESCRIPTOR.fields_by_name[name]
+        if field.type == FieldDescriptor.TYPE_ENUM and isinstance(value, str):
+            value = field.enum_type.values_by_name[value].number
+        elif field.type in (FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_FIXED64) and value < 0:
+            value += 1 << 64
+        if field.is_repeated:
+            del getattr(target, name)[:]
+            getattr(target, name).extend(value)
         else:
-            out[name] = value
+            setattr(target, name, value)
 
 
 def validate_solver_options(solver, num_params: Optional[int] = None) -> None:

@@ -86,13 +86,15 @@ struct SolverState {
 // is a std::invalid_argument naming it.
 class OptionSet {
  public:
-  using Value = std::variant<bool, std::int64_t, double, std::string>;
+  // A message's repeated integer field is a list (no solver option is one).
+  using Value = std::variant<bool, std::int64_t, double, std::string, std::vector<std::int64_t>>;
   void set(const std::string& name, Value value);
   bool has(const std::string& name) const;
   bool flag(const std::string& name) const;
   std::int64_t integer(const std::string& name) const;
   double real(const std::string& name) const;  // an integer is widened
   const std::string& text(const std::string& name) const;
+  const std::vector<std::int64_t>& integers(const std::string& name) const;
   const std::map<std::string, Value>& values() const noexcept { return values_; }
 
  private:

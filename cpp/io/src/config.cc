@@ -14,21 +14,23 @@
 #include <iostream>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "evokit/formats/config.h"
 #include "evokit/io/errors.h"
 #include "file_util.h"
-#include "parl_config.h"
-#include "text_walk.h"
+#include "message_fields.h"
 
 namespace evokit::io {
 
 namespace {
 
 // Keeps the first error the text-format parser reports (line and column are
-// 0-based there; we report them 1-based, as editors do).
+// 0-based there, a column counting bytes and advancing to the next multiple
+// of 8 at a tab).
 class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
  public:
   void AddError(int line, google::protobuf::io::ColumnNumber column,
@@ -42,17 +44,29 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
   void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
 
   bool has_error() const { return has_error_; }
-  // The error's 1-based line and column (-1 when unknown) and byte offset in `text`.
-  struct Location {
-    int line = -1, column = -1;
-    std::size_t offset = 0;
-  };
-  Location location(const std::string& text) const {
-    Location at;
-    if (line_ < 0) return at;
-    int line = line_, column = column_;
-    point_at_token(text, line, column);
-    std::size_t offset = offset_of(text, line, column);
+  // The byte offset in `text` of the token the error is about, or nullopt
+  // when the parser gave no position.
+  std::optional<std::size_t> offset(const std::string& text) const {
+    if (line_ < 0) return std::nullopt;
+    std::size_t offset = formats::offset_of(text, line_ + 1, column_ + 1, /*tab_stops=*/true);
+    // For errors about a token it has already read past (an unknown field
+    // name or enum value, a bad bool), protobuf reports the position of the
+    // token after it: point at the offending token instead, as Python does.
+    static const char* const kAfterToken[] = {"Unknown enumeration value", "has no field named",
+                                              "Invalid value for boolean field"};
+    bool after = false;
+    for (const char* m : kAfterToken) after = after || message_.find(m) != std::string::npos;
+    if (after) {
+      const auto is_token_char = [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-' || ch == '+';
+      };
+      std::size_t pos = offset;
+      while (pos > 0 && std::isspace(static_cast<unsigned char>(text[pos - 1]))) --pos;
+      if (pos > 0 && is_token_char(text[pos - 1])) {
+        while (pos > 0 && is_token_char(text[pos - 1])) --pos;
+        offset = pos;
+      }
+    }
     // a string cut by the end of its line: the error is after it
     if (message_.find("cannot cross line boundaries") != std::string::npos && offset > 0) --offset;
     // a second value of a singular field: at its colon; Python names the value
@@ -60,66 +74,11 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
       if (offset < text.size() && text[offset] == ':') ++offset;
       while (offset < text.size() && (text[offset] == ' ' || text[offset] == '\t')) ++offset;
     }
-    at.offset = detail::token_start(text, offset);
-    // the 0-based line and protobuf's column of that offset
-    const std::size_t line_start = at.offset == 0 ? 0 : text.rfind('\n', at.offset - 1) + 1;
-    line = static_cast<int>(
-        std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n'));
-    column = 0;
-    for (std::size_t i = line_start; i < at.offset; ++i) {
-      column = text[i] == '\t' ? column + 8 - column % 8 : column + 1;
-    }
-    at.line = line + 1;
-    at.column = column + 1;
-    return at;
+    return formats::token_start(text, offset);
   }
   const std::string& message() const { return message_; }
 
-  // The byte offset of protobuf's 0-based (line, column), whose columns
-  // advance to the next multiple of 8 at a tab.
-  static std::size_t offset_of(const std::string& text, int line, int column) {
-    std::size_t pos = 0;
-    for (int l = 0; l < line; ++l) {
-      pos = text.find('\n', pos);
-      if (pos == std::string::npos) return text.size();
-      ++pos;
-    }
-    for (int c = 0; pos < text.size() && text[pos] != '\n' && c < column; ++pos) {
-      c = text[pos] == '\t' ? c + 8 - c % 8 : c + 1;
-    }
-    return pos;
-  }
-
  private:
-  // For errors about a token it has already read past (an unknown field
-  // name or enum value, a bad bool), protobuf reports the position of the
-  // token after it; point at the offending token instead, as Python does.
-  void point_at_token(const std::string& text, int& line, int& column) const {
-    static const char* const kAfterToken[] = {"Unknown enumeration value", "has no field named",
-                                              "Invalid value for boolean field"};
-    bool after = false;
-    for (const char* m : kAfterToken) after = after || message_.find(m) != std::string::npos;
-    if (!after) return;
-    // The absolute offset of (line, column).
-    std::size_t pos = 0;
-    for (int l = 0; l < line; ++l) {
-      pos = text.find('\n', pos);
-      if (pos == std::string::npos) return;
-      ++pos;
-    }
-    pos = std::min(pos + static_cast<std::size_t>(std::max(column, 0)), text.size());
-    const auto is_token_char = [](char ch) {
-      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' ||
-             ch == '-' || ch == '+';
-    };
-    while (pos > 0 && std::isspace(static_cast<unsigned char>(text[pos - 1]))) --pos;
-    if (pos == 0 || !is_token_char(text[pos - 1])) return;
-    while (pos > 0 && is_token_char(text[pos - 1])) --pos;
-    line = static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
-    const std::size_t line_start = text.rfind('\n', pos == 0 ? 0 : pos - 1);
-    column = static_cast<int>(line_start == std::string::npos || pos == 0 ? pos : pos - line_start - 1);
-  }
-
   bool has_error_ = false;
   int line_ = -1;
   int column_ = -1;
@@ -157,10 +116,9 @@ void parse_text(const std::string& text, const std::string& source, pb::Message*
   parser.RecordErrorsTo(&errors);
   if (parser.ParseFromString(text, message)) return;
   if (!errors.has_error()) throw ConfigError(source + ": not a valid config");
-  const FirstErrorCollector::Location at = errors.location(text);
-  std::string where = source;
-  if (at.line > 0) where += ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
-  const std::optional<std::string> field = at.line > 0 ? detail::field_at(text, at.offset) : std::nullopt;
+  const std::optional<std::size_t> at = errors.offset(text);
+  if (!at) throw ConfigError(source + ": at top level: " + errors.message());
+  const std::optional<std::string> field = formats::field_at(text, *at);
   std::string what = errors.message();
   // 'Unknown enumeration value of "X" for field "f".' (a name or a number),
   // and a string where the enum value's name belongs, as Python words them
@@ -170,13 +128,11 @@ void parse_text(const std::string& text, const std::string& source, pb::Message*
   std::smatch m;
   const pb::FieldDescriptor* f = field ? find_field(message->GetDescriptor(), *field) : nullptr;
   if (f != nullptr && f->enum_type() != nullptr && std::regex_match(what, m, unknown_enum)) {
-    std::string values;
-    for (int i = 0; i < f->enum_type()->value_count(); ++i) {
-      values += (i ? ", " : "") + f->enum_type()->value(i)->name();
-    }
-    what = "unknown value " + (m[1].matched ? m[1].str() : m[2].str()) + ", expected one of " + values;
+    std::vector<std::string> values;
+    for (int i = 0; i < f->enum_type()->value_count(); ++i) values.push_back(f->enum_type()->value(i)->name());
+    what = formats::unknown_enum_value(m[1].matched ? m[1].str() : m[2].str(), values);
   }
-  throw ConfigError(where + ": " + field.value_or("at top level") + ": " + what);
+  throw ConfigError(formats::parse_problem(text, *at, what).text(source));
 }
 
 // Where a config's notes go (set_config_note_handler); standard error by default.
@@ -195,17 +151,25 @@ ConfigNoteHandler set_config_note_handler(ConfigNoteHandler handler) {
 }
 
 proto::EvoKitConfig parse_config(const std::string& text, const std::string& source, bool validate) {
+  // what one protobuf runtime would read otherwise than the other: refused by both
+  if (const auto problem = formats::check_literals(text)) throw ConfigError(problem->text(source));
+  std::optional<formats::ConfigProblem> problem;
+  const formats::Layout layout = formats::detect_layout(text, &problem);
+  if (problem) throw ConfigError(problem->text(source));
   proto::EvoKitConfig config;
-  if (detail::detect_layout(text, source) == detail::Layout::kParl) {
+  if (layout == formats::Layout::kParl) {
     proto::ParlEvoKitConfig parl;
     parse_text(text, source, &parl);
-    config = detail::parl_to_evokit(parl, text, source);
+    std::set<std::string> present;
+    const OptionSet fields = formats::parl_to_evokit(detail::message_fields(parl, &present), present, text, &problem);
+    if (problem) throw ConfigError(problem->text(source));
+    detail::set_fields(config, fields);
     ConfigNoteHandler handler;
     {
       std::lock_guard<std::mutex> lock(note_mutex);
       handler = note_handler();
     }
-    if (handler) handler(detail::parl_note(source));
+    if (handler) handler(formats::parl_note(source));
   } else {
     parse_text(text, source, &config);
   }
@@ -356,182 +320,124 @@ std::int64_t int64_bits(std::uint64_t value) {
   return out;
 }
 
-void walk(const pb::Message& message, const std::string& prefix, OptionSet& out) {
+// One scalar of `field` (index `i` of a repeated one) as the core reads it.
+OptionSet::Value scalar(const pb::Message& message, const pb::FieldDescriptor* field, int i) {
+  const pb::Reflection* r = message.GetReflection();
+  const bool rep = field->is_repeated();
+  switch (field->cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_ENUM: {
+      const int number = rep ? r->GetRepeatedEnumValue(message, field, i) : r->GetEnumValue(message, field);
+      const pb::EnumValueDescriptor* value = field->enum_type()->FindValueByNumber(number);
+      return value != nullptr ? value->name() : std::to_string(number);
+    }
+    case pb::FieldDescriptor::CPPTYPE_BOOL:
+      return rep ? r->GetRepeatedBool(message, field, i) : r->GetBool(message, field);
+    case pb::FieldDescriptor::CPPTYPE_INT32:
+      return std::int64_t{rep ? r->GetRepeatedInt32(message, field, i) : r->GetInt32(message, field)};
+    case pb::FieldDescriptor::CPPTYPE_INT64:
+      return std::int64_t{rep ? r->GetRepeatedInt64(message, field, i) : r->GetInt64(message, field)};
+    case pb::FieldDescriptor::CPPTYPE_UINT32:
+      return std::int64_t{rep ? r->GetRepeatedUInt32(message, field, i) : r->GetUInt32(message, field)};
+    case pb::FieldDescriptor::CPPTYPE_UINT64:
+      return int64_bits(rep ? r->GetRepeatedUInt64(message, field, i) : r->GetUInt64(message, field));
+    case pb::FieldDescriptor::CPPTYPE_FLOAT:
+      return double{rep ? r->GetRepeatedFloat(message, field, i) : r->GetFloat(message, field)};
+    case pb::FieldDescriptor::CPPTYPE_DOUBLE:
+      return rep ? r->GetRepeatedDouble(message, field, i) : r->GetDouble(message, field);
+    case pb::FieldDescriptor::CPPTYPE_STRING:
+      return rep ? r->GetRepeatedString(message, field, i) : r->GetString(message, field);
+    default:
+      throw std::logic_error("not a scalar field: " + field->full_name());
+  }
+}
+
+void walk(const pb::Message& message, const std::string& prefix, OptionSet& out, std::set<std::string>* present) {
   const pb::Descriptor* descriptor = message.GetDescriptor();
   const pb::Reflection* reflection = message.GetReflection();
   for (int i = 0; i < descriptor->field_count(); ++i) {
     const pb::FieldDescriptor* field = descriptor->field(i);
-    if (field->is_repeated()) continue;  // no solver option is a list
     const std::string name = prefix + field->name();
-    switch (field->cpp_type()) {
-      case pb::FieldDescriptor::CPPTYPE_MESSAGE:
-        walk(reflection->GetMessage(message, field), name + ".", out);
-        break;
-      case pb::FieldDescriptor::CPPTYPE_ENUM: {
-        const int number = reflection->GetEnumValue(message, field);
-        const pb::EnumValueDescriptor* value = field->enum_type()->FindValueByNumber(number);
-        out.set(name, value != nullptr ? value->name() : std::to_string(number));
-        break;
-      }
-      case pb::FieldDescriptor::CPPTYPE_BOOL:
-        out.set(name, reflection->GetBool(message, field));
-        break;
-      case pb::FieldDescriptor::CPPTYPE_INT32:
-        out.set(name, std::int64_t{reflection->GetInt32(message, field)});
-        break;
-      case pb::FieldDescriptor::CPPTYPE_INT64:
-        out.set(name, std::int64_t{reflection->GetInt64(message, field)});
-        break;
-      case pb::FieldDescriptor::CPPTYPE_UINT32:
-        out.set(name, std::int64_t{reflection->GetUInt32(message, field)});
-        break;
-      case pb::FieldDescriptor::CPPTYPE_UINT64:
-        out.set(name, int64_bits(reflection->GetUInt64(message, field)));
-        break;
-      case pb::FieldDescriptor::CPPTYPE_FLOAT:
-        out.set(name, double{reflection->GetFloat(message, field)});
-        break;
-      case pb::FieldDescriptor::CPPTYPE_DOUBLE:
-        out.set(name, reflection->GetDouble(message, field));
-        break;
-      case pb::FieldDescriptor::CPPTYPE_STRING:
-        out.set(name, reflection->GetString(message, field));
-        break;
+    if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (field->is_repeated()) continue;  // no message the core reads has a repeated message
+      if (present != nullptr && reflection->HasField(message, field)) present->insert(name);
+      walk(reflection->GetMessage(message, field), name + ".", out, present);
+      continue;
     }
+    if (field->is_repeated()) {
+      const int n = reflection->FieldSize(message, field);
+      if (present != nullptr && n > 0) present->insert(name);
+      // a repeated integer field is a list; a repeated string one is only ever asked whether it is set
+      std::vector<std::int64_t> values;
+      bool integers = true;
+      for (int k = 0; k < n && integers; ++k) {
+        const OptionSet::Value v = scalar(message, field, k);
+        if (const auto* x = std::get_if<std::int64_t>(&v)) {
+          values.push_back(*x);
+        } else {
+          integers = false;
+        }
+      }
+      if (integers) out.set(name, std::move(values));
+      continue;
+    }
+    if (present != nullptr && reflection->HasField(message, field)) present->insert(name);
+    out.set(name, scalar(message, field, 0));
   }
 }
 
 }  // namespace
 
-OptionSet solver_options(const proto::SolverConfig& solver) {
+namespace detail {
+
+OptionSet message_fields(const pb::Message& message, std::set<std::string>* present) {
   OptionSet out;
-  walk(solver, "", out);
+  walk(message, "", out, present);
   return out;
 }
 
-namespace {
-
-// Python's f"{value:g}" (nan without a sign).
-std::string format_g(double value) {
-  if (std::isnan(value)) return "nan";
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", value);
-  return buffer;
+void set_fields(pb::Message& message, const OptionSet& fields) {
+  for (const auto& [path, value] : fields.values()) {
+    pb::Message* target = &message;
+    std::size_t start = 0;
+    for (std::size_t dot; (dot = path.find('.', start)) != std::string::npos; start = dot + 1) {
+      const pb::FieldDescriptor* f = target->GetDescriptor()->FindFieldByName(path.substr(start, dot - start));
+      if (f == nullptr || f->message_type() == nullptr) throw std::logic_error("set_fields: no message " + path);
+      target = target->GetReflection()->MutableMessage(target, f);
+    }
+    const pb::FieldDescriptor* field = target->GetDescriptor()->FindFieldByName(path.substr(start));
+    if (field == nullptr || field->is_repeated()) throw std::logic_error("set_fields: no scalar field " + path);
+    const pb::Reflection* r = target->GetReflection();
+    const auto integer = [&] { return std::get<std::int64_t>(value); };
+    switch (field->cpp_type()) {
+      case pb::FieldDescriptor::CPPTYPE_ENUM: {
+        const pb::EnumValueDescriptor* v = field->enum_type()->FindValueByName(std::get<std::string>(value));
+        if (v == nullptr) throw std::logic_error("set_fields: no enum value for " + path);
+        r->SetEnumValue(target, field, v->number());
+        break;
+      }
+      case pb::FieldDescriptor::CPPTYPE_BOOL: r->SetBool(target, field, std::get<bool>(value)); break;
+      case pb::FieldDescriptor::CPPTYPE_INT32: r->SetInt32(target, field, static_cast<std::int32_t>(integer())); break;
+      case pb::FieldDescriptor::CPPTYPE_INT64: r->SetInt64(target, field, integer()); break;
+      case pb::FieldDescriptor::CPPTYPE_UINT32: r->SetUInt32(target, field, static_cast<std::uint32_t>(integer())); break;
+      case pb::FieldDescriptor::CPPTYPE_UINT64: r->SetUInt64(target, field, static_cast<std::uint64_t>(integer())); break;
+      case pb::FieldDescriptor::CPPTYPE_FLOAT:
+        r->SetFloat(target, field, static_cast<float>(std::get<double>(value)));
+        break;
+      case pb::FieldDescriptor::CPPTYPE_DOUBLE: r->SetDouble(target, field, std::get<double>(value)); break;
+      case pb::FieldDescriptor::CPPTYPE_STRING: r->SetString(target, field, std::get<std::string>(value)); break;
+      default: throw std::logic_error("set_fields: not a scalar field " + path);
+    }
+  }
 }
 
-// Python's f"{value:,}".
-std::string format_thousands(std::int64_t value) {
-  std::string digits = std::to_string(value < 0 ? -static_cast<std::uint64_t>(value) : value);
-  for (std::size_t i = digits.size(); i > 3; i -= 3) digits.insert(i - 3, ",");
-  return (value < 0 ? "-" : "") + digits;
-}
+}  // namespace detail
 
-// The checks of evokit/config.py's validate_config, message for message:
-// "<source>:<line>: <field> <what>, got <value>", the line of the field in
-// `text` (or of the closest enclosing message in it; none without text).
-class Checker {
- public:
-  Checker(const std::string& source, const std::string& text)
-      : source_(source), text_(text), parl_(!text.empty() && detail::detect_layout(text, source) ==
-                                                                 detail::Layout::kParl) {}
-
-  [[noreturn]] void fail(std::string field, const std::string& message) const {
-    std::string named = field;
-    if (parl_) {  // the file names the field as PARL does: name both, find PARL's line
-      const std::optional<std::string> parl = detail::parl_field(field);
-      if (parl) {
-        named = *parl + " (" + field + ")";
-        field = *parl;
-      }
-    }
-    int line = 0;
-    if (!text_.empty()) {
-      const std::vector<detail::FieldToken> tokens = detail::field_tokens(text_);
-      std::string parent = field;
-      line = detail::field_line(tokens, parent);
-      while (line == 0 && parent.find('.') != std::string::npos) {
-        parent.erase(parent.rfind('.'));
-        line = detail::field_line(tokens, parent);
-      }
-    }
-    const std::string where = line > 0 ? source_ + ":" + std::to_string(line) : source_;
-    throw ConfigError(where + ": " + named + " " + message);
-  }
-  void at_least(const std::string& field, std::int64_t value, std::int64_t low) const {
-    if (value < low) fail(field, "must be >= " + std::to_string(low) + ", got " + std::to_string(value));
-  }
-  void within(const std::string& field, std::int64_t value, std::int64_t low, std::int64_t high) const {
-    if (value < low || value > high) {
-      fail(field, "must be in [" + format_thousands(low) + ", " + format_thousands(high) + "], got " +
-                      format_thousands(value));
-    }
-  }
-
- private:
-  std::string source_;
-  const std::string& text_;
-  bool parl_;
-};
-
-// Python's repr of a str without quotes or escapes in it: 'text'.
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-}  // namespace
+OptionSet solver_options(const proto::SolverConfig& solver) { return detail::message_fields(solver, nullptr); }
 
 void validate_config(const proto::EvoKitConfig& config, const std::string& source,
                      std::optional<std::size_t> num_params, const std::string& text) {
-  const Checker c(source, text);
-  const proto::SolverConfig& solver = config.solver();
-  try {
-    std::regex pattern(solver.param_pattern());
-  } catch (const std::regex_error& e) {
-    c.fail("solver.param_pattern", std::string("is not a valid regular expression: ") + e.what());
-  }
-  static const char* const kBackends[] = {"auto", "native", "onnxruntime"};
-  if (std::find(std::begin(kBackends), std::end(kBackends), solver.backend()) == std::end(kBackends)) {
-    c.fail("solver.backend", "must be one of auto, native, onnxruntime, got " + quoted(solver.backend()));
-  }
-  // Every option the solver reads, checked by the core's registry:
-  // "solver.<name> <what>, got <value>".
-  try {
-    validate_solver_options(solver_options(solver), num_params);
-  } catch (const std::invalid_argument& e) {
-    const std::string what = e.what();
-    const std::size_t space = what.find(' ');
-    c.fail(what.substr(0, space), space == std::string::npos ? std::string() : what.substr(space + 1));
-  }
-  // The warehouse's section (a warehouse keeps max_to_keep iterations).
-  c.at_least("async_es.max_to_keep", config.async_es().max_to_keep(), 1);
-
-  // The train section (`evokit train`), checked as Python checks it so that
-  // a config one language accepts the other does too.
-  const proto::TrainConfig& t = config.train();
-  constexpr std::int64_t kMaxEpisodes = 1000000, kMaxWorkers = 4096;  // evokit/config.py MAX_*
-  c.at_least("train.max_generations", t.max_generations(), 1);
-  c.at_least("train.eval_every", t.eval_every(), 1);
-  c.within("train.eval_episodes", t.eval_episodes(), 1, kMaxEpisodes);
-  c.within("train.num_workers", t.num_workers(), 1, kMaxWorkers);
-  c.within("train.episodes_per_sample", t.episodes_per_sample(), 1, kMaxEpisodes);
-  for (int i = 0; i < t.hidden_sizes_size(); ++i) {
-    if (t.hidden_sizes(i) < 1) {
-      c.fail("train.hidden_sizes", "must all be >= 1, got " + std::to_string(t.hidden_sizes(i)) +
-                                       " at position " + std::to_string(i));
-    }
-  }
-  static const char* const kActivations[] = {"tanh", "relu", "sigmoid", "identity"};  // evokit/policy/mlp.py
-  if (std::find(std::begin(kActivations), std::end(kActivations), t.activation()) == std::end(kActivations)) {
-    c.fail("train.activation", "must be one of tanh, relu, sigmoid, identity, got " + quoted(t.activation()));
-  }
-  if (!(t.observation_clip() > 0 && std::isfinite(t.observation_clip()))) {
-    c.fail("train.observation_clip", "must be finite and > 0, got " + format_g(t.observation_clip()));
-  }
-  if (!std::isfinite(t.target_return())) {
-    c.fail("train.target_return", "must be finite, got " + format_g(t.target_return()));
-  }
-  c.at_least("train.max_env_steps", t.max_env_steps(), 0);
-  if (!(t.alive_bonus_offset() >= 0 && std::isfinite(t.alive_bonus_offset()))) {
-    c.fail("train.alive_bonus_offset", "must be finite and >= 0, got " + format_g(t.alive_bonus_offset()));
-  }
+  const auto problem = formats::validate_config(detail::message_fields(config, nullptr), num_params, text);
+  if (problem) throw ConfigError(problem->text(source));
 }
 
 }  // namespace evokit::io

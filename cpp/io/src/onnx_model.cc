@@ -9,12 +9,14 @@
 #include <filesystem>
 #include <limits>
 #include <map>
-#include <regex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <system_error>
 #include <utility>
 
+#include "evokit/formats/config.h"
+#include "evokit/formats/param_pattern.h"
 #include "evokit/io/errors.h"
 #include "file_util.h"
 
@@ -348,11 +350,11 @@ OnnxModel OnnxModel::from_bytes(const std::string& bytes, const std::string& par
 void OnnxModel::setup() {
   const onnx::ModelProto& model = *model_;
   const std::string& src = source_;
-  std::regex pattern;
+  std::optional<formats::ParamPattern> pattern;  // the one dialect (formats/param_pattern.h)
   try {
-    pattern = std::regex(param_pattern_, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw ModelError(src + ": invalid param_pattern '" + param_pattern_ + "': " + e.what());
+    pattern.emplace(param_pattern_);
+  } catch (const std::invalid_argument& e) {
+    throw ModelError(src + ": invalid param_pattern " + formats::python_repr(param_pattern_) + ": " + e.what());
   }
   if (!model.has_graph() || model.graph().node_size() == 0) {
     throw ModelError(src + ": not a valid ONNX model (no graph nodes)");
@@ -388,7 +390,7 @@ void OnnxModel::setup() {
     }
     if (t.data_type() != TensorProto::FLOAT) continue;
     float_names.push_back(t.name());
-    if (!std::regex_match(t.name(), pattern)) continue;
+    if (!pattern->matches(t.name())) continue;
     std::vector<float> values = float_values(t, src, initializer_label(t));
     param_names_.push_back(t.name());
     param_shapes_.push_back(dims_of(t, src, initializer_label(t)));
@@ -401,8 +403,8 @@ void OnnxModel::setup() {
                      few(all_names) + ")");
   }
   if (param_names_.empty()) {
-    throw ModelError(src + ": no float32 initializer matches param_pattern '" + param_pattern_ +
-                     "' (float32 initializers: " + few(float_names) + ")");
+    throw ModelError(src + ": no float32 initializer matches param_pattern " + formats::python_repr(param_pattern_) +
+                     " (float32 initializers: " + few(float_names) + ")");
   }
 
   std::vector<const onnx::ValueInfoProto*> data_inputs;

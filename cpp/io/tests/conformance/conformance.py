@@ -96,14 +96,6 @@ def _allow(kind: str, names: str, field: str, allowed: Allowed) -> None:
 
 # ---- configs ------------------------------------------------------------------
 
-_allow("config", "param_pattern_invalid", "check", Allowed(
-    "wording",
-    "an invalid solver.param_pattern: the text after the field is each regex engine's (Python's re, "
-    "C++'s std::regex); the file, line and field are the same",
-    py=r"configs/param_pattern_invalid\.prototxt:1: solver\.param_pattern is not a valid regular expression: .+",
-    cpp=r"configs/param_pattern_invalid\.prototxt:1: solver\.param_pattern is not a valid regular expression: .+"))
-ALLOWED[("config", "param_pattern_invalid", "check_n58")] = ALLOWED[("config", "param_pattern_invalid", "check")]
-
 _allow("config", "extra_close_brace string_for_int float_for_int int32_overflow "
        "int64_overflow uint64_negative uint64_overflow repeated_singular_message bad_bool bool_two "
        "scalar_without_colon value_without_field nul_byte parl_bad_value missing_close_brace "
@@ -119,13 +111,6 @@ _allow("config", "missing_file directory", "parse", Allowed(
     "first: 'no such config file', 'is a directory, ...'; C++ reports what open/fstat said)",
     py=r"configs/\w+\.prototxt: (no such config file|is a directory, expected a \.prototxt config file)",
     cpp=r"configs/\w+\.prototxt: cannot read config: (no such file|is a directory)"))
-_RUNTIME_ACCEPTS = Allowed(
-    "xfail",
-    "REAL DISAGREEMENT (reported): Python's text_format accepts this literal, protobuf C++'s "
-    "TextFormat::Parser refuses it, so a config Python trains with cannot be loaded by a C++ "
-    "service (or the reverse)")
-_allow("config", "float_word_inff float_word_nanf int_with_plus string_escape_unknown", "parse", _RUNTIME_ACCEPTS)
-
 #: Allowances for a family of fixtures (those whose name starts with the
 #: prefix): applied to the members that differ, each checked as an ALLOWED
 #: entry is; stale when no member of the family needs it.
@@ -165,11 +150,6 @@ _allow("model", "directory", "load", Allowed(
     "wording", "a directory: each language's file layer words it",
     py=r"models/directory\.onnx: is a directory, not an ONNX model file",
     cpp=r"models/directory\.onnx: is a directory"))
-_allow("model", "cartpole_h8_bad_pattern", "load", Allowed(
-    "wording",
-    "an invalid param_pattern: the text is each regex engine's (Python's re, C++'s std::regex)",
-    py=r"models/cartpole_h8\.onnx: invalid param_pattern '\(\[': .+",
-    cpp=r"models/cartpole_h8\.onnx: invalid param_pattern '\(\[': .+"))
 _allow("model", "external_data_missing", "load", Allowed(
     "wording",
     "external data that is not there: onnx.load (Python) and the ONNX checker (C++) say so in their "
@@ -190,11 +170,6 @@ _allow("model", "obs_scalar", "load", Allowed(
     "onnxruntime), C++'s OnnxModel loads it and its graph() refuses it; io::ESAgent's "
     "load_inference_model builds the graph at once, so both agents refuse the model",
     later="native"))
-_allow("model", "cartpole_h8_python_only_syntax cartpole_h8_named_group", "load", Allowed(
-    "xfail",
-    "REAL DISAGREEMENT (reported): solver.param_pattern is a Python regular expression in Python "
-    "(re.fullmatch) and an ECMAScript one in C++ (std::regex_match): Python's inline flags and "
-    "named groups are refused by C++, so a config Python trains with cannot be served by C++"))
 _allow("model", "fp_sequence_output_ir99", "fingerprint", Allowed(
     "xfail",
     "REAL DISAGREEMENT (reported, wording only): every other refusal of the fingerprint is the same "

@@ -48,20 +48,20 @@ std::string config_to_text(const proto::EvoKitConfig& config);
 
 // Every field of `solver` by its dotted name below `solver` (the core's
 // OptionSet, evokit/solver.h), walked by protobuf reflection as Python's
-// evokit.solvers.solver_options walks it: repeated fields skipped,
-// submessages recursed with "a.b." prefixes, unset fields with their
-// defaults; bools, integers (int64), floats (widened to double) and strings
-// as they are, enums as their value names, uint64 as the int64 of the same
-// bits. Nothing is checked here: see validate_config and make_solver.
+// evokit.solvers.message_fields walks it: submessages recursed with "a.b."
+// prefixes, unset fields with their defaults; bools, integers (int64),
+// floats (widened to double) and strings as they are, enums as their value
+// names, uint64 as the int64 of the same bits. Nothing is checked here: see
+// validate_config and make_solver.
 OptionSet solver_options(const proto::SolverConfig& solver);
 
-// Every check of Python's evokit.config.validate_config, with the same
-// messages: solver.param_pattern (a valid regular expression; std::regex's
-// ECMAScript here, Python's re there), solver.backend, the core's checks of
-// the solver options (evokit::validate_solver_options; with num_params, also
-// those that need the model's size), async_es.max_to_keep >= 1 and the train
-// section. Throws ConfigError "<source>:<line>: <field> <what>, got
-// <value>", the line of the field in `text` (the config's text; without it
+// The core's checks of a whole config (evokit::formats::validate_config,
+// which Python's evokit.config.validate_config calls too):
+// solver.param_pattern (formats::ParamPattern's dialect), solver.backend,
+// the core's checks of the solver options (with num_params, also those that
+// need the model's size), async_es.max_to_keep >= 1 and the train section.
+// Throws ConfigError "<source>:<line>: <field> <what>, got <value>", the
+// line of the field in `text` (the config's text; without it
 // "<source>: solver.population_size must be >= 1, got 0").
 void validate_config(const proto::EvoKitConfig& config, const std::string& source,
                      std::optional<std::size_t> num_params = std::nullopt,

@@ -1,7 +1,8 @@
 // ONNX policy models for the native forward pass.
 //
 // The float32 initializers of the graph are the parameters: all of them, or
-// those whose names fully match `param_pattern` (std::regex, ECMAScript).
+// those whose whole names match `param_pattern` (formats::ParamPattern, the
+// dialect Python's OnnxPolicy uses too).
 // The parameter vector holds them flattened in C order and concatenated in
 // graph.initializer order: the same layout as Python's OnnxPolicy, so a
 // parameter vector (and a noise key) means the same on both sides.

@@ -1,0 +1,107 @@
+// The rules of EvoKit's files (cpp/include/evokit/formats): param_pattern
+// and the config's text walk, literals, layout and checks. Python's
+// protobuf turns text into messages and messages into dicts of dotted
+// names; everything these decide is decided in the core, as for the C++ io
+// library.
+#include <evokit/formats/config.h>
+#include <evokit/formats/param_pattern.h>
+
+#include <optional>
+#include <set>
+
+#include "pybind11.h"
+
+namespace evokit::bindings {
+
+namespace {
+
+// A ConfigProblem as (field, message, line, column), None where unknown.
+py::object problem_tuple(const std::optional<formats::ConfigProblem>& p) {
+  if (!p) return py::none();
+  const auto maybe = [](int v) -> py::object { return v > 0 ? py::object(py::int_(v)) : py::object(py::none()); };
+  return py::make_tuple(p->field.empty() ? py::object(py::none()) : py::object(py::str(p->field)), p->message,
+                        maybe(p->line), maybe(p->column));
+}
+
+// Options, with a list of ints as a repeated field's value.
+OptionSet to_fields(const py::dict& values) {
+  py::dict scalars;
+  OptionSet out;
+  for (const auto& item : values) {
+    if (py::isinstance<py::list>(item.second) || py::isinstance<py::tuple>(item.second)) {
+      // a repeated integer field; a repeated string field is only ever asked whether it is set
+      const py::sequence items = item.second.cast<py::sequence>();
+      bool integers = true;
+      for (const auto& v : items) integers = integers && py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v);
+      if (integers) out.set(py::str(item.first), items.cast<std::vector<std::int64_t>>());
+    } else {
+      scalars[item.first] = item.second;
+    }
+  }
+  const OptionSet converted = to_option_set(scalars);
+  for (const auto& [name, value] : converted.values()) out.set(name, value);
+  return out;
+}
+
+py::dict to_dict(const OptionSet& options) {
+  py::dict out;
+  for (const auto& [name, value] : options.values()) {
+    std::visit([&](const auto& v) { out[py::str(name)] = py::cast(v); }, value);
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_formats(py::module_& m) {
+  py::class_<formats::ParamPattern>(m, "ParamPattern",
+                                    "solver.param_pattern: a regular expression in EvoKit's one dialect "
+                                    "(docs/config.md), matched against whole initializer names.")
+      .def(py::init<std::string>(), py::arg("pattern"))
+      .def("matches", &formats::ParamPattern::matches, py::arg("name"), "Whether the whole of `name` matches.")
+      .def_property_readonly("pattern", &formats::ParamPattern::pattern);
+
+  m.def("config_field_tokens", [](const std::string& text) {
+    py::list out;
+    for (const formats::FieldToken& t : formats::field_tokens(text)) out.append(py::make_tuple(t.path, t.line, t.column));
+    return out;
+  }, py::arg("text"), "(dotted path, line, column) of every field name in a text-format config.");
+  m.def("config_parse_problem", [](const std::string& text, int line, int column, const std::string& message) {
+    return problem_tuple(formats::parse_problem(text, formats::offset_of(text, line, column), message));
+  }, py::arg("text"), py::arg("line"), py::arg("column"), py::arg("message"),
+        "The problem for a parse error at 1-based (line, column): (field, 'field: message', line, column).");
+  m.def("config_check_literals", [](const std::string& text) { return problem_tuple(formats::check_literals(text)); },
+        py::arg("text"), "The first literal the two protobuf runtimes read differently, as a problem, or None.");
+  m.def("config_detect_layout", [](const std::string& text) {
+    std::optional<formats::ConfigProblem> problem;
+    const formats::Layout layout = formats::detect_layout(text, &problem);
+    return py::make_tuple(layout == formats::Layout::kParl ? formats::kParlLayout : formats::kEvoKitLayout,
+                          problem_tuple(problem));
+  }, py::arg("text"), "(the layout's name, None or the problem of a config that mixes the two).");
+  m.def("config_parl_to_evokit", [](const py::dict& parl, const std::set<std::string>& present, const std::string& text) {
+    std::optional<formats::ConfigProblem> problem;
+    const OptionSet out = formats::parl_to_evokit(to_fields(parl), present, text, &problem);
+    return py::make_tuple(to_dict(out), problem_tuple(problem));
+  }, py::arg("parl"), py::arg("present"), py::arg("text"),
+        "(the EvoKitConfig fields a PARL-layout config means, None or the problem that refuses it).");
+  m.def("config_parl_field", &formats::parl_field, py::arg("evokit_field"));
+  m.def("config_parl_note", &formats::parl_note, py::arg("source"));
+  m.def("config_unknown_enum_value", &formats::unknown_enum_value, py::arg("value"), py::arg("values"));
+  m.def("validate_config", [](const py::dict& config, std::optional<std::int64_t> num_params, const std::string& text) {
+    std::optional<std::size_t> n;
+    if (num_params) n = to_size(*num_params, "num_params");
+    return problem_tuple(formats::validate_config(to_fields(config), n, text));
+  }, py::arg("config"), py::arg("num_params") = py::none(), py::arg("text") = std::string(),
+        "The first bad value of an EvoKitConfig (its fields by dotted name) as a problem, or None.");
+  m.def("config_problem", [](const std::string& field, const std::string& message, const std::string& text) {
+    return problem_tuple(formats::config_problem(field, message, text));
+  }, py::arg("field"), py::arg("message"), py::arg("text") = std::string());
+  m.attr("CONFIG_BACKENDS") = py::tuple(py::cast(formats::backends()));
+  m.attr("CONFIG_ACTIVATIONS") = py::tuple(py::cast(formats::activations()));
+  m.attr("CONFIG_MAX_EPISODES") = formats::kMaxEpisodes;
+  m.attr("CONFIG_MAX_WORKERS") = formats::kMaxWorkers;
+  m.attr("CONFIG_PARL_FIELDS") = py::cast(formats::parl_fields());
+  m.attr("CONFIG_PARL_REFUSED") = py::cast(formats::parl_refused());
+}
+
+}  // namespace evokit::bindings
