@@ -104,3 +104,23 @@ def assert_same_run_for_threads_and_pickling(make, generations=6):
         assert len(other) == len(base)
         for a, b in zip(base, other):
             np.testing.assert_array_equal(a, b)
+
+
+def read_raw_log(path):
+    """(SamplingInfo, float32 reward) of each record of a sampling log in
+    PARL EvoKit's raw layout (demo/cpp/raw_log.h): per sample a float32
+    reward, an int32 size and the serialized SamplingInfo."""
+    import struct
+
+    from evokit import evokit_pb2 as pb
+
+    data = read(path)
+    samples, offset = [], 0
+    while offset < len(data):
+        reward, size = struct.unpack_from("<fi", data, offset)
+        offset += 8
+        if not 0 <= size <= len(data) - offset:
+            raise ValueError(f"{path}: record at byte {offset - 8} cut short")
+        samples.append((pb.SamplingInfo.FromString(data[offset:offset + size]), reward))
+        offset += size
+    return samples

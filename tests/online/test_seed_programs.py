@@ -43,6 +43,8 @@ from evokit.evaluation.seeds import SAMPLER_TAG, episode_seeds
 from evokit.online.samplelog import read_log
 from evokit.statefile import read_state_file
 
+from helpers import read_raw_log
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CONFIG = os.path.join(ROOT, "configs", "cartpole.prototxt")  # antithetic Gaussian sampling, Adam
@@ -129,20 +131,6 @@ def online_sampling(model_dir, config_path, log_path):
             log_stream.write(struct.pack("<f", reward))
             log_stream.write(struct.pack("<i", len(data)))
             log_stream.write(data)
-
-
-def read_raw_log(log_path):
-    """(SamplingInfo, float32 reward) of every record of a raw log."""
-    with open(log_path, "rb") as f:
-        data = f.read()
-    samples, offset = [], 0
-    while offset < len(data):
-        reward, size = struct.unpack_from("<fi", data, offset)
-        offset += 8
-        assert 0 <= size <= len(data) - offset, f"{log_path}: record at byte {offset - 8} cut short"
-        samples.append((pb.SamplingInfo.FromString(data[offset:offset + size]), reward))
-        offset += size
-    return samples
 
 
 def offline_update(model_dir, updated_model_dir, config_path, log_path):

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,11 +57,12 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   out << bytes;
 }
 
-// The lines of a fixture file of make_fixtures.py in cpp/io/tests/data, but
-// comments and blank lines: each as its first word and the rest.
-inline std::vector<std::pair<std::string, std::string>> fixture_lines(const std::string& name) {
+// The lines of the text file at `path`, but comments and blank lines: each
+// as its first word and the rest.
+inline std::vector<std::pair<std::string, std::string>> file_lines(const std::string& path) {
   std::vector<std::pair<std::string, std::string>> out;
-  std::ifstream in(data_path(name));
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open");
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
@@ -69,6 +71,11 @@ inline std::vector<std::pair<std::string, std::string>> fixture_lines(const std:
     out.emplace_back(line.substr(0, space), rest);
   }
   return out;
+}
+
+// The lines of a fixture file of make_fixtures.py in cpp/io/tests/data (file_lines).
+inline std::vector<std::pair<std::string, std::string>> fixture_lines(const std::string& name) {
+  return file_lines(data_path(name));
 }
 
 // cpp/io/tests/data/expected.txt: "name v1 v2 ..." per line (see make_fixtures.py).
