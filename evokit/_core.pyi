@@ -510,3 +510,16 @@ CONFIG_MAX_EPISODES: int
 CONFIG_MAX_WORKERS: int
 CONFIG_PARL_FIELDS: List[Tuple[str, str]]
 CONFIG_PARL_REFUSED: List[Tuple[str, str]]
+
+def state_seal(body: bytes) -> bytes: ...
+def state_unseal(path: str, data: bytes) -> bytes: ...
+def state_has_trailer(data: bytes) -> bool: ...
+
+STATE_TRAILER_SIZE: int
+
+def solver_state_decode(state_version: int, family: str, steps: int, noise_version: int, has_cma: bool,
+                        has_ga: bool, vectors: List[Tuple[str, Optional[int], bytes]],
+                        path: str) -> SolverState: ...
+def solver_state_encode(state: SolverState) -> List[Tuple[str, int, bytes]]: ...
+
+SOLVER_STATE_VERSION: int

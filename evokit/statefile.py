@@ -9,8 +9,8 @@
 The file stays a valid protobuf (an EvoKit without the field skips it); the
 reader checks the trailer over the bytes as stored, before parsing, so any
 changed, added or removed byte is refused naming the file and both digests.
-The C++ io component (``cpp/io/src/state_file.cc``) writes and checks the
-same trailer.
+The trailer is the core's (cpp/src/formats/state_file.cc), which the C++ io
+library seals and checks with too.
 
 A file without the trailer is refused too: it is either cut short or damaged,
 or written by an EvoKit before state files were checksummed, and nothing in
@@ -26,23 +26,20 @@ with the state).
 
 from __future__ import annotations
 
-import hashlib
 import os
-from typing import Callable, NoReturn, Type, TypeVar
+from typing import Callable, Type, TypeVar
 
 from google.protobuf import message as _message
 
+from . import _core
 from . import evokit_pb2 as pb
 from .util import atomic_write_bytes
 
 __all__ = ["TRAILER_SIZE", "STATE_FILES", "seal", "unseal", "write_state_file", "read_state_file",
            "seal_file", "state_files"]
 
-#: The field number of ``sha256`` in every state file's message.
-TRAILER_FIELD = 15
-_TAG = bytes([TRAILER_FIELD << 3 | 2, 32])
 #: Bytes the trailer adds to a file: tag, length, digest.
-TRAILER_SIZE = len(_TAG) + 32
+TRAILER_SIZE = _core.STATE_TRAILER_SIZE
 
 #: The message each state file holds, by file name.
 STATE_FILES = {
@@ -58,29 +55,14 @@ M = TypeVar("M", bound=_message.Message)
 
 def seal(body: bytes) -> bytes:
     """``body`` (a serialized message) with its trailer appended."""
-    return body + _TAG + hashlib.sha256(body).digest()
+    return _core.state_seal(body)
 
 
 def unseal(path: str, data: bytes) -> bytes:
     """The body of the file ``data`` read from ``path``; ``ValueError``
     (one line, starting with ``path``) if its trailer is missing or does not
     match."""
-    if len(data) < TRAILER_SIZE or data[-TRAILER_SIZE:-32] != _TAG:
-        _no_trailer(path, data)
-    body, recorded = data[:-TRAILER_SIZE], data[-32:]
-    actual = hashlib.sha256(body).digest()
-    if actual != recorded:
-        raise ValueError(f"{path}: damaged: the sha256 of its first {len(body)} bytes is "
-                         f"{actual.hex()}, its trailer records {recorded.hex()}")
-    return body
-
-
-def _no_trailer(path: str, data: bytes) -> NoReturn:
-    if not data:
-        raise ValueError(f"{path}: empty file, expected a state file ending with its sha256 trailer")
-    raise ValueError(f"{path}: no sha256 trailer at its end (of {len(data)} bytes): cut short or "
-                     f"damaged, or written by an EvoKit before state files were checksummed; if it "
-                     f"is an intact older file, add the trailer with `evokit seal {path}`")
+    return _core.state_unseal(path, data)
 
 
 def write_state_file(path, message: _message.Message) -> str:
@@ -146,11 +128,9 @@ def seal_file(path) -> str:
             data = f.read()
     except OSError as exc:
         raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if len(data) >= TRAILER_SIZE and data[-TRAILER_SIZE:-32] == _TAG:
-        unseal(path, data)  # a trailer that does not match: damaged, refused
+    if _core.state_has_trailer(data) or not data:
+        unseal(path, data)  # a trailer that does not match: damaged; an empty file: refused
         return f"{path}: has its sha256 trailer already"
-    if not data:
-        _no_trailer(path, data)
     message = _parse(path, data, STATE_FILES[name](), ValueError, STATE_FILES[name].__name__)
     if message.HasField("sha256"):
         raise ValueError(f"{path}: holds a sha256 field that is not its trailer: damaged")

@@ -5,6 +5,8 @@
 // library.
 #include <evokit/formats/config.h>
 #include <evokit/formats/param_pattern.h>
+#include <evokit/formats/solver_file.h>
+#include <evokit/formats/state_file.h>
 
 #include <optional>
 #include <set>
@@ -96,6 +98,57 @@ void bind_formats(py::module_& m) {
   m.def("config_problem", [](const std::string& field, const std::string& message, const std::string& text) {
     return problem_tuple(formats::config_problem(field, message, text));
   }, py::arg("field"), py::arg("message"), py::arg("text") = std::string());
+  m.def("state_seal", [](const py::bytes& body) {
+    const std::string in = body;
+    std::string out;
+    {
+      py::gil_scoped_release release;
+      out = formats::seal_state(in);
+    }
+    return py::bytes(out);
+  }, py::arg("body"), "A serialized state message with its sha256 trailer appended.");
+  m.def("state_unseal", [](const std::string& path, const py::bytes& data) {
+    const std::string in = data;
+    std::string out;
+    {
+      py::gil_scoped_release release;
+      out = formats::unseal_state(path, in);
+    }
+    return py::bytes(out);
+  }, py::arg("path"), py::arg("data"),
+        "The body of state file `data` read from `path`; ValueError (one line starting with the path) "
+        "when its sha256 trailer is missing or does not match.");
+  m.def("state_has_trailer", [](const py::bytes& data) { return formats::has_state_trailer(std::string(data)); },
+        py::arg("data"), "Whether `data` ends with something shaped as a trailer, matching or not.");
+  m.attr("STATE_TRAILER_SIZE") = formats::kStateTrailerSize;
+  m.def("solver_state_decode", [](int state_version, const std::string& family, std::int64_t steps,
+                                   std::int64_t noise_version, bool has_cma, bool has_ga,
+                                   const py::list& vectors, const std::string& path) {
+    formats::StoredSolverState stored;
+    stored.state_version = state_version;
+    stored.family = family;
+    stored.steps = steps;
+    stored.noise_version = noise_version;
+    stored.has_cma = has_cma;
+    stored.has_ga = has_ga;
+    for (const auto& item : vectors) {
+      const py::tuple t = item.cast<py::tuple>();
+      stored.vectors.push_back({t[0].cast<std::string>(), t[1].cast<std::optional<int>>(),
+                                t[2].cast<std::string>()});
+    }
+    py::gil_scoped_release release;
+    return formats::decode_solver_state(stored, path);
+  }, py::arg("state_version"), py::arg("family"), py::arg("steps"), py::arg("noise_version"), py::arg("has_cma"),
+        py::arg("has_ga"), py::arg("vectors"), py::arg("path"),
+        "The core SolverState a solver.pb's fields hold (vectors: (name, element type or None, bytes)); "
+        "ValueError starting with `path` for a layout EvoKit does not read.");
+  m.def("solver_state_encode", [](const SolverState& state) {
+    const formats::StoredSolverState stored = formats::encode_solver_state(state);
+    py::list vectors;
+    for (const formats::StoredVector& v : stored.vectors) vectors.append(py::make_tuple(v.name, *v.type, py::bytes(v.data)));
+    return vectors;
+  }, py::arg("state"), "The typed vectors of `state` as solver.pb stores them: (name, element type, bytes), in order.");
+  m.attr("SOLVER_STATE_VERSION") = formats::kSolverStateVersion;
   m.attr("CONFIG_BACKENDS") = py::tuple(py::cast(formats::backends()));
   m.attr("CONFIG_ACTIVATIONS") = py::tuple(py::cast(formats::activations()));
   m.attr("CONFIG_MAX_EPISODES") = formats::kMaxEpisodes;

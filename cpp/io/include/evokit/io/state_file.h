@@ -1,7 +1,7 @@
 // Checksummed state files (proto/evokit.proto, "State files"): solver.pb,
 // warehouse.pb and the others end with field 15 of their message, the
-// SHA-256 of every byte before it. The same trailer as Python's
-// evokit/statefile.py writes and checks.
+// SHA-256 of every byte before it: the core's trailer (evokit/formats/
+// state_file.h), which Python's evokit/statefile.py seals and checks too.
 #pragma once
 
 #include <cstddef>
@@ -9,10 +9,12 @@
 
 #include <google/protobuf/message_lite.h>
 
+#include "evokit/formats/state_file.h"
+
 namespace evokit::io {
 
 // Bytes the trailer adds: tag 0x7A, length 0x20, the 32-byte digest.
-inline constexpr std::size_t kStateTrailerSize = 34;
+inline constexpr std::size_t kStateTrailerSize = formats::kStateTrailerSize;
 
 // `body` (a serialized message) with its trailer appended.
 std::string seal_state(const std::string& body);

@@ -1,9 +1,9 @@
-#include "evokit/io/sha256.h"
+#include "evokit/formats/sha256.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace evokit::io {
+namespace evokit::formats {
 
 namespace {
 
@@ -100,15 +100,21 @@ std::array<std::uint8_t, 32> Sha256::digest() noexcept {
   return out;
 }
 
-std::string Sha256::hex_digest() {
+std::string to_hex(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(64);
-  for (const std::uint8_t b : digest()) {
+  out.reserve(2 * bytes.size());
+  for (const char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
     out += kHex[b >> 4];
     out += kHex[b & 0xF];
   }
   return out;
+}
+
+std::string Sha256::hex_digest() {
+  const std::array<std::uint8_t, 32> d = digest();
+  return to_hex(std::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
 }
 
 std::string sha256_hex(std::string_view bytes) {
@@ -117,4 +123,4 @@ std::string sha256_hex(std::string_view bytes) {
   return h.hex_digest();
 }
 
-}  // namespace evokit::io
+}  // namespace evokit::formats
