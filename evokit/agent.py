@@ -59,18 +59,8 @@ __all__ = ["ESAgent", "SamplingInfo", "SolverFileError", "params_fingerprint"]
 
 SamplingInfo = pb.SamplingInfo
 
-SOLVER_FILE = "solver.pb"
-MODEL_FILE = "model.onnx"
-
-
-def noise_version_message(path, what: str, version: int) -> str:
-    """Why a file whose keys refer to another noise definition is refused."""
-    return (f"{path}: {what} refers to noise version {version} "
-            f"({_core.noise_version_name(version)}), this EvoKit rebuilds noise version "
-            f"{_core.NOISE_VERSION} ({_core.noise_version_name(_core.NOISE_VERSION)}): its keys "
-            f"would give different noise; "
-            f"finish it with the EvoKit that wrote it, or start afresh from its model with "
-            f"`evokit init-solver`")
+SOLVER_FILE = _core.WAREHOUSE_SOLVER_FILE  # "solver.pb"
+MODEL_FILE = _core.WAREHOUSE_MODEL_FILE  # "model.onnx"
 
 
 class ESAgent:

@@ -7,6 +7,7 @@
 #include <evokit/formats/param_pattern.h>
 #include <evokit/formats/solver_file.h>
 #include <evokit/formats/state_file.h>
+#include <evokit/formats/warehouse.h>
 
 #include <optional>
 #include <set>
@@ -149,6 +150,30 @@ void bind_formats(py::module_& m) {
     return vectors;
   }, py::arg("state"), "The typed vectors of `state` as solver.pb stores them: (name, element type, bytes), in order.");
   m.attr("SOLVER_STATE_VERSION") = formats::kSolverStateVersion;
+
+  // A warehouse's layout: each refusal is ValueError, one line starting with the path.
+  m.def("warehouse_iteration_of", &formats::iteration_of, py::arg("name"),
+        "k for a directory name model_iter_id-<k>, else None.");
+  m.def("warehouse_iteration_dir", &formats::iteration_dir, py::arg("path"), py::arg("k"));
+  m.def("warehouse_check_dir", &formats::check_warehouse_dir, py::arg("path"),
+        "Refuses a path that is not a warehouse; returns its warehouse.pb's path.");
+  m.def("warehouse_scan", [](const std::string& path) {
+    formats::IterationScan scan = formats::scan_iterations(path);
+    return py::make_tuple(scan.iterations, scan.problems);
+  }, py::arg("path"), "(complete iterations ascending, a line for each half-written one).");
+  m.def("warehouse_require_iterations", &formats::require_iterations, py::arg("path"));
+  m.def("warehouse_require_iteration", &formats::require_iteration, py::arg("path"), py::arg("k"),
+        "Iteration k's directory; refuses a k that is not a complete iteration.");
+  m.def("warehouse_check_iteration", &formats::check_iteration_matches, py::arg("dir"), py::arg("state_iteration"),
+        py::arg("k"));
+  m.def("warehouse_check_new_path", &formats::check_new_warehouse_path, py::arg("path"));
+  m.def("check_noise_version", &formats::check_noise_version, py::arg("path"), py::arg("what"), py::arg("version"),
+        "Refuses a file whose keys refer to another noise definition than this build's.");
+  m.attr("WAREHOUSE_INFO_FILE") = formats::kWarehouseInfoFile;
+  m.attr("WAREHOUSE_MODEL_FILE") = formats::kWarehouseModelFile;
+  m.attr("WAREHOUSE_SOLVER_FILE") = formats::kWarehouseSolverFile;
+  m.attr("WAREHOUSE_CONSUMED_FILE") = formats::kWarehouseConsumedFile;
+  m.attr("WAREHOUSE_ITERATION_PREFIX") = formats::kIterationPrefix;
   m.attr("CONFIG_BACKENDS") = py::tuple(py::cast(formats::backends()));
   m.attr("CONFIG_ACTIVATIONS") = py::tuple(py::cast(formats::activations()));
   m.attr("CONFIG_MAX_EPISODES") = formats::kMaxEpisodes;

@@ -34,7 +34,6 @@ import fcntl
 import functools
 import hashlib
 import os
-import re
 import shutil
 import tempfile
 from typing import Dict, Iterable, List, Optional, Set
@@ -43,8 +42,8 @@ import numpy as np
 
 from .. import evokit_pb2 as pb
 from .. import _core
-from ..agent import (MODEL_FILE, SOLVER_FILE, ESAgent, check_params_fingerprint, noise_version_message,
-                     params_fingerprint, read_solver_file)
+from ..agent import (MODEL_FILE, SOLVER_FILE, ESAgent, check_params_fingerprint, params_fingerprint,
+                     read_solver_file)
 from ..config import config_to_text, load_config, parse_config
 from ..errors import ConfigError, SolverFileError, WarehouseError
 from ..policy.fingerprint import FINGERPRINT_VERSION
@@ -56,10 +55,20 @@ from ..util import fsync_dir
 __all__ = ["Warehouse", "config_fingerprint",
            "ITER_PREFIX", "INFO_FILE", "CONSUMED_FILE"]
 
-ITER_PREFIX = "model_iter_id-"
-INFO_FILE = "warehouse.pb"
-CONSUMED_FILE = "consumed.pb"
-_ITER_RE = re.compile(r"^model_iter_id-(\d+)$")
+# The layout's names and rules are the core's (cpp/include/evokit/formats/warehouse.h),
+# which the C++ io library's io::Warehouse uses too.
+ITER_PREFIX = _core.WAREHOUSE_ITERATION_PREFIX  # "model_iter_id-"
+INFO_FILE = _core.WAREHOUSE_INFO_FILE  # "warehouse.pb"
+CONSUMED_FILE = _core.WAREHOUSE_CONSUMED_FILE  # "consumed.pb"
+
+
+def _checked(check, *args):
+    """``check(*args)``, a refusal of the core's layout rules as WarehouseError."""
+    try:
+        return check(*args)
+    except ValueError as exc:
+        raise WarehouseError(str(exc)) from None
+
 _TMP_PREFIX = ".tmp-"
 
 
@@ -108,16 +117,7 @@ class Warehouse:
 
     def __init__(self, path):
         self.path = os.fspath(path)
-        if not os.path.exists(self.path):
-            raise WarehouseError(f"{self.path}: no such warehouse (create one with `evokit init-solver`)")
-        if not os.path.isdir(self.path):
-            raise WarehouseError(f"{self.path}: is not a directory, expected a model warehouse")
-        info_path = os.path.join(self.path, INFO_FILE)
-        if not os.path.isfile(info_path):
-            if not os.listdir(self.path):
-                raise WarehouseError(f"{self.path}: empty directory, not a warehouse "
-                                     f"(create one with `evokit init-solver`)")
-            raise WarehouseError(f"{self.path}: not a warehouse ({INFO_FILE} is missing)")
+        info_path = _checked(_core.warehouse_check_dir, self.path)
         self.info = read_state_file(info_path, pb.WarehouseInfo(), WarehouseError, "warehouse info")
         try:
             # Validated when the warehouse was created; the config an agent
@@ -125,13 +125,9 @@ class Warehouse:
             self.initial_config = parse_config(self.info.config, source=info_path, validate=False)
         except ConfigError as exc:
             raise WarehouseError(f"{info_path}: corrupt warehouse info ({exc})") from None
-        if self.info.noise_version != _core.NOISE_VERSION:
-            raise WarehouseError(noise_version_message(self.path, "warehouse",
-                                                       self.info.noise_version))
+        _checked(_core.check_noise_version, self.path, "warehouse", self.info.noise_version)
         self.problems: List[str] = []
-        if not self.iterations():
-            detail = f"; {'; '.join(self.problems)}" if self.problems else ""
-            raise WarehouseError(f"{self.path}: no complete iteration in the warehouse{detail}")
+        _checked(_core.warehouse_require_iterations, self.path)
         self._policies: Dict[int, OnnxPolicy] = {}
         self._states: Dict[int, pb.SolverState] = {}
 
@@ -142,9 +138,7 @@ class Warehouse:
         """``evokit init-solver``: a new warehouse with ``model`` and a fresh
         solver as iteration 0. ``path`` must not exist or be an empty directory."""
         path = os.fspath(path)
-        if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
-            raise WarehouseError(f"{path}: already exists and is not an empty directory; "
-                                 f"refusing to overwrite it")
+        _checked(_core.warehouse_check_new_path, path)
         agent = ESAgent()
         cfg = agent.load_config(config)
         agent.load_inference_model(model)
@@ -175,36 +169,21 @@ class Warehouse:
     def iterations(self) -> List[int]:
         """Complete iterations, ascending. Directories named like an iteration
         but missing a file are reported in :attr:`problems` and skipped."""
-        found, problems = [], []
-        for name in os.listdir(self.path):
-            m = _ITER_RE.match(name)
-            if not m:
-                continue
-            d = os.path.join(self.path, name)
-            missing = [f for f in (MODEL_FILE, SOLVER_FILE) if not os.path.isfile(os.path.join(d, f))]
-            if missing:
-                problems.append(f"ignoring half-written iteration {d} ({', '.join(missing)} missing)")
-                continue
-            found.append(int(m.group(1)))
-        self.problems = problems
-        return sorted(found)
+        found, self.problems = _checked(_core.warehouse_scan, self.path)
+        return found
 
     @property
     def latest(self) -> int:
         return self.iterations()[-1]
 
     def iteration_dir(self, k: int) -> str:
-        return os.path.join(self.path, f"{ITER_PREFIX}{k}")
+        return _core.warehouse_iteration_dir(self.path, k)
 
     def has_iteration(self, k: int) -> bool:
         return k in self.iterations()
 
     def _require(self, k: int) -> str:
-        d = self.iteration_dir(k)
-        if not (os.path.isfile(os.path.join(d, MODEL_FILE)) and os.path.isfile(os.path.join(d, SOLVER_FILE))):
-            raise WarehouseError(f"{self.path}: iteration {k} is not in the warehouse "
-                                 f"(kept: {self.iterations()})")
-        return d
+        return _checked(_core.warehouse_require_iteration, self.path, k)
 
     def config(self, k: Optional[int] = None, validate: bool = True) -> pb.EvoKitConfig:
         """The config of iteration k (stored in its solver state); validated
@@ -282,9 +261,7 @@ class Warehouse:
                                    sha256_source=os.path.join(d, SOLVER_FILE))
         agent.init_solver()
         agent.load_solver_state(self._solver_state(k), os.path.join(d, SOLVER_FILE), exact_model=True)
-        if agent.model_iter_id != k:
-            raise WarehouseError(f"{d}: solver state is at iteration {agent.model_iter_id}, "
-                                 f"the directory says {k}")
+        _checked(_core.warehouse_check_iteration, d, agent.model_iter_id, k)
         expect = self.info.config_fingerprint
         if config_fingerprint(agent.config, agent.policy, self.info.fingerprint_version) != expect:
             raise WarehouseError(f"{d}: model or config does not match the warehouse "
@@ -335,13 +312,13 @@ class Warehouse:
     def _prune(self, max_to_keep: int) -> None:
         keep = set(self.iterations()[-max_to_keep:])
         for name in os.listdir(self.path):
-            m = _ITER_RE.match(name)
+            m = _core.warehouse_iteration_of(name)
             full = os.path.join(self.path, name)
-            if (m and int(m.group(1)) not in keep) or name.startswith(_TMP_PREFIX):
+            if (m is not None and m not in keep) or name.startswith(_TMP_PREFIX):
                 shutil.rmtree(full, ignore_errors=True)
-                if m:
-                    self._policies.pop(int(m.group(1)), None)
-                    self._states.pop(int(m.group(1)), None)
+                if m is not None:
+                    self._policies.pop(m, None)
+                    self._states.pop(m, None)
         fsync_dir(self.path)
 
 

@@ -130,12 +130,12 @@ TEST(WarehouseErrors, AnotherNoiseVersion) {
   MakeWarehouse(dir.file("old"), 0);
   EXPECT_THROW_WITH(Warehouse(dir.file("old")), WarehouseError,
                     "old: warehouse refers to noise version 2 (Philox4x32-10, EvoKit before "
-                    "noise version 3), this library rebuilds noise version 4 (ARS4x32-5): its "
+                    "noise version 3), this EvoKit rebuilds noise version 4 (ARS4x32-5): its "
                     "keys would give different noise");
   MakeWarehouse(dir.file("v3"), 3);
   EXPECT_THROW_WITH(Warehouse(dir.file("v3")), WarehouseError,
                     "v3: warehouse refers to noise version 3 (ARS4x32-7, EvoKit before noise "
-                    "version 4), this library rebuilds noise version 4 (ARS4x32-5)");
+                    "version 4), this EvoKit rebuilds noise version 4 (ARS4x32-5)");
   MakeWarehouse(dir.file("new"), kNoiseVersion + 1);
   EXPECT_THROW_WITH(Warehouse(dir.file("new")), WarehouseError,
                     "new: warehouse refers to noise version 5 (a newer EvoKit)");

@@ -37,6 +37,8 @@
 // Agents are movable, not copyable.
 #pragma once
 
+#include "evokit/formats/warehouse.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -51,8 +53,8 @@
 
 namespace evokit::io {
 
-inline constexpr char kModelFile[] = "model.onnx";
-inline constexpr char kSolverFile[] = "solver.pb";
+inline constexpr const char* kModelFile = formats::kWarehouseModelFile;
+inline constexpr const char* kSolverFile = formats::kWarehouseSolverFile;
 
 // SamplingInfo between the file format and the core.
 evokit::SamplingInfo to_core(const proto::SamplingInfo& info);

@@ -14,6 +14,8 @@
 // iteration's solver.pb (params_fingerprint).
 #pragma once
 
+#include "evokit/formats/warehouse.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,8 +25,9 @@
 
 namespace evokit::io {
 
-inline constexpr char kWarehouseInfoFile[] = "warehouse.pb";
-inline constexpr char kIterationPrefix[] = "model_iter_id-";
+// The layout's names and rules are the core's (evokit/formats/warehouse.h).
+inline constexpr const char* kWarehouseInfoFile = formats::kWarehouseInfoFile;
+inline constexpr const char* kIterationPrefix = formats::kIterationPrefix;
 
 class Warehouse {
  public:
