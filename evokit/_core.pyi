@@ -539,3 +539,8 @@ WAREHOUSE_CONSUMED_FILE: str
 WAREHOUSE_ITERATION_PREFIX: str
 WAREHOUSE_MODEL_FILE: str
 WAREHOUSE_SOLVER_FILE: str
+
+def model_fingerprint(model: bytes, param_names: Sequence[str], source: str = "<memory>") -> str: ...
+def params_fingerprint(model_fingerprint: str, params: npt.ArrayLike) -> str: ...
+
+FINGERPRINT_VERSION: int

@@ -4,6 +4,7 @@
 // names; everything these decide is decided in the core, as for the C++ io
 // library.
 #include <evokit/formats/config.h>
+#include <evokit/formats/fingerprint.h>
 #include <evokit/formats/param_pattern.h>
 #include <evokit/formats/solver_file.h>
 #include <evokit/formats/state_file.h>
@@ -150,6 +151,22 @@ void bind_formats(py::module_& m) {
     return vectors;
   }, py::arg("state"), "The typed vectors of `state` as solver.pb stores them: (name, element type, bytes), in order.");
   m.attr("SOLVER_STATE_VERSION") = formats::kSolverStateVersion;
+
+  m.def("model_fingerprint", [](const py::bytes& model, const std::vector<std::string>& param_names,
+                                 const std::string& source) {
+    const std::string bytes = model;
+    py::gil_scoped_release release;
+    return formats::model_fingerprint(bytes, param_names, source);
+  }, py::arg("model"), py::arg("param_names"), py::arg("source") = "<memory>",
+        "sha256 (hex) of the fingerprint encoding (version 2) of a serialized ONNX model with these "
+        "initializers as parameters; ValueError naming the source and node for what it does not cover.");
+  m.def("params_fingerprint", [](const std::string& model_fingerprint, const FloatIn& params) {
+    const std::vector<float> values = to_vector(params, "params");
+    py::gil_scoped_release release;
+    return formats::params_fingerprint(model_fingerprint, values.data(), values.size());
+  }, py::arg("model_fingerprint"), py::arg("params"),
+        "sha256 (hex) of the model fingerprint's hex followed by the parameters as little-endian float32.");
+  m.attr("FINGERPRINT_VERSION") = formats::kFingerprintVersion;
 
   // A warehouse's layout: each refusal is ValueError, one line starting with the path.
   m.def("warehouse_iteration_of", &formats::iteration_of, py::arg("name"),

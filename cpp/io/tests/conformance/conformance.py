@@ -170,11 +170,6 @@ _allow("model", "obs_scalar", "load", Allowed(
     "onnxruntime), C++'s OnnxModel loads it and its graph() refuses it; io::ESAgent's "
     "load_inference_model builds the graph at once, so both agents refuse the model",
     later="native"))
-_allow("model", "fp_sequence_output_ir99", "fingerprint", Allowed(
-    "xfail",
-    "REAL DISAGREEMENT (reported, wording only): every other refusal of the fingerprint is the same "
-    "text in both copies; for a non-tensor value fingerprint.py names the type ('has type "
-    "sequence_type'), fingerprint.cc does not ('has a non-tensor type')"))
 _allow("model", "fingerprint_attributes native_unsupported_op unnamed_nodes fp_sequence_output_ir99 "
        "fp_type_proto_attribute_ir99 obs_no_shape_ir99 obs_symbolic_feature "
        "obs_double", "native", Allowed(

@@ -1,5 +1,5 @@
-// The model fingerprints, version 2: the same digests as the Python package
-// (evokit/policy/fingerprint.py). The encoding that is hashed is specified in
+// The model fingerprints, version 2: the core's (evokit/formats/fingerprint.h),
+// which the Python package computes too. The encoding that is hashed is specified in
 // proto/evokit.proto (SolverState.model_fingerprint): a canonical encoding of
 // the opset imports, the nodes with their attributes, the graph inputs and
 // outputs, the parameters (names, dims) and the fixed initializers, not a
@@ -10,13 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "evokit/formats/fingerprint.h"
 #include "evokit/io/onnx_model.h"
 
 namespace evokit::io {
 
 // The version this library writes (SolverState.fingerprint_version) and the
 // only one it can verify.
-inline constexpr int kFingerprintVersion = 2;
+inline constexpr int kFingerprintVersion = formats::kFingerprintVersion;
 
 // sha256 (hex) of the graph of `model` with its parameters (param_names(),
 // in graph order) but not their values. Throws ModelError naming the model
