@@ -544,3 +544,10 @@ def model_fingerprint(model: bytes, param_names: Sequence[str], source: str = "<
 def params_fingerprint(model_fingerprint: str, params: npt.ArrayLike) -> str: ...
 
 FINGERPRINT_VERSION: int
+
+def solver_state_check(has_num_params: bool, num_params: int, fingerprint_version: int, model_fingerprint: str,
+                       params_fingerprint: str, optimizer: str, model_source: str, model_num_params: int,
+                       versions: Sequence[int], fingerprint: Any, params: npt.ArrayLike,
+                       wanted_optimizer: str, exact_model: bool, path: str) -> None: ...
+def check_params_fingerprint(recorded: str, model_fingerprint: str, params: npt.ArrayLike, source: str,
+                             path: str) -> None: ...

@@ -489,29 +489,15 @@ class ESAgent:
         left as it was."""
         self._require_original("load_solver_state")
         self._require_config_and_model("load_solver_state")
-        if not state.HasField("num_params"):
-            raise SolverFileError(f"{path}: not a solver state file (no num_params)")
-        if state.num_params != self.num_params:
-            raise SolverFileError(f"{path}: solver state is for a model with {state.num_params} "
-                                  f"parameters, the loaded model has {self.num_params}")
-        version = state.fingerprint_version
-        if version not in (1, FINGERPRINT_VERSION):
-            raise SolverFileError(f"{path}: solver state has fingerprint version {version}, this "
-                                  f"EvoKit reads versions 1 and {FINGERPRINT_VERSION} (a newer "
-                                  f"EvoKit wrote it)")
-        # Version 1 (EvoKit before the C++ fingerprint) is still verified here.
-        expect = self.policy.fingerprint(version)
-        if state.model_fingerprint != expect:
-            raise SolverFileError(f"{path}: solver state belongs to another model than "
-                                  f"{self.policy.source} (graph fingerprint {state.model_fingerprint[:12]}, "
-                                  f"loaded model {expect[:12]}, fingerprint version {version})")
-        if exact_model:
-            check_params_fingerprint(state, self.policy, self.center, path)
-        want = self._config.solver.optimizer.type
-        if state.optimizer != want:
-            name = pb.OptimizerConfig.Type.Name
-            raise SolverFileError(f"{path}: solver state is for optimizer {name(state.optimizer)}, "
-                                  f"the config asks for {name(want)}")
+        name = pb.OptimizerConfig.Type.Name
+        try:
+            _core.solver_state_check(
+                state.HasField("num_params"), state.num_params, state.fingerprint_version,
+                state.model_fingerprint, state.params_fingerprint, name(state.optimizer),
+                self.policy.source, self.num_params, [1, FINGERPRINT_VERSION], self.policy.fingerprint,
+                self.center, name(self._config.solver.optimizer.type), exact_model, path)
+        except ValueError as exc:
+            raise SolverFileError(str(exc)) from None
         # The calling-order rule: a state is restored into the agent's solver,
         # or, without one (no init_solver() before), into a new solver built
         # from the config, which the agent keeps once the state has loaded.
@@ -563,14 +549,14 @@ def check_params_fingerprint(state: pb.SolverState, policy: OnnxPolicy, params: 
                              path: str) -> None:
     """Refuse a model whose parameters are not the ones ``state`` (read from
     ``path``) recorded: its params_fingerprint, where it records one, is the
-    fingerprint of the exact model saved beside it."""
+    fingerprint of the exact model saved beside it (the core's check)."""
     if not state.params_fingerprint:
         return
-    actual = params_fingerprint(policy, params, state.fingerprint_version)
-    if actual != state.params_fingerprint:
-        raise SolverFileError(f"{policy.source}: its parameters are not those of the model {path} "
-                              f"was saved with (params fingerprint {actual[:16]}, {os.path.basename(path)} "
-                              f"records {state.params_fingerprint[:16]})")
+    try:
+        _core.check_params_fingerprint(state.params_fingerprint, policy.fingerprint(state.fingerprint_version),
+                                       np.ascontiguousarray(params, dtype=np.float32), policy.source, path)
+    except ValueError as exc:
+        raise SolverFileError(str(exc)) from None
 
 
 def params_fingerprint(policy: OnnxPolicy, params: np.ndarray,

@@ -151,6 +151,34 @@ void bind_formats(py::module_& m) {
     return vectors;
   }, py::arg("state"), "The typed vectors of `state` as solver.pb stores them: (name, element type, bytes), in order.");
   m.attr("SOLVER_STATE_VERSION") = formats::kSolverStateVersion;
+  m.def("solver_state_check", [](bool has_num_params, std::int64_t num_params, std::int64_t fingerprint_version,
+                                  const std::string& model_fingerprint, const std::string& params_fingerprint,
+                                  const std::string& optimizer, const std::string& model_source,
+                                  std::int64_t model_num_params, const std::vector<int>& versions,
+                                  const py::function& fingerprint, const FloatIn& params,
+                                  const std::string& wanted_optimizer, bool exact_model, const std::string& path) {
+    formats::StoredStateHeader header{has_num_params, num_params, fingerprint_version, model_fingerprint,
+                                      params_fingerprint, optimizer};
+    const std::vector<float> values = to_vector(params, "params");
+    formats::ModelForState model;
+    model.source = model_source;
+    model.num_params = model_num_params;
+    model.versions = versions;
+    model.fingerprint = [&fingerprint](int version) { return fingerprint(version).cast<std::string>(); };
+    model.params = values.data();
+    model.size = values.size();
+    formats::check_state_matches(header, model, wanted_optimizer, exact_model, path);
+  }, py::arg("has_num_params"), py::arg("num_params"), py::arg("fingerprint_version"), py::arg("model_fingerprint"),
+        py::arg("params_fingerprint"), py::arg("optimizer"), py::arg("model_source"), py::arg("model_num_params"),
+        py::arg("versions"), py::arg("fingerprint"), py::arg("params"), py::arg("wanted_optimizer"),
+        py::arg("exact_model"), py::arg("path"),
+        "load_solver's checks of a solver.pb against the loaded model and the config; ValueError naming "
+        "the file.");
+  m.def("check_params_fingerprint", [](const std::string& recorded, const std::string& model_fingerprint,
+                                        const FloatIn& params, const std::string& source, const std::string& path) {
+    const std::vector<float> values = to_vector(params, "params");
+    formats::check_params_fingerprint(recorded, model_fingerprint, values.data(), values.size(), source, path);
+  }, py::arg("recorded"), py::arg("model_fingerprint"), py::arg("params"), py::arg("source"), py::arg("path"));
 
   m.def("model_fingerprint", [](const py::bytes& model, const std::vector<std::string>& param_names,
                                  const std::string& source) {

@@ -1,5 +1,7 @@
 #include "evokit/io/es_agent.h"
 
+#include "evokit/formats/solver_file.h"
+
 #include <filesystem>
 #include <stdexcept>
 #include <system_error>
@@ -273,48 +275,26 @@ void ESAgent::load_solver_state(const proto::SolverState& state, const std::stri
                                 bool exact_model) {
   require_original("load_solver_state");
   require_config_and_model("load_solver_state");
-  if (!state.has_num_params()) {
-    throw SolverFileError(path + ": not a solver state file (no num_params)");
-  }
-  if (state.num_params() != static_cast<std::int64_t>(num_params())) {
-    throw SolverFileError(path + ": solver state is for a model with " +
-                          std::to_string(state.num_params()) + " parameters, the loaded model has " +
-                          std::to_string(num_params()));
-  }
-  if (state.fingerprint_version() != kFingerprintVersion) {
-    throw SolverFileError(
-        path + ": solver state has fingerprint version " +
-        std::to_string(state.fingerprint_version()) + ", this library verifies only version " +
-        std::to_string(kFingerprintVersion) +
-        (state.fingerprint_version() < kFingerprintVersion
-             ? " (version 1 files come from an older EvoKit: load and save them once with the "
-               "Python package, which still verifies version 1)"
-             : " (a newer EvoKit wrote it)"));
-  }
-  const std::string expect = model_fingerprint(model());
-  if (state.model_fingerprint() != expect) {
-    throw SolverFileError(path + ": solver state belongs to another model than " +
-                          model().source() + " (graph fingerprint " +
-                          state.model_fingerprint().substr(0, 12) + ", loaded model " +
-                          expect.substr(0, 12) + ", fingerprint version " +
-                          std::to_string(kFingerprintVersion) + ")");
-  }
-  // The exact model the state was saved with, where the state records it.
-  if (exact_model && !state.params_fingerprint().empty()) {
-    const std::string actual = params_fingerprint(expect, core_ ? core_->center() : initial_params_);
-    if (actual != state.params_fingerprint()) {
-      const std::string name = path.substr(path.find_last_of('/') + 1);
-      throw SolverFileError(model().source() + ": its parameters are not those of the model " +
-                            path + " was saved with (params fingerprint " + actual.substr(0, 16) +
-                            ", " + name + " records " + state.params_fingerprint().substr(0, 16) +
-                            ")");
-    }
-  }
-  const proto::OptimizerConfig::Type want = config_->solver().optimizer().type();
-  if (state.optimizer() != want) {
-    throw SolverFileError(path + ": solver state is for optimizer " +
-                          proto::OptimizerConfig::Type_Name(state.optimizer()) +
-                          ", the config asks for " + proto::OptimizerConfig::Type_Name(want));
+  formats::StoredStateHeader header;
+  header.has_num_params = state.has_num_params();
+  header.num_params = state.num_params();
+  header.fingerprint_version = state.fingerprint_version();
+  header.model_fingerprint = state.model_fingerprint();
+  header.params_fingerprint = state.params_fingerprint();
+  header.optimizer = proto::OptimizerConfig::Type_Name(state.optimizer());
+  const std::vector<float>& params = core_ ? core_->center() : initial_params_;
+  formats::ModelForState loaded;
+  loaded.source = model().source();
+  loaded.num_params = static_cast<std::int64_t>(num_params());
+  loaded.versions = {kFingerprintVersion};
+  loaded.fingerprint = [this](int) { return model_fingerprint(model()); };
+  loaded.params = params.data();
+  loaded.size = params.size();
+  try {
+    formats::check_state_matches(header, loaded, proto::OptimizerConfig::Type_Name(config_->solver().optimizer().type()),
+                                 exact_model, path);
+  } catch (const std::invalid_argument& e) {
+    throw SolverFileError(e.what());
   }
   const auto invalid = [&path](const std::exception& e) {
     const std::string message = e.what();

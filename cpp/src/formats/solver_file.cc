@@ -1,10 +1,14 @@
 #include "evokit/formats/solver_file.h"
 
+#include <algorithm>
+
 #include <cstring>
 #include <map>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
+
+#include "evokit/formats/fingerprint.h"
 
 namespace evokit::formats {
 
@@ -143,6 +147,55 @@ StoredSolverState encode_solver_state(const SolverState& state) {
   write_entries(state.doubles, kFloat64, out.vectors);
   write_entries(state.ints, kInt64, out.vectors);
   return out;
+}
+
+void check_params_fingerprint(const std::string& recorded, const std::string& model_fingerprint,
+                              const float* params, std::size_t size, const std::string& source,
+                              const std::string& path) {
+  if (recorded.empty()) return;
+  const std::string actual = params_fingerprint(model_fingerprint, params, size);
+  if (actual == recorded) return;
+  const std::string name = path.substr(path.find_last_of('/') + 1);
+  throw std::invalid_argument(source + ": its parameters are not those of the model " + path +
+                              " was saved with (params fingerprint " + actual.substr(0, 16) + ", " + name +
+                              " records " + recorded.substr(0, 16) + ")");
+}
+
+void check_state_matches(const StoredStateHeader& state, const ModelForState& model, const std::string& optimizer,
+                         bool exact_model, const std::string& path) {
+  const auto refuse = [](const std::string& message) { throw std::invalid_argument(message); };
+  if (!state.has_num_params) refuse(path + ": not a solver state file (no num_params)");
+  if (state.num_params != model.num_params) {
+    refuse(path + ": solver state is for a model with " + std::to_string(state.num_params) +
+           " parameters, the loaded model has " + std::to_string(model.num_params));
+  }
+  const std::int64_t version = state.fingerprint_version;
+  if (std::find(model.versions.begin(), model.versions.end(), version) == model.versions.end()) {
+    const bool reads_v1 = std::find(model.versions.begin(), model.versions.end(), 1) != model.versions.end();
+    std::string message = path + ": solver state has fingerprint version " + std::to_string(version) + ", this ";
+    if (reads_v1) {
+      message += "EvoKit reads versions 1 and " + std::to_string(kFingerprintVersion) + " (a newer EvoKit wrote it)";
+    } else {
+      message += "library verifies only version " + std::to_string(kFingerprintVersion) +
+                 (version < kFingerprintVersion
+                      ? " (version 1 files come from an older EvoKit: load and save them once with the Python "
+                        "package, which still verifies version 1)"
+                      : " (a newer EvoKit wrote it)");
+    }
+    refuse(message);
+  }
+  const std::string expect = model.fingerprint(static_cast<int>(version));
+  if (state.model_fingerprint != expect) {
+    refuse(path + ": solver state belongs to another model than " + model.source + " (graph fingerprint " +
+           state.model_fingerprint.substr(0, 12) + ", loaded model " + expect.substr(0, 12) +
+           ", fingerprint version " + std::to_string(version) + ")");
+  }
+  if (exact_model) {
+    check_params_fingerprint(state.params_fingerprint, expect, model.params, model.size, model.source, path);
+  }
+  if (state.optimizer != optimizer) {
+    refuse(path + ": solver state is for optimizer " + state.optimizer + ", the config asks for " + optimizer);
+  }
 }
 
 }  // namespace evokit::formats

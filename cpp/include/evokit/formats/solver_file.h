@@ -15,7 +15,9 @@
 // version 1 file with the `cma` or `ga` field set is refused by name.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +58,44 @@ SolverState decode_solver_state(const StoredSolverState& stored, const std::stri
 
 // `state` as version 2 stores it.
 StoredSolverState encode_solver_state(const SolverState& state);
+
+// ---- load_solver's checks ---------------------------------------------------------
+
+// What a solver.pb records about the model and optimizer it belongs to.
+struct StoredStateHeader {
+  bool has_num_params = false;
+  std::int64_t num_params = 0;
+  std::int64_t fingerprint_version = 1;  // absent in the file: 1
+  std::string model_fingerprint;          // hex
+  std::string params_fingerprint;         // hex, empty when not recorded
+  std::string optimizer;                  // OptimizerConfig.Type's name
+};
+
+// The model a state is loaded onto: its fingerprint of a given version
+// (`versions`: the ones this runtime computes), its parameters (the centre).
+struct ModelForState {
+  std::string source;
+  std::int64_t num_params = 0;
+  std::vector<int> versions;
+  std::function<std::string(int)> fingerprint;
+  const float* params = nullptr;
+  std::size_t size = 0;
+};
+
+// load_solver's checks, in order: a state file (num_params), for a model of
+// this size, of a fingerprint version this runtime verifies, of this graph,
+// with `exact_model` of these parameter values (where the state records
+// them), for the optimizer the config asks for (`optimizer`). Throws
+// std::invalid_argument starting with `path` (or the model's source).
+void check_state_matches(const StoredStateHeader& state, const ModelForState& model, const std::string& optimizer,
+                         bool exact_model, const std::string& path);
+
+// Refuses a model whose parameters are not the ones the state at `path`
+// recorded (`recorded`: its params_fingerprint; nothing is checked when
+// empty).
+void check_params_fingerprint(const std::string& recorded, const std::string& model_fingerprint,
+                              const float* params, std::size_t size, const std::string& source,
+                              const std::string& path);
 
 // The values of `values` as little-endian bytes, and back: T is float,
 // double or std::int64_t. decode_le throws std::invalid_argument if the size
