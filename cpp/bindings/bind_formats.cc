@@ -5,6 +5,7 @@
 // library.
 #include <evokit/formats/config.h>
 #include <evokit/formats/fingerprint.h>
+#include <evokit/formats/log_file.h>
 #include <evokit/formats/param_pattern.h>
 #include <evokit/formats/solver_file.h>
 #include <evokit/formats/state_file.h>
@@ -195,6 +196,24 @@ void bind_formats(py::module_& m) {
   }, py::arg("model_fingerprint"), py::arg("params"),
         "sha256 (hex) of the model fingerprint's hex followed by the parameters as little-endian float32.");
   m.attr("FINGERPRINT_VERSION") = formats::kFingerprintVersion;
+
+  // A sampling log's file: each refusal is ValueError, one line naming the log.
+  m.def("log_open_for_append", &formats::open_log_for_append, py::arg("path"),
+        "A descriptor of the log opened for appending (created with its parent directories).");
+  m.def("log_append", [](int fd, const std::string& path, const py::bytes& batch, std::size_t records, bool fsync) {
+    const std::string data = batch;
+    py::gil_scoped_release release;
+    formats::append_to_log(fd, path, data, records, fsync);
+  }, py::arg("fd"), py::arg("path"), py::arg("batch"), py::arg("records"), py::arg("fsync") = true,
+        "Append the frames of `records` records whole or not at all, under an exclusive flock.");
+  m.def("log_read", [](const std::string& path) {
+    std::string bytes;
+    {
+      py::gil_scoped_release release;
+      bytes = formats::read_log_file(path);
+    }
+    return py::bytes(bytes);
+  }, py::arg("path"), "The bytes of the log, read under a shared flock.");
 
   // A warehouse's layout: each refusal is ValueError, one line starting with the path.
   m.def("warehouse_iteration_of", &formats::iteration_of, py::arg("name"),

@@ -46,12 +46,9 @@ of sha256(payload): the "already applied" bookkeeping of the update job
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import gc
 import hashlib
 import os
-import stat
 import threading
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Union
@@ -118,67 +115,25 @@ def encode_record(record: evokit_pb2.SampleRecord) -> bytes:
     return _core.frame_record(record.SerializeToString(deterministic=True))
 
 
+# Opening, appending (whole or not at all, under the flock) and reading are
+# the core's (cpp/include/evokit/formats/log_file.h), the C++ io library's too.
+
+
 def _open_for_append(path: str) -> int:
     """Open (creating it and its parent directories) a log for appending."""
     try:
-        parent = os.path.dirname(path)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
-        created = not os.path.exists(path)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except OSError as exc:
-        raise LogError(f"{path}: cannot open sampling log for appending: {exc.strerror or exc}") from exc
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise LogError(f"{path}: cannot open sampling log for appending: not a regular file")
-        if created:  # make the new directory entry durable too
-            dir_fd = os.open(parent or ".", os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """One os.write() for all of ``data``; continue after a partial write."""
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        if n <= 0:
-            raise OSError(errno.EIO, f"os.write wrote {n} of {len(view)} bytes")
-        view = view[n:]
+        return _core.log_open_for_append(path)
+    except ValueError as exc:
+        raise LogError(str(exc)) from None
 
 
 def _append_locked(fd: int, path: str, frames: list[bytes], fsync: bool) -> None:
-    """Append ``frames`` whole or not at all: under the exclusive lock, one
-    write of the batch (and fsync); if either fails (a full disk, a file size
-    limit, an I/O error) the file is cut back to the length it had, so no
-    part of the batch and no torn record stays behind, and the error is one
-    :class:`LogError` naming the log."""
-    data = b"".join(frames)
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    """Append ``frames`` whole or not at all (a refusal is one
+    :class:`LogError` naming the log, which is then back to its length)."""
     try:
-        start = os.fstat(fd).st_size
-        try:
-            _write_all(fd, data)
-            if fsync:
-                os.fsync(fd)
-        except OSError as exc:
-            what = (f"{path}: cannot append {len(frames)} record{'s' if len(frames) != 1 else ''} "
-                    f"({len(data)} bytes) to the sampling log: {exc.strerror or exc}")
-            try:
-                os.ftruncate(fd, start)
-            except OSError as undo:
-                raise LogError(f"{what}; cutting it back to its {start} bytes failed too "
-                               f"({undo.strerror or undo}): the reader skips the torn end") from exc
-            raise LogError(f"{what}; nothing was appended (the log is back to its {start} "
-                           f"bytes)") from exc
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        _core.log_append(fd, path, b"".join(frames), len(frames), fsync)
+    except ValueError as exc:
+        raise LogError(str(exc)) from None
 
 
 def append_records(path: PathLike, records: Iterable[evokit_pb2.SampleRecord]) -> None:
@@ -276,17 +231,9 @@ class LogWriter:
 
 def _read_bytes(path: str) -> bytes:
     try:
-        with open(path, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise LogError(f"{path}: cannot read sampling log: not a regular file")
-            try:
-                # Shared lock: no writer of this module is mid-append while we read.
-                fcntl.flock(f.fileno(), fcntl.LOCK_SH)
-            except OSError:  # e.g. a file system without flock: read anyway
-                pass
-            return f.read()  # the lock goes with the close
-    except OSError as exc:
-        raise LogError(f"{path}: cannot read sampling log: {exc.strerror or exc}") from exc
+        return _core.log_read(path)
+    except ValueError as exc:
+        raise LogError(str(exc)) from None
 
 
 @contextlib.contextmanager

@@ -1,12 +1,14 @@
 """Sampling logs (evokit.online.samplelog): framing, torn / corrupt / foreign bytes,
 concurrent writers (processes and threads), read-only readers."""
 
+import errno
 import fcntl
 import hashlib
 import multiprocessing
 import os
 import random
-import re
+import resource
+import signal
 import struct
 import threading
 import warnings
@@ -17,7 +19,6 @@ import pytest
 from evokit import _core
 from evokit import evokit_pb2 as pb
 from evokit.errors import LogError
-from evokit.online import samplelog
 from evokit.online.samplelog import (
     MAGIC, MAX_PAYLOAD, LogWriter, append_records, encode_record, read_log, read_logs,
 )
@@ -450,132 +451,70 @@ def test_reader_never_modifies_the_log(tmp_path):
 # ---------------------------------------------------------------------------
 
 
-def test_append_writes_the_batch_once_under_the_lock(tmp_path, monkeypatch):
+def test_append_waits_for_the_lock_and_writes_the_batch_whole(tmp_path):
+    """An append takes the log's exclusive flock: while another open file
+    holds it, nothing is written; once released, the batch lands whole."""
     path = str(tmp_path / "s.log")
-    recs = [make_record(i, pad=100 * i) for i in range(4)]
-    frames = [encode_record(r) for r in recs]
-    events = []
-    real_write, real_fsync, real_flock = os.write, os.fsync, fcntl.flock
-
-    def write(fd, data):
-        data = bytes(data)
-        # another open file description cannot take the lock while we write
-        probe = os.open(path, os.O_RDONLY)
-        try:
-            with pytest.raises(BlockingIOError):
-                real_flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        finally:
-            os.close(probe)
-        events.append(("write", data))
-        return real_write(fd, data)
-
-    def fsync(fd):
-        events.append(("fsync",))
-        return real_fsync(fd)
-
-    def flock(fd, op):
-        events.append(("flock", op))
-        return real_flock(fd, op)
-
-    monkeypatch.setattr(samplelog.os, "write", write)
-    monkeypatch.setattr(samplelog.os, "fsync", fsync)
-    monkeypatch.setattr(samplelog.fcntl, "flock", flock)
-    append_records(path, recs)
-    monkeypatch.undo()
-
-    # (a new file's directory is fsynced before the lock is taken)
-    locked = events.index(("flock", fcntl.LOCK_EX))
-    assert events[locked:] == [("flock", fcntl.LOCK_EX), ("write", b"".join(frames)), ("fsync",),
-                               ("flock", fcntl.LOCK_UN)]
-    assert all(e[0] != "write" for e in events[:locked])
-    assert [r.record for r in read_log(path).records] == recs
+    append_records(path, [make_record(0)])
+    before = _bytes(path)
+    recs = [make_record(i, pad=100 * i) for i in range(1, 4)]
+    holder = os.open(path, os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (append_records(path, recs), done.set()))
+    worker.start()
+    try:
+        assert not done.wait(0.3)  # blocked on the lock
+        assert _bytes(path) == before
+    finally:
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        os.close(holder)
+    worker.join(10)
+    assert done.is_set()
+    assert _bytes(path) == before + b"".join(encode_record(r) for r in recs)
 
 
-def test_partial_writes_are_continued(tmp_path, monkeypatch):
-    path = str(tmp_path / "s.log")
-    recs = [make_record(i, pad=300) for i in range(3)]
-    real_write = os.write
-    calls = []
+class _FileSizeLimit:
+    """Files this process writes are limited to ``limit`` bytes while the
+    context lasts: a write past it fails with EFBIG, as one fails with ENOSPC
+    on a full disk (a real failure of the core's write, no mock)."""
 
-    def short_write(fd, data):
-        data = bytes(data)
-        n = max(1, len(data) // 3)
-        calls.append(len(data))
-        return real_write(fd, data[:n])
+    def __init__(self, limit):
+        self.limit = limit
 
-    monkeypatch.setattr(samplelog.os, "write", short_write)
-    append_records(path, recs)
-    monkeypatch.undo()
-    assert len(calls) > len(recs)
-    result = read_log(path)
-    assert [r.record for r in result.records] == recs and result.skipped == []
+    def __enter__(self):
+        self.handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        self.old = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (self.limit, self.old[1]))
+        return self
+
+    def __exit__(self, *exc):
+        resource.setrlimit(resource.RLIMIT_FSIZE, self.old)
+        signal.signal(signal.SIGXFSZ, self.handler)
 
 
-@pytest.mark.parametrize("fail_in, err", [("write", "ENOSPC"), ("write", "EFBIG"), ("fsync", "EIO")])
 @pytest.mark.parametrize("writer", ["append_records", "LogWriter"])
-def test_failed_append_leaves_the_log_as_it_was(tmp_path, monkeypatch, fail_in, err, writer):
-    """A full disk (or a file size limit, or an I/O error at fsync) after part
-    of the batch is written: the log is cut back to its length before the
-    batch, the error is one line naming the log, and a retry appends the
-    batch whole."""
+def test_failed_append_leaves_the_log_as_it_was(tmp_path, writer):
+    """A write that fails after part of the batch is on disk: the log is cut
+    back to its length before the batch, the error is one line naming the
+    log, and a retry appends the batch whole."""
     path = str(tmp_path / "s.log")
     append_records(path, [make_record(0)])
     before = _bytes(path)
     recs = [make_record(i, pad=200) for i in range(1, 4)]
     size = sum(len(encode_record(r)) for r in recs)
-    code = getattr(__import__("errno"), err)
-    real_write = os.write
-
-    def write_then_fail(fd, data):
-        if os.fstat(fd).st_size > len(before):  # part of the batch is on disk
-            raise OSError(code, os.strerror(code))
-        return real_write(fd, bytes(data)[:len(data) // 2])
-
-    def fsync_fails(fd):
-        raise OSError(code, os.strerror(code))
-
-    if fail_in == "write":
-        monkeypatch.setattr(samplelog.os, "write", write_then_fail)
-    else:
-        monkeypatch.setattr(samplelog.os, "fsync", fsync_fails)
-    with pytest.raises(LogError) as ei:
+    with _FileSizeLimit(len(before) + size // 2), pytest.raises(LogError) as ei:
         if writer == "LogWriter":
             with LogWriter(path) as w:
                 w.append_many(recs)
         else:
             append_records(path, recs)
-    monkeypatch.undo()
     assert str(ei.value) == (f"{path}: cannot append 3 records ({size} bytes) to the sampling log: "
-                             f"{os.strerror(code)}; nothing was appended (the log is back to its "
+                             f"{os.strerror(errno.EFBIG)}; nothing was appended (the log is back to its "
                              f"{len(before)} bytes)")
-    assert isinstance(ei.value.__cause__, OSError) and ei.value.__cause__.errno == code
     assert _bytes(path) == before
     append_records(path, recs)
     assert [r.record for r in read_log(path).records] == [make_record(0)] + recs
-
-
-def test_failed_append_that_cannot_be_undone_says_so(tmp_path, monkeypatch):
-    path = str(tmp_path / "s.log")
-    real_write = os.write
-
-    def half_then_full(fd, data):
-        if os.fstat(fd).st_size > 0:
-            raise OSError(28, os.strerror(28))
-        return real_write(fd, bytes(data)[:10])
-
-    def no_truncate(fd, length):
-        raise OSError(5, os.strerror(5))
-
-    monkeypatch.setattr(samplelog.os, "write", half_then_full)
-    monkeypatch.setattr(samplelog.os, "ftruncate", no_truncate)
-    with pytest.raises(LogError, match=re.escape(
-            f"{path}: cannot append 1 record (") + r"\d+" + re.escape(
-            f" bytes) to the sampling log: {os.strerror(28)}; cutting it back to its 0 bytes "
-            f"failed too ({os.strerror(5)}): the reader skips the torn end") + "$"):
-        append_records(path, [make_record(1)])
-    monkeypatch.undo()
-    result = read_log(path)
-    assert result.records == [] and [(s.offset, s.length) for s in result.skipped] == [(0, 10)]
 
 
 def test_log_writer(tmp_path):

@@ -126,7 +126,7 @@ TEST(SampleLog, EmptyAndMissing) {
   EXPECT_TRUE(empty.records.empty());
   EXPECT_TRUE(empty.skipped.empty());
   EXPECT_THROW_WITH(read_log(dir.file("none.log")), LogError,
-                    "none.log: cannot read sampling log: no such file");
+                    "none.log: cannot read sampling log: No such file or directory");
   EXPECT_THROW_WITH(read_log(dir.path()), LogError, "not a regular file");
   EXPECT_THROW_WITH(LogWriter w(dir.path()), LogError, "cannot open sampling log for appending");
 }

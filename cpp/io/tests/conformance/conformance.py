@@ -181,12 +181,6 @@ _allow("model", "fingerprint_attributes native_unsupported_op unnamed_nodes fp_s
 
 # ---- logs ---------------------------------------------------------------------
 
-_allow("log", "missing directory", "read", Allowed(
-    "wording",
-    "a log that cannot be read: Python passes the OSError's strerror on, C++ words it itself",
-    py=r"logs/\w+\.log: cannot read sampling log: (No such file or directory|Is a directory)",
-    cpp=r"logs/\w+\.log: cannot read sampling log: (no such file|not a regular file)"))
-
 # ---- solver states ------------------------------------------------------------
 
 _allow("state", "fingerprint_v1_adam", "load", Allowed(
