@@ -396,7 +396,9 @@ OptionSet message_fields(const pb::Message& message, std::set<std::string>* pres
 }
 
 void set_fields(pb::Message& message, const OptionSet& fields) {
-  for (const auto& [path, value] : fields.values()) {
+  for (const auto& entry : fields.values()) {
+    const std::string& path = entry.first;
+    const OptionSet::Value& value = entry.second;
     pb::Message* target = &message;
     std::size_t start = 0;
     for (std::size_t dot; (dot = path.find('.', start)) != std::string::npos; start = dot + 1) {

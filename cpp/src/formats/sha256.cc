@@ -67,6 +67,7 @@ void Sha256::compress(const std::uint8_t* block) noexcept {
 }
 
 void Sha256::update(const void* data, std::size_t size) noexcept {
+  if (size == 0) return;  // `data` may be null then (an empty string_view)
   const auto* p = static_cast<const std::uint8_t*>(data);
   length_ += size;
   if (buffered_ > 0) {
