@@ -9,6 +9,7 @@
 #include <evokit/formats/param_pattern.h>
 #include <evokit/formats/solver_file.h>
 #include <evokit/formats/state_file.h>
+#include <evokit/formats/tensor_data.h>
 #include <evokit/formats/warehouse.h>
 
 #include <optional>
@@ -196,6 +197,34 @@ void bind_formats(py::module_& m) {
   }, py::arg("model_fingerprint"), py::arg("params"),
         "sha256 (hex) of the model fingerprint's hex followed by the parameters as little-endian float32.");
   m.attr("FINGERPRINT_VERSION") = formats::kFingerprintVersion;
+
+  // ONNX tensors (serialized TensorProto): the shape checked against the data first.
+  m.def("float_tensor_values", [](const py::bytes& tensor, const std::string& source, const std::string& what) {
+    const std::string bytes = tensor;
+    std::vector<float> values;
+    {
+      py::gil_scoped_release release;
+      values = formats::float_tensor_values(bytes, source, what);
+    }
+    py::array_t<float> out(static_cast<py::ssize_t>(values.size()));
+    std::copy(values.begin(), values.end(), out.mutable_data());
+    return out;
+  }, py::arg("tensor"), py::arg("source"), py::arg("what"),
+        "The float32 values of a FLOAT tensor, flat; ValueError naming it for a shape that does not match "
+        "its data.");
+  m.def("int_tensor_values", [](const py::bytes& tensor, const std::string& source, const std::string& what) {
+    const std::string bytes = tensor;
+    std::vector<std::int64_t> values;
+    {
+      py::gil_scoped_release release;
+      values = formats::int_tensor_values(bytes, source, what);
+    }
+    py::array_t<std::int64_t> out(static_cast<py::ssize_t>(values.size()));
+    std::copy(values.begin(), values.end(), out.mutable_data());
+    return out;
+  }, py::arg("tensor"), py::arg("source"), py::arg("what"),
+        "The values of an integer or BOOL tensor as int64, flat, checked as float_tensor_values checks.");
+  m.def("is_int_tensor_type", &formats::is_int_tensor_type, py::arg("data_type"));
 
   // A sampling log's file: each refusal is ValueError, one line naming the log.
   m.def("log_open_for_append", &formats::open_log_for_append, py::arg("path"),

@@ -1,9 +1,23 @@
 // File helpers shared by the io sources (internal).
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 namespace evokit::io::detail {
+
+// f(), a refusal of the core's file rules (std::invalid_argument, one line
+// naming the file) rethrown as the io library's error E.
+template <class E, class F>
+auto core_checked(F&& f) {
+  try {
+    return f();
+  } catch (const E&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw E(e.what());
+  }
+}
 
 // Reads the whole regular file at `path` into `out`. On failure returns
 // false and sets `error` to why ("no such file", "is a directory", or the

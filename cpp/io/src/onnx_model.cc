@@ -17,6 +17,7 @@
 
 #include "evokit/formats/config.h"
 #include "evokit/formats/param_pattern.h"
+#include "evokit/formats/tensor_data.h"
 #include "evokit/io/errors.h"
 #include "file_util.h"
 
@@ -60,16 +61,14 @@ std::string one_line(const std::string& text) {
 // "initializer 'W'": what holds a tensor, in errors.
 std::string initializer_label(const TensorProto& t) { return "initializer '" + t.name() + "'"; }
 
-std::vector<std::size_t> dims_of(const TensorProto& t, const std::string& source,
-                                 const std::string& what) {
-  std::vector<std::size_t> dims;
-  for (const std::int64_t d : t.dims()) {
-    if (d < 0) {
-      throw ModelError(source + ": " + what + " has a negative dimension " + std::to_string(d));
-    }
-    dims.push_back(static_cast<std::size_t>(d));
-  }
-  return dims;
+// The tensor rules are the core's (formats/tensor_data.h), its refusals ModelError.
+template <class F>
+auto model_checked(F&& f) {
+  return detail::core_checked<ModelError>(std::forward<F>(f));
+}
+
+std::vector<std::size_t> dims_of(const TensorProto& t, const std::string& source, const std::string& what) {
+  return model_checked([&] { return formats::tensor_dims(t.SerializeAsString(), source, what); });
 }
 
 std::size_t element_count(const std::vector<std::size_t>& dims) {
@@ -78,61 +77,8 @@ std::size_t element_count(const std::vector<std::size_t>& dims) {
   return n;
 }
 
-// `count` elements of `width` bytes, in errors: the number, or "more than
-// 18446744073709551615" (as Python words a count beyond 64 bits).
-std::string needed(const std::vector<std::size_t>& dims, std::size_t width) {
-  constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
-  if (std::find(dims.begin(), dims.end(), std::size_t{0}) != dims.end()) return "0";
-  std::size_t n = width;
-  for (std::size_t d : dims) {
-    if (n > kMax / d) return "more than " + std::to_string(kMax);
-    n *= d;
-  }
-  return std::to_string(n);
-}
-
-// The values of a tensor of T (`what` holds it), whether stored as raw_data
-// (little-endian) or in its typed field (`typed`: float_data, int64_data).
-// The shape is only a claim: it is checked against the data the tensor holds
-// before anything is allocated.
-template <class T, class Typed>
-std::vector<T> tensor_values(const TensorProto& t, const Typed& typed, const std::string& source,
-                             const std::string& what) {
-  const std::vector<std::size_t> dims = dims_of(t, source, what);
-  if (t.has_raw_data()) {
-    const std::string& raw = t.raw_data();
-    const std::string needs = needed(dims, sizeof(T));
-    if (needs != std::to_string(raw.size())) {
-      throw ModelError(source + ": " + what + " holds " + std::to_string(raw.size()) +
-                       " bytes of raw data, its shape needs " + needs);
-    }
-    std::vector<T> out(raw.size() / sizeof(T));
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      std::uint64_t bits = 0;
-      for (std::size_t k = sizeof(T); k-- > 0;) {
-        bits = (bits << 8) | static_cast<unsigned char>(raw[sizeof(T) * i + k]);
-      }
-      // The low sizeof(T) bytes as T (two's complement for signed T).
-      using Bits = std::conditional_t<
-          sizeof(T) == 1, std::uint8_t,
-          std::conditional_t<sizeof(T) == 2, std::uint16_t,
-                             std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
-      const auto narrow = static_cast<Bits>(bits);
-      std::memcpy(&out[i], &narrow, sizeof(T));
-    }
-    return out;
-  }
-  const std::string needs = needed(dims, 1);
-  if (needs != std::to_string(typed.size())) {
-    throw ModelError(source + ": " + what + " holds " + std::to_string(typed.size()) +
-                     " values, its shape needs " + needs);
-  }
-  return std::vector<T>(typed.begin(), typed.end());
-}
-
-std::vector<float> float_values(const TensorProto& t, const std::string& source,
-                                const std::string& what) {
-  return tensor_values<float>(t, t.float_data(), source, what);
+std::vector<float> float_values(const TensorProto& t, const std::string& source, const std::string& what) {
+  return model_checked([&] { return formats::float_tensor_values(t.SerializeAsString(), source, what); });
 }
 
 // A value's declared shape as Python's _declared_shape gives it: -1 for a
@@ -177,38 +123,11 @@ std::string stem(const std::string& name, std::initializer_list<const char*> suf
   return "";
 }
 
-// Integer tensor types the native graph reads as shapes, axes and indices
-// (as Python's evokit/policy/native.py INT_TYPES), with their byte sizes.
-std::size_t int_type_size(int type) {
-  switch (type) {
-    case TensorProto::INT64: return 8;
-    case TensorProto::INT32:
-    case TensorProto::UINT32: return 4;
-    case TensorProto::INT16:
-    case TensorProto::UINT16: return 2;
-    case TensorProto::INT8:
-    case TensorProto::UINT8:
-    case TensorProto::BOOL: return 1;
-    default: return 0;
-  }
-}
+// Integer tensor types the native graph reads as shapes, axes and indices.
+bool is_int_type(int type) { return formats::is_int_tensor_type(type); }
 
-// The values of an integer or boolean tensor (`what` holds it), from raw_data
-// (little-endian) or its typed field (int64_data, uint64_data or int32_data),
-// through tensor_values: the shape is checked against the data first.
-std::vector<std::int64_t> int_values(const TensorProto& t, const std::string& source,
-                                     const std::string& what) {
-  const auto widen = [](const auto& v) { return std::vector<std::int64_t>(v.begin(), v.end()); };
-  switch (t.data_type()) {
-    case TensorProto::INT64: return tensor_values<std::int64_t>(t, t.int64_data(), source, what);
-    case TensorProto::INT32: return widen(tensor_values<std::int32_t>(t, t.int32_data(), source, what));
-    case TensorProto::UINT32: return widen(tensor_values<std::uint32_t>(t, t.uint64_data(), source, what));
-    case TensorProto::INT16: return widen(tensor_values<std::int16_t>(t, t.int32_data(), source, what));
-    case TensorProto::UINT16: return widen(tensor_values<std::uint16_t>(t, t.int32_data(), source, what));
-    case TensorProto::INT8: return widen(tensor_values<std::int8_t>(t, t.int32_data(), source, what));
-    default:  // UINT8, BOOL
-      return widen(tensor_values<std::uint8_t>(t, t.int32_data(), source, what));
-  }
+std::vector<std::int64_t> int_values(const TensorProto& t, const std::string& source, const std::string& what) {
+  return model_checked([&] { return formats::int_tensor_values(t.SerializeAsString(), source, what); });
 }
 
 std::string raw_bytes(const float* values, std::size_t n) {
@@ -248,7 +167,7 @@ ConstantValue constant_value(const onnx::NodeProto& node, const std::string& lab
       if (a.t().data_type() == TensorProto::FLOAT) {
         return {dims_of(a.t(), source, what), float_values(a.t(), source, what), {}, false};
       }
-      if (int_type_size(a.t().data_type()) != 0) {
+      if (is_int_type(a.t().data_type())) {
         return {dims_of(a.t(), source, what), {}, int_values(a.t(), source, what), true};
       }
       throw ModelError(source + ": " + label + ": a " + data_type_name(a.t().data_type()) +
@@ -553,7 +472,7 @@ PolicyGraph OnnxModel::graph() const {
       } else if (t.data_type() == TensorProto::FLOAT) {
         g.add_constant(t.name(), dims_of(t, src, initializer_label(t)),
                        float_values(t, src, initializer_label(t)));
-      } else if (int_type_size(t.data_type()) != 0) {
+      } else if (is_int_type(t.data_type())) {
         g.add_int_constant(t.name(), dims_of(t, src, initializer_label(t)),
                            int_values(t, src, initializer_label(t)));
       } else {

@@ -19,11 +19,7 @@ namespace {
 // f() with the core's refusals as WarehouseError.
 template <class F>
 auto checked(F&& f) {
-  try {
-    return f();
-  } catch (const std::invalid_argument& e) {
-    throw WarehouseError(e.what());
-  }
+  return detail::core_checked<WarehouseError>(std::forward<F>(f));
 }
 
 }  // namespace
