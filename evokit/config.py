@@ -17,6 +17,7 @@ the core's (cpp/src/formats), which the C++ io library uses too.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any, Collection, List, Mapping, Optional, Union
@@ -59,6 +60,29 @@ def _problem_error(source: str, problem) -> ConfigError:
     return ConfigError(source, message, line=line, column=column, field=field)
 
 
+@functools.lru_cache(maxsize=None)
+def _literal_schema():
+    """The dotted paths of the enum and bool fields of both layouts' root
+    messages (what the core's literal check needs of the schema)."""
+    from google.protobuf.descriptor import FieldDescriptor
+
+    enums, bools = set(), set()
+
+    def walk(descriptor, prefix):
+        for field in descriptor.fields:
+            path = prefix + field.name
+            if field.type == FieldDescriptor.TYPE_MESSAGE:
+                walk(field.message_type, path + ".")
+            elif field.type == FieldDescriptor.TYPE_ENUM:
+                enums.add(path)
+            elif field.type == FieldDescriptor.TYPE_BOOL:
+                bools.add(path)
+
+    walk(pb.EvoKitConfig.DESCRIPTOR, "")
+    walk(pb.ParlEvoKitConfig.DESCRIPTOR, "")
+    return frozenset(enums), frozenset(bools)
+
+
 def parse_error(text: str, source: str, exc: text_format.ParseError) -> ConfigError:
     """The :class:`ConfigError` for protobuf's ``ParseError`` of ``text``:
     ``file:line:column: field: message``, the field being the one the parser
@@ -82,7 +106,7 @@ def _parse_text(text: str, source: str) -> pb.EvoKitConfig:
     (mapped by :mod:`evokit.parl_config`, with one ConfigLayoutWarning)."""
     from . import parl_config
 
-    problem = _core.config_check_literals(text)
+    problem = _core.config_check_literals(text, *_literal_schema())
     if problem is not None:
         raise _problem_error(source, problem)
     layout = parl_config.detect_layout(text, source)

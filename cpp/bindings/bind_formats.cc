@@ -76,8 +76,12 @@ void bind_formats(py::module_& m) {
     return problem_tuple(formats::parse_problem(text, formats::offset_of(text, line, column), message));
   }, py::arg("text"), py::arg("line"), py::arg("column"), py::arg("message"),
         "The problem for a parse error at 1-based (line, column): (field, 'field: message', line, column).");
-  m.def("config_check_literals", [](const std::string& text) { return problem_tuple(formats::check_literals(text)); },
-        py::arg("text"), "The first literal the two protobuf runtimes read differently, as a problem, or None.");
+  m.def("config_check_literals", [](const std::string& text, const std::set<std::string>& enums,
+                                     const std::set<std::string>& bools) {
+    return problem_tuple(formats::check_literals(text, formats::LiteralSchema{enums, bools}));
+  }, py::arg("text"), py::arg("enums") = std::set<std::string>(), py::arg("bools") = std::set<std::string>(),
+        "The first literal the two protobuf runtimes read differently, as a problem, or None (enums, bools: "
+        "the dotted paths of the schema's enum and bool fields).");
   m.def("config_detect_layout", [](const std::string& text) {
     std::optional<formats::ConfigProblem> problem;
     const formats::Layout layout = formats::detect_layout(text, &problem);

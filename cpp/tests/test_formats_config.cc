@@ -99,6 +99,31 @@ TEST(FormatsConfig, LiteralsOneRuntimeWouldReadOtherwiseAreRefused) {
   }
 }
 
+TEST(FormatsConfig, LiteralsTheSchemaTellsApartAreRefused) {
+  LiteralSchema schema;
+  schema.enums = {"solver.sampling.type"};
+  schema.bools = {"solver.antithetic"};
+  const std::pair<const char*, const char*> cases[] = {
+      {"solver { sampling { type: 1 } }", "c:1:27: solver.sampling.type: 1: an enum value given by its number (write its name)"},
+      {"solver { antithetic: 01 }", "c:1:22: solver.antithetic: 01: a number with a leading 0 (octal in the text format; leave the 0 out)"},
+      {"solver { antithetic: -inf }", "c:1:22: solver.antithetic: -inf: a bool is true or false"},
+      {"solver { population_size: - 1 }", "c:1:27: solver.population_size: a space after a minus sign (write -1, not - 1)"},
+      {"solver { population_size: 1_0 }", "c:1:27: solver.population_size: 1_0: underscores in a number (leave them out)"},
+      {"solver { population_size: 0b1 }", "c:1:27: solver.population_size: 0b1: a binary number"},
+      {"solver { population_size: 0X1f }", "c:1:27: solver.population_size: 0X1f: write the hex prefix 0x"},
+      {"solver { population_size: -0 }", "c:1:27: solver.population_size: -0: write 0 (or -0.0 for a negative zero)"},
+  };
+  for (const auto& [text, message] : cases) {
+    const auto p = check_literals(text, schema);
+    ASSERT_TRUE(p.has_value()) << text;
+    EXPECT_EQ(p->text("c"), message);
+  }
+  for (const char* ok : {"solver { sampling { type: CMA_SAMPLING } antithetic: t }", "solver { antithetic: False }",
+                         "solver { population_size: 0x10 weight_decay: -0.0 }"}) {
+    EXPECT_FALSE(check_literals(ok, schema).has_value()) << ok;
+  }
+}
+
 TEST(FormatsConfig, LayoutIsDetectedAndMixedLayoutsRefused) {
   std::optional<ConfigProblem> p;
   EXPECT_EQ(detect_layout("seed: 1\ngaussian_sampling { std: 0.1 }", &p), Layout::kParl);

@@ -50,10 +50,11 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
     if (line_ < 0) return std::nullopt;
     std::size_t offset = formats::offset_of(text, line_ + 1, column_ + 1, /*tab_stops=*/true);
     // For errors about a token it has already read past (an unknown field
-    // name or enum value, a bad bool), protobuf reports the position of the
+    // name or enum value, a bad bool, an exponent without digits), protobuf reports the position of the
     // token after it: point at the offending token instead, as Python does.
     static const char* const kAfterToken[] = {"Unknown enumeration value", "has no field named",
-                                              "Invalid value for boolean field"};
+                                              "Invalid value for boolean field",
+                                              "must be followed by exponent"};
     bool after = false;
     for (const char* m : kAfterToken) after = after || message_.find(m) != std::string::npos;
     if (after) {
@@ -150,9 +151,38 @@ ConfigNoteHandler set_config_note_handler(ConfigNoteHandler handler) {
   return handler;
 }
 
+namespace {
+
+void schema_paths(const pb::Descriptor* d, const std::string& prefix, formats::LiteralSchema& schema) {
+  for (int i = 0; i < d->field_count(); ++i) {
+    const pb::FieldDescriptor* f = d->field(i);
+    const std::string path = prefix + f->name();
+    if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      schema_paths(f->message_type(), path + ".", schema);
+    } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_ENUM) {
+      schema.enums.insert(path);
+    } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_BOOL) {
+      schema.bools.insert(path);
+    }
+  }
+}
+
+// The dotted paths of the enum and bool fields of both layouts' root messages.
+const formats::LiteralSchema& literal_schema() {
+  static const formats::LiteralSchema schema = [] {
+    formats::LiteralSchema s;
+    schema_paths(proto::EvoKitConfig::descriptor(), "", s);
+    schema_paths(proto::ParlEvoKitConfig::descriptor(), "", s);
+    return s;
+  }();
+  return schema;
+}
+
+}  // namespace
+
 proto::EvoKitConfig parse_config(const std::string& text, const std::string& source, bool validate) {
   // what one protobuf runtime would read otherwise than the other: refused by both
-  if (const auto problem = formats::check_literals(text)) throw ConfigError(problem->text(source));
+  if (const auto problem = formats::check_literals(text, literal_schema())) throw ConfigError(problem->text(source));
   std::optional<formats::ConfigProblem> problem;
   const formats::Layout layout = formats::detect_layout(text, &problem);
   if (problem) throw ConfigError(problem->text(source));

@@ -171,7 +171,7 @@ TEST(Config, ParseErrorsNameFileLineAndColumn) {
                     "x.prototxt:2:3: ");
   EXPECT_THROW_WITH(parse_config("solver {\n  nope: 1\n}", "x.prototxt"), ConfigError, "nope");
   EXPECT_THROW_WITH(parse_config("solver {\n  antithetic: maybe\n}", "x.prototxt"), ConfigError,
-                    "x.prototxt:2:15: solver.antithetic: Invalid value for boolean field \"antithetic\"");
+                    "x.prototxt:2:15: solver.antithetic: maybe: a bool is true or false");
   EXPECT_THROW_WITH(parse_config("solver { population_size: \"many\" }"), ConfigError,
                     "<string>:1:27: solver.population_size: Expected integer");
   EXPECT_THROW_WITH(parse_config("solver {"), ConfigError, "<string>:1:");

@@ -305,9 +305,28 @@ std::string unknown_enum_value(const std::string& value, const std::vector<std::
   return out;
 }
 
-std::optional<ConfigProblem> check_literals(std::string_view text) {
+namespace {
+
+bool is_number(std::string_view t) { return !t.empty() && (std::isdigit(static_cast<unsigned char>(t[0])) || t[0] == '.'); }
+
+// What is wrong with the number token `t` for one of the runtimes, or empty.
+std::string bad_number(std::string_view t) {
+  if (t.find('_') != std::string_view::npos) return std::string(t) + ": underscores in a number (leave them out)";
+  if (t.size() > 1 && t[0] == '0' && (t[1] == 'b' || t[1] == 'B')) return std::string(t) + ": a binary number";
+  if (t.size() > 1 && t[0] == '0' && t[1] == 'X') return std::string(t) + ": write the hex prefix 0x";
+  if (t.size() > 1 && t[0] == '0' && std::isdigit(static_cast<unsigned char>(t[1]))) {
+    return std::string(t) + ": a number with a leading 0 (octal in the text format; leave the 0 out)";
+  }
+  return {};
+}
+
+}  // namespace
+
+std::optional<ConfigProblem> check_literals(std::string_view text, const LiteralSchema& schema) {
   Walk walk;
   std::optional<std::string> string_field;  // the field of the string just read (strings concatenate)
+  bool prev_minus = false;                    // the token before this value is a minus sign
+  std::size_t minus_start = 0;                // where that minus sign is
   for (const Token& token : lex(text)) {
     const std::string_view t = token.text;
     const bool value = walk.state() == Walk::kValue || walk.state() == Walk::kList;
@@ -316,12 +335,29 @@ std::optional<ConfigProblem> check_literals(std::string_view text) {
     if (!is_string) string_field.reset();
     std::string what;
     std::size_t at = token.start;
-    if (value && t == "+") {
-      what = "a number with a leading + (leave the + out)";
-    } else if (value && (equal_lower(t, "inff") || equal_lower(t, "infinityf") || equal_lower(t, "nanf"))) {
-      what = std::string(t) + " is not a float both protobuf runtimes read (write " +
-             std::string(t.substr(0, t.size() - 1)) + ")";
-    } else if (is_string) {  // any string, also one after another
+    if (value) {
+      const std::string field = walk.current().value_or(std::string());
+      const bool after_minus = token.start + 1 < text.size() && t == "-";
+      if (t == "+") {
+        what = "a number with a leading + (leave the + out)";
+      } else if (after_minus && std::isspace(static_cast<unsigned char>(text[token.start + 1]))) {
+        what = "a space after a minus sign (write -1, not - 1)";
+      } else if (equal_lower(t, "inff") || equal_lower(t, "infinityf") || equal_lower(t, "nanf")) {
+        what = std::string(t) + " is not a float both protobuf runtimes read (write " +
+               std::string(t.substr(0, t.size() - 1)) + ")";
+      } else if (is_number(t)) {
+        what = bad_number(t);
+        if (what.empty() && prev_minus && t == "0") what = "-0: write 0 (or -0.0 for a negative zero)";
+        if (what.empty() && schema.enums.count(field)) what = std::string(t) + ": an enum value given by its number (write its name)";
+      }
+      if (what.empty() && t != "-" && t != "[" && t != "]" && t != "," && schema.bools.count(field)) {
+        static const char* const kBools[] = {"true", "false", "True", "False", "t", "f", "1", "0"};
+        const bool ok = !prev_minus && std::any_of(std::begin(kBools), std::end(kBools), [&](const char* b) { return t == b; });
+        if (!ok) what = (prev_minus ? "-" : "") + std::string(t) + ": a bool is true or false";
+      }
+      if (!what.empty() && prev_minus) at = minus_start;  // the value is the minus sign and what follows
+    }
+    if (what.empty() && is_string) {  // any string, also one after another
       for (std::size_t i = 1; i < t.size() && what.empty(); ++i) {
         if (t[i] != '\\') continue;
         what = bad_escape(t, i);
@@ -338,6 +374,8 @@ std::optional<ConfigProblem> check_literals(std::string_view text) {
       std::tie(p.line, p.column) = line_column(text, at);
       return p;
     }
+    prev_minus = value && t == "-";
+    if (prev_minus) minus_start = token.start;
     walk.step(t);
   }
   return std::nullopt;

@@ -83,11 +83,21 @@ std::string unknown_enum_value(const std::string& value, const std::vector<std::
 
 // ---- literals -----------------------------------------------------------------
 
-// The first literal of `text` that the two protobuf runtimes read differently
-// (a float word such as `inff` or `nanf`, a number with a leading `+`, a
-// string escape outside \a \b \f \n \r \t \v \\ \' \" \? \ooo \xhh): a problem
-// at its line and column naming the field it is in, or nullopt.
-std::optional<ConfigProblem> check_literals(std::string_view text);
+// What the literal check needs of the schema: the dotted paths of the enum
+// and bool fields (each runtime lists them from its own generated messages,
+// of both layouts' root messages).
+struct LiteralSchema {
+  std::set<std::string> enums, bools;
+};
+
+// The first literal of `text` that the two protobuf runtimes read
+// differently, as a problem at its line and column naming the field it is
+// in, or nullopt: a float word with an f suffix (inff, nanf), a number with
+// a leading + or a space after its minus sign, -0, with a leading 0 (octal), with
+// underscores, a 0b or 0X prefix, a string escape outside \a \b \f \n \r
+// \t \v \\ \' \" \ooo \xhh \uhhhh \Uhhhhhhhh, an enum value given by
+// number, a bool other than true, false, True, False, t, f, 1, 0.
+std::optional<ConfigProblem> check_literals(std::string_view text, const LiteralSchema& schema = {});
 
 // ---- the layout ---------------------------------------------------------------
 

@@ -327,12 +327,49 @@ def config_fixtures():
         ("mixed_parl_first", "seed: 3\ngaussian_sampling { std: 0.1 }\ntrain { max_generations: 3 }\n"),
     ]
     out += damaged_configs()
+    out += random_configs()
     return out
 
 
 #: Bad tokens for damaged_configs: every kind of parse error a value can
 #: have, and values the validation refuses.
 BAD_TOKENS = ["-inf", "abc", '"text"', "1.5", "}", "99999999999999999999", "0x1g", "nan"]
+
+
+#: Literals that one protobuf runtime or the other reads its own way (the
+#: core's check_literals refuses those both would not read alike), and fields
+#: of every kind to put them in: random_configs() combines them.
+RANDOM_LITERALS = [
+    "1e5", "0x10", "-0", "1.", "0.5", ".5", "inf", "-inf", "nan", "-nan", "Inf", "INFINITY", "1f", "1.5f", "01",
+    "08", "1e+5", "1E-5", "true", "True", "t", "f", "False", "1", "0", "2", '"a"', "'b'", '"a\\x41"', '"\\101"',
+    '"a" "b"', '"\\u00e9"', '"\\n\\t"', '"\\?"', '"\\."', "-1", "- 1", "0X1f", "9223372036854775808",
+    "18446744073709551615", "4294967296", "-2147483649", "1e400", "-0.0", "CMA_SAMPLING", "ADAM", '""', "1.5e",
+    "0b1", "1_0", "+1", "+inf", "inff", "nanf", "0xg", "[1, 2]", "[]", '"tanh"', "1.8e308"]
+RANDOM_FIELDS = [
+    "solver.population_size", "solver.param_pattern", "solver.antithetic", "solver.weight_decay",
+    "solver.fitness_shaping", "solver.sampling.type", "solver.sampling.gaussian_sampling.std",
+    "solver.sampling.gaussian_sampling.seed", "solver.optimizer.base_lr", "train.hidden_sizes",
+    "train.activation", "train.seed", "train.target_return", "async_es.max_to_keep"]
+
+
+def random_configs(count: int = 300, seed: int = 7):
+    """Configs of one to three fields, each set to a literal of RANDOM_LITERALS
+    (a fixed seed): both runtimes must accept the same ones with the same
+    values and refuse the others at the same place."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        items = []
+        for _ in range(rng.randint(1, 3)):
+            *messages, name = rng.choice(RANDOM_FIELDS).split(".")
+            body = f"{name}{rng.choice([': ', ':', ' : '])}{rng.choice(RANDOM_LITERALS)}"
+            for message in reversed(messages):
+                body = f"{message} {{ {body} }}"
+            items.append(body)
+        out.append((f"random_{i}", "\n".join(items)))
+    return out
 
 
 def damaged_configs():
