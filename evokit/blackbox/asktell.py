@@ -59,6 +59,18 @@ class OptimizeResult:
     None, fbest inf); gbest: xbest's constraint values; xbest_infeasible /
     gbest_infeasible: the solution with the smallest total violation.
     Without constraints feasible and these fields are None.
+
+    success / message (scipy.optimize.OptimizeResult's convention): whether
+    the run ended by converging, and why it ended. success is False while
+    the run goes on (stop empty), when a budget or the user ended it
+    (maxfevals / max_evaluations, maxiter / max_iterations, callback),
+    when sigma diverged (tolupsigma), and, with constraints, when the run
+    is not at a constrained optimum: no feasible solution was found, or
+    none was told in the last 10 + ceil(30 n / population size)
+    generations (the search distribution ended outside the feasible set,
+    and xbest is an earlier point; see
+    :meth:`evokit.blackbox.constraints.ConstraintHandler.unconverged`).
+    Otherwise (ftarget, tolfun, tolx, ...) success is True.
     """
 
     xbest: Optional[np.ndarray]
@@ -74,6 +86,31 @@ class OptimizeResult:
     gbest: Optional[np.ndarray] = None
     xbest_infeasible: Optional[np.ndarray] = None
     gbest_infeasible: Optional[np.ndarray] = None
+    success: bool = False
+    message: str = ""
+
+
+#: stop() names after which a run has not converged: budgets, the user, divergence.
+_NOT_CONVERGED = {"maxfevals": "the evaluation budget is used up",
+                  "max_evaluations": "the evaluation budget is used up",
+                  "maxiter": "the iteration budget is used up",
+                  "max_iterations": "the iteration budget is used up",
+                  "callback": "the callback asked to stop",
+                  "tolupsigma": "sigma grew by more than tolupsigma (divergence)"}
+
+
+def _outcome(stop: Dict[str, Any], handler: Optional[ConstraintHandler]) -> tuple:
+    """(success, message) of a result, see OptimizeResult."""
+    if not stop:
+        return False, "running: no termination criterion has fired yet"
+    crit = ", ".join(f"{k}={v!r}" for k, v in stop.items())
+    unconverged = None if handler is None else handler.unconverged()
+    if unconverged is not None:
+        return False, f"stopped ({crit}) before the constrained problem was solved: {unconverged}"
+    why = [_NOT_CONVERGED[k] for k in stop if k in _NOT_CONVERGED]
+    if why:
+        return False, f"stopped ({crit}) before convergence: {'; '.join(dict.fromkeys(why))}"
+    return True, f"optimization terminated successfully ({crit})"
 
 
 #: The GA / OpenES name of the result type (the same class).
@@ -326,6 +363,8 @@ class AskTellStrategy:
         r.stop = self.stop()
         if self._constraints is not None:
             self._constraints.report(r)
+        if isinstance(r, OptimizeResult):
+            r.success, r.message = _outcome(r.stop, self._constraints)
         return r
 
     @property
@@ -355,7 +394,11 @@ class AskTellStrategy:
             (stop()['callback']).
         constraints: g(x) -> the m constraint values of x (g_i <= 0 feasible;
             vectorized: g(X) -> [k, m]), evaluated with f (in the same
-            worker) and told with tell(constraints=...).
+            worker) and told with tell(constraints=...). A constrained run
+            that ends away from a constrained optimum (no feasible solution,
+            or none in the last generations: see OptimizeResult.success)
+            warns (RuntimeWarning, the result's message) and returns
+            success=False.
         """
         if max_iterations is not None and (isinstance(max_iterations, bool)
                                            or int(max_iterations) != max_iterations or max_iterations < 1):
@@ -379,4 +422,7 @@ class AskTellStrategy:
                     self._extra_stop[self._wording.maxiter] = int(max_iterations)
         finally:
             evaluate.close()
-        return self.result
+        r = self.result
+        if constraints is not None and self._constraints is not None and self._constraints.unconverged():
+            warnings.warn(f"{type(self).__name__}.optimize: {r.message}", RuntimeWarning, stacklevel=2)
+        return r
