@@ -4,7 +4,7 @@ its defaults against pycma's cma.fmin_con2 with its defaults, in one run.
 A run counts as solved when its best feasible solution (EvoKit:
 result.xbest; pycma: es.best_feasible, the best evaluated solution with
 every g_i <= 0) is within 1e-3 of f*. For EvoKit it also prints how often
-result.success agrees with that. The first problem is issue 34's:
+result.success agrees with that. The first problem:
 minimise |x|^2 s.t. x_0 >= 1, x_1 + x_2 >= 1, n = 5, x0 = (2, .., 2),
 sigma0 = 0.5 (f* = 1.5 at (1, .5, .5, 0, 0)).
 
@@ -32,7 +32,7 @@ C6 = np.arange(1, 7.0)
 
 # name: (f, g, x0, sigma0, f*)
 PROBLEMS = {
-    # issue 34: two active constraints
+    # two active constraints
     "sphere5": (sphere, lambda x: [1 - x[0], 1 - x[1] - x[2]], np.full(5, 2.0), 0.5, 1.5),
     "sphere10": (sphere, lambda x: [1 - x[0], 1 - x[1] - x[2]], np.full(10, 2.0), 0.5, 1.5),
     "sphere20": (sphere, lambda x: [1 - x[0], 1 - x[1] - x[2]], np.full(20, 2.0), 0.5, 1.5),
@@ -84,7 +84,7 @@ def main():
         for seed in range(args.seeds):
             r = evokit_run(f, g, x0, sigma0, seed)
             e = solved(r.xbest, r.fbest, g, fstar)
-            success = getattr(r, "success", None)  # absent before issue 34's fix
+            success = getattr(r, "success", None)  # absent from older results
             ok_e += e
             agree += success is not None and bool(success) == e
             evals_e.append(r.evaluations)

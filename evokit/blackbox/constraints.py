@@ -76,14 +76,13 @@ Where EvoKit fills in what the papers leave to the implementation:
   X_{t+1} = the mean; with X_{t+1} a sample, g_i(X_{t+1}) - g_i(X_t) is
   sampling noise of about one standard deviation of the distribution along
   the constraint normal, so with g_i a few such deviations k2 |delta g_i|
-  exceeds |g_i| and the test too seldom fires. Issue
-  34 (|x|^2, x_0 >= 1, x_1 + x_2 >= 1, n = 5, defaults) showed the result:
-  omega stayed near its initial value, gamma approached gamma* from below at
+  exceeds |g_i| and the test too seldom fires. Without the rule, on
+  |x|^2 subject to x_0 >= 1, x_1 + x_2 >= 1 (n = 5, defaults), omega stayed near its initial value, gamma approached gamma* from below at
   about the rate sigma shrank, the mean converged from outside at 3 to 8
   standard deviations (along the constraint normals) from the feasible set,
   no sample was feasible for up to 300 generations, tolfun fired and xbest
   was a solution of the first 20 generations (f about 3 instead of 1.5) on
-  10 of 20 seeds. With the rule: 20 of 20, and 20 of 20 on six more problems
+  10 of 20 seeds; with it, 20 of 20, and 20 of 20 on six more problems
   (n = 10 and 20, another x0, an inactive constraint, an equality pair, an
   ill-conditioned f; bench/constrained_vs_pycma.py), as pycma's fmin_con2
   (whose default omega update also raises omega whenever X_{t+1} violates

@@ -65,7 +65,7 @@ class Reference:
                 continue
             f0, g0 = self.prev
             dh = abs(reference_h(f1, g1, gamma, omega) - reference_h(f0, g0, gamma, omega))
-            if g1[i] > 0:  # violated at X_{t+1}: EvoKit's addition to Eq. 4 (issue 34)
+            if g1[i] > 0:  # violated at X_{t+1}: EvoKit's addition to Eq. 4
                 self.omega[i] = omega[i] * self.chi
             elif omega[i] * g1[i] ** 2 < 3 * dh / self.n or 5 * abs(g1[i] - g0[i]) < abs(g0[i]):  # Eq. 4
                 self.omega[i] = omega[i] * self.chi ** 0.25
@@ -340,7 +340,7 @@ def test_parallel_evaluation_of_constraints_gives_the_same_run():
     np.testing.assert_array_equal(r1.xmean, r2.xmean)
 
 
-# ---- issue 34: two active constraints, defaults; success / message -----------------------
+# ---- two active constraints, defaults; success / message -----------------------
 
 def two_constraints(x):
     """x_0 >= 1 and x_1 + x_2 >= 1: with ||x||^2, x* = (1, .5, .5, 0, 0), f* = 1.5."""
@@ -348,11 +348,11 @@ def two_constraints(x):
 
 
 def test_the_constrained_sphere_reaches_the_optimum_with_defaults():
-    """Issue 34: with its defaults CMAES ended within 1e-3 of f* on 10 of 20
-    seeds (tolfun, the mean converging from outside the feasible set, no
-    feasible solution told for up to 300 generations, an early xbest near
-    f = 3 reported); pycma's fmin_con2 on 20. Now 20 of 20 (measured; see
-    bench/constrained_vs_pycma.py), and every solved run says success."""
+    """With its defaults CMAES ends within 1e-3 of f* on 20 of 20 seeds, as
+    pycma's fmin_con2 does (bench/constrained_vs_pycma.py); without the
+    penalty growth on a violated X_{t+1} it was 10 of 20 (tolfun, the mean
+    converging from outside the feasible set, an early xbest near f = 3
+    reported). Every solved run says success."""
     solved = 0
     for seed in range(20):
         r = evokit.CMAES(np.full(5, 2.0), 0.5, seed=seed).optimize(sphere, constraints=two_constraints)
@@ -377,7 +377,7 @@ def test_a_run_without_a_feasible_solution_says_so_and_warns():
 
 def test_a_run_that_ends_outside_the_feasible_set_is_not_a_success():
     """Feasible solutions early, none in the last generations: xbest is an
-    old point, not what the run converged to (issue 34's failure mode)."""
+    old point, not what the run converged to (the failure mode above)."""
     es = evokit.CMAES(np.zeros(2), 1.0, seed=0, population_size=4, max_evaluations=4 * 40)
     for t in range(40):
         X = es.ask()
