@@ -100,8 +100,9 @@ TEST(ParamPattern, RefusesWhatIsOutsideTheDialect) {
       {"[^\xc3\xa9]", "a negated character set with non-ASCII members is not supported at position 0"},
       {"\xff", "not UTF-8 at byte 0"},
   };
-  for (const auto& [pattern, message] : cases) {
-    EXPECT_EQ(MessageOf<std::invalid_argument>([&] { ParamPattern p(pattern); }), message) << pattern;
+  for (const auto& c : cases) {
+    const std::string pattern = c.first;
+    EXPECT_EQ(MessageOf<std::invalid_argument>([&] { ParamPattern p(pattern); }), c.second) << pattern;
   }
 }
 
