@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from evokit import _core, evokit_pb2 as pb
+from evokit import _core
 from evokit.config import parse_config
 from evokit.errors import ConfigError, ModelError
 from evokit.policy.mlp import init_mlp
@@ -101,4 +101,3 @@ def test_a_regex_escape_written_without_doubling_is_refused_with_a_hint():
         parse_config('solver { param_pattern: "layer0\\.weight" }', "c.prototxt")
     assert str(exc.value) == (r"c.prototxt:1:32: solver.param_pattern: unknown escape \. in a string "
                               r"(a backslash itself is \\)")
-    assert pb.EvoKitConfig  # the message type the config parses into

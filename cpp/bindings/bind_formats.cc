@@ -67,11 +67,6 @@ void bind_formats(py::module_& m) {
       .def("matches", &formats::ParamPattern::matches, py::arg("name"), "Whether the whole of `name` matches.")
       .def_property_readonly("pattern", &formats::ParamPattern::pattern);
 
-  m.def("config_field_tokens", [](const std::string& text) {
-    py::list out;
-    for (const formats::FieldToken& t : formats::field_tokens(text)) out.append(py::make_tuple(t.path, t.line, t.column));
-    return out;
-  }, py::arg("text"), "(dotted path, line, column) of every field name in a text-format config.");
   m.def("config_parse_problem", [](const std::string& text, int line, int column, const std::string& message) {
     return problem_tuple(formats::parse_problem(text, formats::offset_of(text, line, column), message));
   }, py::arg("text"), py::arg("line"), py::arg("column"), py::arg("message"),

@@ -9,18 +9,18 @@
 #include <string>
 
 #include "evokit/formats/config.h"
+#include "test_util.h"
 
 namespace evokit::formats {
 namespace {
 
-// An EvoKitConfig's defaults as its OptionSet (proto/evokit.proto), as far
-// as validate_config reads them, with the solver options the registry needs.
+// An EvoKitConfig's defaults as its OptionSet (proto/evokit.proto): the
+// solver's every option (test_solver.cc's DefaultOptions) and the sections
+// validate_config reads.
 OptionSet defaults() {
   OptionSet o;
-  o.set("solver.param_pattern", std::string(".*"));
-  o.set("solver.backend", std::string("auto"));
-  o.set("solver.sampling.type", std::string("GAUSSIAN_SAMPLING"));
-  o.set("solver.population_size", std::int64_t{10});
+  const OptionSet solver = evokit::testing::DefaultOptions("GAUSSIAN_SAMPLING");
+  for (const auto& [name, value] : solver.values()) o.set("solver." + name, value);
   o.set("async_es.max_to_keep", std::int64_t{5});
   o.set("train.max_generations", std::int64_t{100});
   o.set("train.eval_every", std::int64_t{10});
@@ -36,9 +36,7 @@ OptionSet defaults() {
   return o;
 }
 
-// validate_config's problem for `config` (skipping the solver registry's
-// own checks, which test_solver.cc covers: the solver options here are not
-// complete, so the checks before them are what these cases reach).
+// validate_config's problem for `config`, as the text of a config error.
 std::string problem_of(const OptionSet& config, const std::string& text = "") {
   const auto p = validate_config(config, std::nullopt, text);
   return p ? p->text("c.prototxt") : std::string("none");
@@ -137,15 +135,21 @@ TEST(FormatsConfig, LayoutIsDetectedAndMixedLayoutsRefused) {
 }
 
 TEST(FormatsConfig, ChecksNameTheFieldAndItsLine) {
-  const std::string text = "train {\n  num_workers: 0\n}\n";
+  const std::string text = "solver {\n  population_size: 0\n}\ntrain {\n  num_workers: 0\n  hidden_sizes: [8, 0]\n}\n";
   OptionSet c = defaults();
-  EXPECT_EQ(problem_of(c).substr(0, 4), "c.pr");  // the solver registry's first complaint: incomplete options
+  EXPECT_EQ(problem_of(c, text), "none");
+  c.set("train.hidden_sizes", std::vector<std::int64_t>{8, 0});
+  EXPECT_EQ(problem_of(c, text), "c.prototxt:6: train.hidden_sizes must all be >= 1, got 0 at position 1");
   c.set("train.num_workers", std::int64_t{0});
+  EXPECT_EQ(problem_of(c, text), "c.prototxt:5: train.num_workers must be in [1, 4,096], got 0");
+  c.set("solver.population_size", std::int64_t{0});
+  EXPECT_EQ(problem_of(c, text), "c.prototxt:2: solver.population_size must be >= 1, got 0");
+  EXPECT_EQ(problem_of(c), "c.prototxt: solver.population_size must be >= 1, got 0");  // no text: no line
   c.set("solver.backend", std::string("gpu"));
-  EXPECT_EQ(problem_of(c, text), "c.prototxt: solver.backend must be one of auto, native, onnxruntime, got 'gpu'");
+  EXPECT_EQ(problem_of(c, text), "c.prototxt:1: solver.backend must be one of auto, native, onnxruntime, got 'gpu'");
   c.set("solver.param_pattern", std::string("(["));
   EXPECT_EQ(problem_of(c, text),
-            "c.prototxt: solver.param_pattern is not a valid regular expression: unterminated character set at "
+            "c.prototxt:1: solver.param_pattern is not a valid regular expression: unterminated character set at "
             "position 1");
 }
 

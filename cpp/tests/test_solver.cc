@@ -76,6 +76,10 @@ OptionSet::Value Text(const char* v) { return std::string(v); }
 // Every field of a default SolverConfig (proto/evokit.proto) by dotted name,
 // as Python's solver_options() and the io component give them (float
 // fields as the double of their float32 value), for sampling family `type`.
+}  // namespace
+
+namespace testing {
+
 OptionSet DefaultOptions(const std::string& type) {
   OptionSet o;
   o.set("type", Text("BASIC_ES"));
@@ -146,6 +150,12 @@ OptionSet DefaultOptions(const std::string& type) {
   o.set("backend", Text("auto"));
   return o;
 }
+
+}  // namespace testing
+
+namespace {
+
+using testing::DefaultOptions;
 
 // Small valid options of any family: 6 members, Adam, cached Gaussian noise
 // with antithetic pairs; a family other than Gaussian sampling has no

@@ -11,8 +11,14 @@
 #include <vector>
 
 #include "evokit/gaussian_sampler.h"
+#include "evokit/solver.h"
 
 namespace evokit::testing {
+
+// Every field of a default SolverConfig (proto/evokit.proto) by dotted name,
+// as Python's solver_options() and the io component give them, for sampling
+// family `type` (test_solver.cc).
+OptionSet DefaultOptions(const std::string& type);
 
 // Success iff f() throws an E whose what() contains `needle`.
 template <class E, class F>

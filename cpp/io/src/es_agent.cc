@@ -275,13 +275,6 @@ void ESAgent::load_solver_state(const proto::SolverState& state, const std::stri
                                 bool exact_model) {
   require_original("load_solver_state");
   require_config_and_model("load_solver_state");
-  formats::StoredStateHeader header;
-  header.has_num_params = state.has_num_params();
-  header.num_params = state.num_params();
-  header.fingerprint_version = state.fingerprint_version();
-  header.model_fingerprint = state.model_fingerprint();
-  header.params_fingerprint = state.params_fingerprint();
-  header.optimizer = proto::OptimizerConfig::Type_Name(state.optimizer());
   const std::vector<float>& params = core_ ? core_->center() : initial_params_;
   formats::ModelForState loaded;
   loaded.source = model().source();
@@ -290,12 +283,11 @@ void ESAgent::load_solver_state(const proto::SolverState& state, const std::stri
   loaded.fingerprint = [this](int) { return model_fingerprint(model()); };
   loaded.params = params.data();
   loaded.size = params.size();
-  try {
-    formats::check_state_matches(header, loaded, proto::OptimizerConfig::Type_Name(config_->solver().optimizer().type()),
-                                 exact_model, path);
-  } catch (const std::invalid_argument& e) {
-    throw SolverFileError(e.what());
-  }
+  detail::core_checked<SolverFileError>([&] {
+    formats::check_state_matches(state_header(state), loaded,
+                                 proto::OptimizerConfig::Type_Name(config_->solver().optimizer().type()), exact_model,
+                                 path);
+  });
   const auto invalid = [&path](const std::exception& e) {
     const std::string message = e.what();
     if (message.rfind(path, 0) == 0) return SolverFileError(message);

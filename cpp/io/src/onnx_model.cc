@@ -68,7 +68,9 @@ auto model_checked(F&& f) {
 }
 
 std::vector<std::size_t> dims_of(const TensorProto& t, const std::string& source, const std::string& what) {
-  return model_checked([&] { return formats::tensor_dims(t.SerializeAsString(), source, what); });
+  return model_checked([&] {
+    return formats::tensor_dims(std::vector<std::int64_t>(t.dims().begin(), t.dims().end()), source, what);
+  });
 }
 
 std::size_t element_count(const std::vector<std::size_t>& dims) {

@@ -34,11 +34,18 @@ evokit::SolverState state_from_proto(const proto::SolverState& message, const st
   for (const proto::NamedVector& v : message.vectors()) {
     stored.vectors.push_back({v.name(), v.has_type() ? std::optional<int>(v.type()) : std::nullopt, v.data()});
   }
-  try {
-    return formats::decode_solver_state(stored, path);
-  } catch (const std::invalid_argument& e) {
-    throw SolverFileError(e.what());
-  }
+  return detail::core_checked<SolverFileError>([&] { return formats::decode_solver_state(stored, path); });
+}
+
+formats::StoredStateHeader state_header(const proto::SolverState& message) {
+  formats::StoredStateHeader header;
+  header.has_num_params = message.has_num_params();
+  header.num_params = message.num_params();
+  header.fingerprint_version = message.fingerprint_version();
+  header.model_fingerprint = message.model_fingerprint();
+  header.params_fingerprint = message.params_fingerprint();
+  header.optimizer = proto::OptimizerConfig::Type_Name(message.optimizer());
+  return header;
 }
 
 void state_to_proto(const evokit::SolverState& state, proto::SolverState* out) {

@@ -26,13 +26,8 @@ Message parse(std::string_view bytes, const std::string& source, const std::stri
 }
 
 std::vector<std::size_t> dims_of(const Message& t, const std::string& source, const std::string& what) {
-  std::vector<std::size_t> dims;
-  for (const std::uint64_t u : t.repeated_scalars(tensor::kDims, 0)) {
-    const auto d = static_cast<std::int64_t>(u);
-    if (d < 0) refuse(source + ": " + what + " has a negative dimension " + std::to_string(d));
-    dims.push_back(static_cast<std::size_t>(d));
-  }
-  return dims;
+  const std::vector<std::uint64_t> raw = t.repeated_scalars(tensor::kDims, 0);
+  return tensor_dims(std::vector<std::int64_t>(raw.begin(), raw.end()), source, what);
 }
 
 // `width` bytes times the element count, in errors: the number, or "more
@@ -99,8 +94,15 @@ std::vector<std::int64_t> widened(const std::vector<T>& v) {
 
 }  // namespace
 
-std::vector<std::size_t> tensor_dims(std::string_view tensor, const std::string& source, const std::string& what) {
-  return dims_of(parse(tensor, source, what), source, what);
+std::vector<std::size_t> tensor_dims(const std::vector<std::int64_t>& dims, const std::string& source,
+                                     const std::string& what) {
+  std::vector<std::size_t> out;
+  out.reserve(dims.size());
+  for (const std::int64_t d : dims) {
+    if (d < 0) refuse(source + ": " + what + " has a negative dimension " + std::to_string(d));
+    out.push_back(static_cast<std::size_t>(d));
+  }
+  return out;
 }
 
 std::vector<float> float_tensor_values(std::string_view bytes, const std::string& source, const std::string& what) {

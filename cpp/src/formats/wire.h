@@ -95,7 +95,13 @@ class Message {
   }
   // A singular message field: every occurrence merged (their bytes concatenated).
   Message message(std::uint32_t n) const {
-    auto merged = std::make_shared<std::string>();
+    const Field* only = nullptr;
+    std::size_t count = 0;
+    for (const Field& f : fields_) {
+      if (f.number == n && f.wire == 2 && count++ == 0) only = &f;
+    }
+    if (count <= 1) return Message(only != nullptr ? only->bytes : std::string_view(), storage_);
+    auto merged = std::make_shared<std::string>();  // given more than once: protobuf merges them
     for (const Field& f : fields_) {
       if (f.number == n && f.wire == 2) merged->append(f.bytes);
     }

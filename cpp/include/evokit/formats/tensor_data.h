@@ -14,9 +14,10 @@
 
 namespace evokit::formats {
 
-// The dims of the tensor, refusing a negative one. `what` names the tensor
-// in errors ("initializer 'W'"), after `source`.
-std::vector<std::size_t> tensor_dims(std::string_view tensor, const std::string& source, const std::string& what);
+// A tensor's dims, refusing a negative one. `what` names the tensor in
+// errors ("initializer 'W'"), after `source`.
+std::vector<std::size_t> tensor_dims(const std::vector<std::int64_t>& dims, const std::string& source,
+                                     const std::string& what);
 
 // The float32 values of a FLOAT tensor, flat, from raw_data (little-endian)
 // or float_data. Throws std::invalid_argument for a negative dimension or a

@@ -35,6 +35,10 @@ void write_solver_state(const std::string& path, const proto::SolverState& state
 // read. Whether the entries fit a solver is the solver's load() to check.
 evokit::SolverState state_from_proto(const proto::SolverState& message, const std::string& path);
 
+// What `message` records about the model and optimizer it belongs to, for
+// load_solver's checks (formats::check_state_matches).
+formats::StoredStateHeader state_header(const proto::SolverState& message);
+
 // Writes `state` into `out` (state_version 2, family, steps, noise_version,
 // the typed vectors); the other fields of `out` (num_params, optimizer,
 // config, fingerprints) are the caller's. Existing vectors are replaced.
