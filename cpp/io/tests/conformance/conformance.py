@@ -147,12 +147,6 @@ _allow("model", "garbage truncated", "load", Allowed(
     "C++'s ParseFromString says only false",
     py=r"models/\w+\.onnx: not a valid ONNX model \(DecodeError: .+\)",
     cpp=r"models/\w+\.onnx: not a valid ONNX model \(the bytes do not parse as an ONNX ModelProto\)"))
-_allow("model", "empty", "load", Allowed(
-    "wording",
-    "an empty file: protobuf parses 0 bytes as an empty ModelProto, which Python then refuses for "
-    "having no nodes; C++ refuses empty bytes before parsing (onnx_model.cc from_bytes)",
-    py=r"models/empty\.onnx: not a valid ONNX model \(no graph nodes\)",
-    cpp=r"models/empty\.onnx: not a valid ONNX model \(the bytes do not parse as an ONNX ModelProto\)"))
 _allow("model", "directory", "load", Allowed(
     "wording", "a directory: each language's file layer words it",
     py=r"models/directory\.onnx: is a directory, not an ONNX model file",
@@ -171,21 +165,6 @@ _allow("model", "external_data external_data_ir99", "load", Allowed(
     "model (onnx.load); the C++ component refuses them by design (onnx_model.h: 'external data'). "
     "With IR <= 8 C++'s refusal comes from the ONNX checker, which looks for the data file relative "
     "to the working directory, not the model's: see the report"))
-_allow("model", "obs_scalar", "load", Allowed(
-    "python_only",
-    "a scalar observation input: Python's OnnxPolicy refuses it on loading (it also serves "
-    "onnxruntime), C++'s OnnxModel loads it and its graph() refuses it; io::ESAgent's "
-    "load_inference_model builds the graph at once, so both agents refuse the model",
-    later="native"))
-_allow("model", "fingerprint_attributes native_unsupported_op unnamed_nodes fp_sequence_output_ir99 "
-       "fp_type_proto_attribute_ir99 obs_no_shape_ir99 obs_symbolic_feature "
-       "obs_double", "native", Allowed(
-           "wording",
-           "the native graph's refusals are worded by each language's translation of ONNX into the "
-           "core's PolicyGraph (evokit/policy/native.py, cpp/io/src/onnx_model.cc); they refuse the "
-           "same models and name the same node, output or input first (as test_onnx_model.cc checks)",
-           same="subject"))
-
 # ---- logs ---------------------------------------------------------------------
 
 # ---- solver states ------------------------------------------------------------
@@ -218,14 +197,6 @@ _allow("state", "garbage_file", "load", Allowed(
 # Applied to Python's line before comparing: each removes a difference of
 # form that holds for every fixture of its kind, for the reason given.
 
-def _native_marker(line: dict) -> None:
-    """Python's NativePolicy marks its refusals "native backend: " (an
-    OnnxPolicy may fall back to onnxruntime); C++ has no other forward pass."""
-    value = line.get("native")
-    if is_error(value):
-        value["error"] = re.sub(r"^(\S+?): native backend: ", r"\1: ", value["error"], count=1)
-
-
 def _checker_one_line(line: dict) -> None:
     """C++ puts the ONNX checker's multi-line messages on one line
     (onnx_model.cc one_line())."""
@@ -244,7 +215,7 @@ def _payload_reason(line: dict) -> None:
                                    skipped["reason"], flags=re.S)
 
 
-NORMALISE = {"config": [], "model": [_native_marker, _checker_one_line],
+NORMALISE = {"config": [], "model": [_checker_one_line],
              "log": [_payload_reason], "state": []}
 
 
