@@ -436,14 +436,70 @@ def test_concurrent_update_is_refused(setup):
     assert update(wh, [log]).to_iteration == 1
 
 
-def test_same_sampler_twice_at_one_iteration_is_refused(setup):
+def _sampled(log):
+    """Each record of the log without its time: what a sample is."""
+    out = []
+    for r in read_log(log).records:
+        rec = pb.SampleRecord()
+        rec.CopyFrom(r.record)
+        rec.ClearField("time")
+        out.append(rec.SerializeToString(deterministic=True))
+    return out
+
+
+def test_a_sampler_resumes_where_its_log_ends(setup):
+    tmp, cfg, model, wh = setup
+    whole, resumed = tmp / "whole.log", tmp / "resumed.log"
+    sample(wh, "CartPole-v1", 12, whole, seed=3, chunk_size=4)
+    # stopped after its first chunk, then run again with the same arguments
+    first = sample(wh, "CartPole-v1", 4, resumed, seed=3, chunk_size=4)
+    rest = sample(wh, "CartPole-v1", 12, resumed, seed=3, chunk_size=4)
+    assert (first.num_samples, rest.num_samples, rest.first_index) == (4, 8, 4)
+    assert "from sample 4, the log held the ones before" in str(rest)
+    assert _sampled(resumed) == _sampled(whole)
+    assert [r.record.sample_index for r in read_log(resumed).records] == list(range(12))
+    again = sample(wh, "CartPole-v1", 12, resumed, seed=3)
+    assert again.num_samples == 0 and "already holds samples 0 .. 11" in str(again)
+    assert len(read_log(resumed).records) == 12
+    sample(wh, "CartPole-v1", 4, resumed, seed=4)  # another sampler: its own numbers
+    assert [r.record.sample_index for r in read_log(resumed).records][12:] == [0, 1, 2, 3]
+
+
+def test_records_carry_their_own_env_steps(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    rep = sample(wh, "CartPole-v1", 10, log, seed=0)
+    steps = [r.record.env_steps for r in read_log(log).records]
+    assert sum(steps) == rep.env_steps
+    assert len(set(steps)) > 1  # CartPole's episodes end at different steps
+
+
+def test_unnumbered_samples_of_the_same_sampler_are_refused(setup):
     tmp, cfg, model, wh = setup
     log = tmp / "log"
     sample(wh, "CartPole-v1", 4, log, seed=3)
-    with pytest.raises(ValueError, match=r"already holds samples of sampler 3 at iteration 0"):
-        sample(wh, "CartPole-v1", 4, log, seed=3)
-    sample(wh, "CartPole-v1", 4, log, seed=4)
-    assert len(read_log(log).records) == 8
+    old = read_log(log).records[0].record
+    old.ClearField("sample_index")
+    append_records(log, [old])
+    with pytest.raises(ValueError, match=r"already holds 1 unnumbered samples of sampler 3 at iteration 0; "
+                                         r"give this sampler another --seed"):
+        sample(wh, "CartPole-v1", 8, log, seed=3)
+
+
+def test_two_evaluations_of_one_member_are_two_samples(setup):
+    """The same member evaluated twice with the same reward is data, not a
+    duplicate; only a record appended twice is one."""
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 20, log, seed=0)
+    records = [r.record for r in read_log(log).records]
+    twin = pb.SampleRecord()
+    twin.CopyFrom(records[0])
+    twin.sample_index = 20
+    append_records(log, [twin, records[1]])  # a second evaluation of member 0; record 1 again
+    rep = update(wh, [log])
+    assert rep.used == 21
+    assert rep.dropped == {"duplicate of another record in these logs": 1}
 
 
 # ---- crash safety ------------------------------------------------------------
