@@ -57,7 +57,7 @@ from ..config import parse_config
 from ..errors import LogError
 from ..evaluation.base import Evaluator
 from ..evaluation.factory import make_evaluator
-from ..evaluation.seeds import SAMPLER_TAG, episode_seeds
+from ..evaluation.seeds import SAMPLER_TAG, episode_seed_table
 from .samplelog import Skipped, append_records, read_log
 from .warehouse import INFO_FILE, Warehouse
 
@@ -164,16 +164,17 @@ def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
     own = evaluator is None
     evaluator = evaluator or make_evaluator(env_id, workers, policy=agent.policy)
     try:
-        # Sample i is clone i's first member, drawn in clone order (what the
-        # solver's keys depend on); the samples already written are drawn and
-        # dropped, which costs no evaluation.
-        for i in range(start):
-            agent.clone().add_noise()
+        # Sample i is the member clone i's add_noise() draws, drawn in clone
+        # order (what a family with one sequence of members depends on); the
+        # samples already written are drawn and dropped, costing no evaluation.
+        if start:
+            agent.draw_members(start)
         for first in range(start, num_samples, chunk_size):
             count = min(chunk_size, num_samples - first)
-            infos = [agent.clone().add_noise() for _ in range(count)]
-            seeds = [episode_seeds(seed, k, i // 2 if antithetic else i, episodes_per_sample, SAMPLER_TAG)
-                     for i in range(first, first + count)]
+            infos = agent.draw_members(count, first)
+            index = np.arange(first, first + count)
+            seeds = episode_seed_table(seed, k, index // 2 if antithetic else index, episodes_per_sample,
+                                       SAMPLER_TAG)
             result = evaluator.evaluate(agent, infos, seeds)
             each = (result.sample_steps if result.sample_steps is not None
                     else np.full(count, result.steps // count, np.int64))
