@@ -36,3 +36,57 @@ def test_every_public_name_resolves():
     assert evokit.config.validate_config is evokit.config.validate_config  # a submodule, on first use
     with pytest.raises(AttributeError, match=r"module 'evokit' has no attribute 'nope'"):
         evokit.nope
+
+
+def _module_imports(root):
+    """Each evokit module's imports of other evokit modules at module level
+    (imports inside functions are on first use, not a cycle)."""
+    import ast
+    import os
+
+    modules = {}
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            if name.endswith(".py"):
+                rel = os.path.relpath(os.path.join(dirpath, name), os.path.dirname(root))[:-3].replace(os.sep, ".")
+                modules[rel[:-len(".__init__")] if rel.endswith(".__init__") else rel] = os.path.join(dirpath, name)
+    edges = {m: set() for m in modules}
+    for module, path in modules.items():
+        package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in tree.body:  # module level only
+            targets = []
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = ".".join([base, node.module]) if node.module else base
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("evokit.")]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("evokit"):
+                targets = [node.module]
+            edges[module] |= {t for t in targets if t in modules and t != "evokit"}
+    return edges
+
+
+def test_no_import_cycle():
+    import os
+
+    edges = _module_imports(os.path.dirname(evokit.__file__))
+    assert "evokit.config" in edges and "evokit.parl_config" in edges["evokit.config"]
+    state, stack = {}, []
+
+    def visit(m):
+        state[m] = "open"
+        stack.append(m)
+        for n in sorted(edges[m]):
+            if state.get(n) == "open":
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(n):] + [n]))
+            if n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = "done"
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m)
