@@ -59,7 +59,7 @@ from ..evaluation.base import Evaluator
 from ..evaluation.factory import make_evaluator
 from ..evaluation.seeds import SAMPLER_TAG, episode_seed_table
 from .samplelog import Skipped, append_records, read_log
-from .warehouse import INFO_FILE, Warehouse
+from .warehouse import INFO_FILE, Consumed, Warehouse
 
 # Rewards are float32 in the Gaussian update: a larger one would abort the
 # whole update, so such a record is dropped (and counted) like a non-finite one.
@@ -233,10 +233,10 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
     kept = wh.iterations()
     max_to_keep = agent.config.async_es.max_to_keep
     window = set(kept[-max_to_keep:])
-    consumed = set()
+    consumed = Consumed()
     for u in window:
         if u > 0:
-            consumed |= wh.consumed(u)
+            consumed.update(wh.consumed(u))
     fingerprints: Dict[int, str] = {}  # of the kept iterations records name, each computed once
 
     def model_fingerprint(u: int) -> str:
@@ -245,7 +245,7 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
         return fingerprints[u]
 
     dropped = collections.Counter()
-    infos, rewards, ids, seen = [], [], [], set()
+    infos, rewards, ids, seen = [], [], [], {}
     for path in logs:
         try:
             result = read_log(path)
@@ -267,10 +267,11 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
                 dropped[f"from an iteration no longer kept (max_to_keep = {max_to_keep})"] += 1
             elif r.model_fingerprint != model_fingerprint(it):
                 dropped["from another run (model fingerprint differs from the warehouse's)"] += 1
-            elif rec.record_id in consumed:
+            elif rec.identity in consumed:
                 dropped["already applied by an earlier update"] += 1
-            elif rec.record_id in seen:
-                dropped["duplicate of another record in these logs"] += 1
+            elif rec.identity in seen:
+                dropped["duplicate of another record in these logs" if seen[rec.identity] == rec.record_id
+                        else "another record with the same sampler, iteration and sample_index came first"] += 1
             elif not np.isfinite(r.reward):
                 dropped["reward is not finite"] += 1
             elif abs(r.reward) > _FLOAT32_MAX:
@@ -278,10 +279,10 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
             elif not _rebuildable(agent, r.info):
                 dropped["invalid key"] += 1
             else:
-                seen.add(rec.record_id)
+                seen[rec.identity] = rec.record_id
                 infos.append(r.info)
                 rewards.append(r.reward)
-                ids.append(rec.record_id)
+                ids.append(rec.identity)
     report.dropped = dict(dropped)
     if not infos:
         return report
