@@ -17,6 +17,8 @@ except ImportError as _exc:  # pragma: no cover - depends on how evokit was impo
         f"tree, e.g. pytest with --import-mode=importlib as configured in pyproject.toml."
     ) from None
 
+from typing import TYPE_CHECKING
+
 from . import evokit_pb2 as proto
 from ._core import __version__
 from .blackbox.cmaes import CMAES, SepCMAES
@@ -26,6 +28,14 @@ from .blackbox.nsga2 import NSGA2
 from .blackbox.openes import OpenES
 from .errors import ConfigError, ModelError, SolverFileError
 from .evokit_pb2 import EvoKitConfig
+
+if TYPE_CHECKING:  # what type checkers and the API docs read; at run time, _LAZY below
+    from .agent import ESAgent, SamplingInfo
+    from .config import load_config, parse_config
+    from .evaluation.envs import init_model, policy_for_env
+    from .policy.native import NativePolicy
+    from .policy.onnx_policy import OnnxPolicy
+    from .training.loop import TrainResult, train
 
 # The names below load onnx, onnxruntime or gymnasium: each is imported on
 # first use (PEP 562), so that the black-box strategies import without them.
