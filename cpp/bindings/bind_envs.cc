@@ -79,17 +79,12 @@ py::array_t<double> cartpole_array(const CartPoleState& s) {
 py::dict env_spec_dict(const EnvSpec& spec) {
   py::dict defaults;
   for (const EnvArgument& a : spec.defaults) defaults[py::str(a.name)] = default_value(a.value);
-  py::dict d;
-  d["name"] = spec.name;
-  d["entry_point"] = spec.entry_point;
-  d["defaults"] = defaults;
-  d["obs_size"] = spec.obs_size;
-  d["action_size"] = spec.action_size;
-  d["discrete"] = spec.discrete;
-  d["obs_float32"] = spec.obs_float32;
-  d["state_size"] = spec.state_size;
-  d["seeded_reset"] = spec.seeded_reset;
-  return d;
+  return py::dict(py::arg("name") = spec.name, py::arg("entry_point") = spec.entry_point,
+                  py::arg("defaults") = defaults, py::arg("obs_size") = spec.obs_size,
+                  py::arg("action_size") = spec.action_size, py::arg("discrete") = spec.discrete,
+                  py::arg("obs_float32") = spec.obs_float32,
+                  py::arg("state_size") = spec.state_size,
+                  py::arg("seeded_reset") = spec.seeded_reset);
 }
 
 void bind_envs(py::module_& m) {

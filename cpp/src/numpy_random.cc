@@ -32,7 +32,7 @@ std::uint32_t mix(std::uint32_t x, std::uint32_t y) noexcept {
 }
 
 // ---- numpy's PCG64 (numpy/random/src/pcg64/pcg64.h), XSL-RR output ------------
-using u128 = unsigned __int128;
+__extension__ typedef unsigned __int128 u128;
 constexpr u128 kPcgMult = (static_cast<u128>(2549297995355413924ull) << 64) |
                           static_cast<u128>(4865540595714422341ull);
 

@@ -24,7 +24,9 @@ class NumpyGenerator {
   double uniform(double low, double high) noexcept { return low + (high - low) * random(); }
 
  private:
-  unsigned __int128 state_ = 0, inc_ = 0;
+  // PCG64's 128-bit state and increment (a GCC / Clang extension type).
+  __extension__ typedef unsigned __int128 Word;
+  Word state_ = 0, inc_ = 0;
   void advance() noexcept;
 };
 

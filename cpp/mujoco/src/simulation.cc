@@ -140,6 +140,47 @@ const MujocoTask& find_task(const std::string& name) {
 
 }  // namespace
 
+std::vector<EnvArgument> locomotion_defaults(const char* xml_file, int frame_skip,
+                                             EnvArgumentValue forward_reward_weight,
+                                             double ctrl_cost_weight, double reset_noise_scale,
+                                             std::vector<EnvArgument> own) {
+  std::vector<EnvArgument> all{{"xml_file", std::string(xml_file)},
+                               {"frame_skip", std::int64_t{frame_skip}},
+                               {"forward_reward_weight", std::move(forward_reward_weight)},
+                               {"ctrl_cost_weight", ctrl_cost_weight},
+                               {"reset_noise_scale", reset_noise_scale},
+                               {"exclude_current_positions_from_observation", true}};
+  for (EnvArgument& a : own) all.push_back(std::move(a));
+  return all;
+}
+
+EnvSpec mujoco_spec(const char* name, const char* entry_point, std::vector<EnvArgument> defaults,
+                    int obs_size, int nq, int nv, int nu) {
+  EnvSpec spec;
+  spec.name = name;
+  spec.entry_point = entry_point;
+  spec.defaults = std::move(defaults);
+  spec.obs_size = static_cast<std::size_t>(obs_size);
+  spec.action_size = static_cast<std::size_t>(nu);
+  spec.state_size = static_cast<std::size_t>(nq + nv);
+  return spec;
+}
+
+float control_cost(const float* action, int nu, double weight) noexcept {
+  float squares[kMaxActions];
+  for (int i = 0; i < nu; ++i) squares[i] = action[i] * action[i];
+  return static_cast<float>(weight) * numpy_sum(squares, static_cast<std::size_t>(nu));
+}
+
+double root_x(const mjModel*, const mjData* d) { return d->qpos[0]; }
+
+double* observe_positions(const mjModel* m, const mjData* d, int skipped, bool clip_qvel,
+                          double* out) {
+  for (int i = skipped; i < m->nq; ++i) *out++ = d->qpos[i];
+  for (int i = 0; i < m->nv; ++i) *out++ = clip_qvel ? numpy_clip(d->qvel[i], -10.0, 10.0) : d->qvel[i];
+  return out;
+}
+
 int header_version() noexcept { return mjVERSION_HEADER; }
 
 const std::vector<const MujocoTaskInfo*>& tasks() {

@@ -14,8 +14,6 @@
 
 #include <mujoco/mujoco.h>
 
-#include <cstddef>
-#include <utility>
 #include <vector>
 
 #include "evokit/env.h"
@@ -42,41 +40,62 @@ struct MujocoTask {
                    bool& terminated);
 };
 
-// A task's EnvSpec: float64 observations, nu action values, episodes from
-// a state (qpos then qvel).
-inline EnvSpec mujoco_spec(const char* name, const char* entry_point,
-                           std::vector<EnvArgument> defaults, int obs_size, int nq, int nv,
-                           int nu) {
-  EnvSpec spec;
-  spec.name = name;
-  spec.entry_point = entry_point;
-  spec.defaults = std::move(defaults);
-  spec.obs_size = static_cast<std::size_t>(obs_size);
-  spec.action_size = static_cast<std::size_t>(nu);
-  spec.state_size = static_cast<std::size_t>(nq + nv);
-  return spec;
-}
-
 // The tasks, in registry order (registry.cc).
 const std::vector<const MujocoTask*>& mujoco_tasks();
+
+// The constructor arguments every v5 locomotion task has (xml_file,
+// frame_skip, forward_reward_weight, ctrl_cost_weight, reset_noise_scale,
+// exclude_current_positions_from_observation=True), then the task's own.
+std::vector<EnvArgument> locomotion_defaults(const char* xml_file, int frame_skip,
+                                             EnvArgumentValue forward_reward_weight,
+                                             double ctrl_cost_weight, double reset_noise_scale,
+                                             std::vector<EnvArgument> own);
+
+// A task's EnvSpec: float64 observations, nu action values, episodes from
+// a state (qpos then qvel).
+EnvSpec mujoco_spec(const char* name, const char* entry_point, std::vector<EnvArgument> defaults,
+                    int obs_size, int nq, int nv, int nu);
 
 // The most actuators a task may have (load_env checks the registry).
 constexpr int kMaxActions = 32;
 
 // weight * np.sum(np.square(action)) of the float32 action: float32.
-inline float control_cost(const float* action, int nu, double weight) noexcept {
-  float squares[kMaxActions];
-  for (int i = 0; i < nu; ++i) squares[i] = action[i] * action[i];
-  return static_cast<float>(weight) * numpy_sum(squares, static_cast<std::size_t>(nu));
-}
+float control_cost(const float* action, int nu, double weight) noexcept;
+
+// qpos[0]: the x of the tasks whose root is a slide joint along x.
+double root_x(const mjModel* m, const mjData* d);
 
 // qpos[skipped:], then qvel (clipped to [-10, 10] with clip_qvel): the
 // observation's start; returns where it ends.
-inline double* observe_positions(const mjModel* m, const mjData* d, int skipped, bool clip_qvel,
-                                 double* out) {
-  for (int i = skipped; i < m->nq; ++i) *out++ = d->qpos[i];
-  for (int i = 0; i < m->nv; ++i) *out++ = clip_qvel ? numpy_clip(d->qvel[i], -10.0, 10.0) : d->qvel[i];
-  return out;
+double* observe_positions(const mjModel* m, const mjData* d, int skipped, bool clip_qvel,
+                          double* out);
+
+// The reward of HalfCheetah and Swimmer: forward_reward_weight (1) *
+// x_velocity - the float32 control cost; never terminates.
+template <const double& kCtrlCostWeight>
+double forward_reward(const mjModel* m, const mjData*, const float* action, double x_velocity,
+                      bool&) {
+  return 1.0 * x_velocity - static_cast<double>(control_cost(action, m->nu, kCtrlCostWeight));
+}
+
+// The reward of Hopper and Walker2d: forward_reward_weight (1) * x_velocity +
+// healthy_reward (1) while healthy - the float32 control cost; terminated
+// when not healthy.
+template <const double& kCtrlCostWeight, bool (*kHealthy)(const mjModel*, const mjData*)>
+double healthy_forward_reward(const mjModel* m, const mjData* d, const float* action,
+                              double x_velocity, bool& terminated) {
+  const float ctrl_cost = control_cost(action, m->nu, kCtrlCostWeight);
+  const bool healthy = kHealthy(m, d);
+  const double rewards = 1.0 * x_velocity + (healthy ? 1.0 : 0.0);
+  terminated = !healthy;
+  return rewards - static_cast<double>(ctrl_cost);
+}
+
+// _get_obs() of the tasks that observe qpos[kSkipped:] and qvel (clipped
+// with kClipQvel) only.
+template <int kSkipped, bool kClipQvel>
+void observe_state(const mjModel* m, const mjData* d, double* obs) {
+  observe_positions(m, d, kSkipped, kClipQvel, obs);
 }
 
 }  // namespace evokit::mujoco

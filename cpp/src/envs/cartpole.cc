@@ -103,28 +103,13 @@ class CartPoleEpisode final : public Episode {
   bool started_ = false;
 };
 
-class CartPoleEnv final : public Env {
- public:
-  const EnvSpec& spec() const noexcept override { return spec_; }
-  std::unique_ptr<Episode> episode() const override { return std::make_unique<CartPoleEpisode>(); }
-
- private:
-  EnvSpec spec_{"CartPole-v1",
-                "gymnasium.envs.classic_control.cartpole:CartPoleEnv",
-                {{"sutton_barto_reward", false}},
-                /*obs_size=*/4,
-                /*action_size=*/2,
-                /*discrete=*/true,
-                /*obs_float32=*/true,
-                /*state_size=*/4,
-                /*seeded_reset=*/true,
-                /*cheap_steps=*/true};
-};
-
 }  // namespace
 
 std::shared_ptr<const Env> cartpole() {
-  static const auto env = std::make_shared<const CartPoleEnv>();
+  static const auto env = std::make_shared<const ClassicEnv<CartPoleEpisode>>(
+      classic_spec("CartPole-v1", "gymnasium.envs.classic_control.cartpole:CartPoleEnv",
+                   {{"sutton_barto_reward", false}}, /*obs_size=*/4, /*action_size=*/2,
+                   /*discrete=*/true, /*state_size=*/4));
   return env;
 }
 

@@ -96,28 +96,12 @@ class PendulumEpisode final : public Episode {
   bool started_ = false;
 };
 
-class PendulumEnv final : public Env {
- public:
-  const EnvSpec& spec() const noexcept override { return spec_; }
-  std::unique_ptr<Episode> episode() const override { return std::make_unique<PendulumEpisode>(); }
-
- private:
-  EnvSpec spec_{"Pendulum-v1",
-                "gymnasium.envs.classic_control.pendulum:PendulumEnv",
-                {{"g", 10.0}},
-                /*obs_size=*/3,
-                /*action_size=*/1,
-                /*discrete=*/false,
-                /*obs_float32=*/true,
-                /*state_size=*/2,
-                /*seeded_reset=*/true,
-                /*cheap_steps=*/true};
-};
-
 }  // namespace
 
 std::shared_ptr<const Env> pendulum() {
-  static const auto env = std::make_shared<const PendulumEnv>();
+  static const auto env = std::make_shared<const ClassicEnv<PendulumEpisode>>(
+      classic_spec("Pendulum-v1", "gymnasium.envs.classic_control.pendulum:PendulumEnv", {{"g", 10.0}},
+                   /*obs_size=*/3, /*action_size=*/1, /*discrete=*/false, /*state_size=*/2));
   return env;
 }
 

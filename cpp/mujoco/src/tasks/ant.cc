@@ -53,19 +53,14 @@ double reward(const mjModel* m, const mjData* d, const float* action, double x_v
 const MujocoTask& ant() {
   static const MujocoTask task{
       mujoco_spec("Ant-v5", "gymnasium.envs.mujoco.ant_v5:AntEnv",
-                  {{"xml_file", std::string("ant.xml")},
-                   {"frame_skip", std::int64_t{5}},
-                   {"forward_reward_weight", std::int64_t{1}},
-                   {"ctrl_cost_weight", kCtrlCostWeight},
-                   {"contact_cost_weight", kContactCostWeight},
-                   {"healthy_reward", kHealthyReward},
-                   {"main_body", std::int64_t{1}},
-                   {"terminate_when_unhealthy", true},
-                   {"healthy_z_range", std::pair{0.2, 1.0}},
-                   {"contact_force_range", std::pair{-1.0, 1.0}},
-                   {"reset_noise_scale", 0.1},
-                   {"exclude_current_positions_from_observation", true},
-                   {"include_cfrc_ext_in_observation", true}},
+                  locomotion_defaults("ant.xml", 5, std::int64_t{1}, kCtrlCostWeight, 0.1,
+                                      {{"contact_cost_weight", kContactCostWeight},
+                                       {"healthy_reward", kHealthyReward},
+                                       {"main_body", std::int64_t{1}},
+                                       {"terminate_when_unhealthy", true},
+                                       {"healthy_z_range", std::pair{0.2, 1.0}},
+                                       {"contact_force_range", std::pair{-1.0, 1.0}},
+                                       {"include_cfrc_ext_in_observation", true}}),
                   105, 15, 14, 8),
       15, 14, 8, kBodies, 5, 0.1, true, x_position, observe, reward};
   return task;
