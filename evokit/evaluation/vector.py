@@ -162,6 +162,7 @@ class VectorEvaluator(PooledEvaluator):
         self._runner = Lockstep(env_id, vectorization_mode if vectorization_mode != "native"
                                 else "vector_entry_point" if vector else "sync")
         self._fitted_policy = None
+        self._core_env = None  # the core's env of a native environment, made at first use
         self._pool: Optional[cf.ProcessPoolExecutor] = None
         self._pool_key = None
 
@@ -225,8 +226,9 @@ class VectorEvaluator(PooledEvaluator):
                                                  obs_clip=norm.clip)
         if self._native.mujoco_task is None:
             # The core's own environments start from the episodes' seeds.
-            env = _core.NativeEnv(self._native.task)
-            starts = dict(seeds=np.asarray(flat, np.int64))
+            if self._core_env is None:
+                self._core_env = _core.NativeEnv(self._native.task)
+            env, starts = self._core_env, dict(seeds=np.asarray(flat, np.int64))
         else:
             # A MuJoCo task's initial states are drawn here, as reset(seed=s) draws them.
             task = native_mujoco.load(self._native.mujoco_task)
