@@ -19,19 +19,43 @@ except ImportError as _exc:  # pragma: no cover - depends on how evokit was impo
 
 from . import evokit_pb2 as proto
 from ._core import __version__
-from .agent import ESAgent, SamplingInfo
 from .blackbox.cmaes import CMAES, SepCMAES
 from .blackbox.distribution import ARS, CEM, CRFMNES, LMMAES, PGPE, SNES, XNES
 from .blackbox.ga import GA
 from .blackbox.nsga2 import NSGA2
 from .blackbox.openes import OpenES
-from .config import load_config, parse_config
 from .errors import ConfigError, ModelError, SolverFileError
-from .evaluation.envs import init_model, policy_for_env
 from .evokit_pb2 import EvoKitConfig
-from .policy.native import NativePolicy
-from .policy.onnx_policy import OnnxPolicy
-from .training.loop import TrainResult, train
+
+# The names below load onnx, onnxruntime or gymnasium: each is imported on
+# first use (PEP 562), so that the black-box strategies import without them.
+_LAZY = {
+    "ESAgent": "agent", "SamplingInfo": "agent",
+    "load_config": "config", "parse_config": "config",
+    "init_model": "evaluation.envs", "policy_for_env": "evaluation.envs",
+    "NativePolicy": "policy.native", "OnnxPolicy": "policy.onnx_policy",
+    "TrainResult": "training.loop", "train": "training.loop",
+}
+_SUBMODULES = ("agent", "blackbox", "cli", "config", "errors", "evaluation", "online", "parl_config", "policy",
+               "solvers", "statefile", "training", "util", "workers")
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'evokit' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+
 
 __all__ = [
     "CMAES", "SepCMAES", "SNES", "XNES", "CRFMNES", "LMMAES", "PGPE", "CEM", "ARS", "NSGA2",

@@ -319,13 +319,13 @@ class ESAgent:
         self._info.CopyFrom(info)
         self._info.model_iter_id = self.model_iter_id
 
-    def draw_members(self, count: int):
-        """The next ``count`` members, as clones 0 .. count-1 would draw them
-        with add_noise() (a training generation that evaluates members
-        without making clones)."""
+    def draw_members(self, count: int, first: int = 0):
+        """The next ``count`` members, as clones ``first`` .. ``first + count - 1``
+        would draw them with add_noise() (a training generation, or a chunk of
+        the online sampler's samples, evaluated without making clones)."""
         self._require_original("draw_members")
         self._require_solver("draw_members")
-        return [_to_proto(i) for i in self._core.draw_members(count)]
+        return [_to_proto(i) for i in self._core.draw_members(count, first)]
 
     def check_member(self, info: pb.SamplingInfo) -> None:
         """Raise (``ValueError`` or ``IndexError``, naming the problem) unless

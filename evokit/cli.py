@@ -278,9 +278,10 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("sample", help="evaluate perturbed models and append them to a log",
                        description="The reference online sampler: load the newest model of the "
-                                   "warehouse, clone agents, add noise, evaluate each in the "
-                                   "environment (in parallel) and append one record per sample to "
-                                   "the log.")
+                                   "warehouse, clone agents, add noise, evaluate them as `evokit "
+                                   "train` does and append one record per sample to the log, in "
+                                   "chunks appended whole. Run again after an interruption, it "
+                                   "resumes where the log ends.")
     s.add_argument("--warehouse", required=True, help="model warehouse (from `evokit init-solver`)")
     s.add_argument("--env", required=True, help="gymnasium environment id")
     s.add_argument("--num-samples", type=int, required=True, help="samples to draw (even if antithetic)")
@@ -288,8 +289,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=_seed, default=0,
                    help="this sampler's id: samplers running at once need distinct seeds (default: 0)")
     s.add_argument("--iteration", type=int, help="sample this kept iteration instead of the newest")
-    s.add_argument("--workers", type=_workers, default=1,
-                   help="evaluation processes, or 'auto' for one per core (default: 1)")
+    s.add_argument("--workers", type=_workers,
+                   help="evaluation workers as `evokit train` uses them (processes, or the threads of the "
+                        "batched native path), or 'auto' for one per core (default: train.num_workers)")
     s.add_argument("--episodes", type=int, default=1, help="episodes averaged per sample (default: 1)")
     s.add_argument("--quiet", action="store_true", help="print nothing on success")
     s.set_defaults(func=_cmd_sample)
@@ -312,7 +314,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--env", required=True, help="gymnasium environment id")
     e.add_argument("--episodes", type=int, default=20, help="episodes (default: 20)")
     e.add_argument("--seed", type=_seed, default=0, help="seed of the first episode (default: 0)")
-    e.add_argument("--workers", type=_workers, default=1, help="evaluation processes (default: 1)")
+    e.add_argument("--workers", type=_workers,
+                   help="evaluation workers as `evokit train` uses them, or 'auto' for one per core "
+                        "(default: train.num_workers)")
     e.add_argument("--min-return", type=float,
                    help="exit 1 unless the mean return reaches this value")
     e.set_defaults(func=_cmd_evaluate)

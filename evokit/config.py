@@ -27,6 +27,7 @@ from google.protobuf import text_format
 
 from . import _core
 from . import evokit_pb2 as pb
+from . import parl_config
 from .errors import ConfigError
 from .solvers.options import message_fields
 
@@ -104,8 +105,6 @@ def parse_error(text: str, source: str, exc: text_format.ParseError) -> ConfigEr
 def _parse_text(text: str, source: str) -> pb.EvoKitConfig:
     """``text`` as an EvoKitConfig, in EvoKit's layout or PARL EvoKit's
     (mapped by :mod:`evokit.parl_config`, with one ConfigLayoutWarning)."""
-    from . import parl_config
-
     problem = _core.config_check_literals(text, *_literal_schema())
     if problem is not None:
         raise _problem_error(source, problem)

@@ -107,6 +107,19 @@ def test_crafted_logs_writes_its_result_files(bench_module, tmp_path):
     assert all(r["mib"] == 1 and r["examined_per_byte"] > 0 for r in data["results"])
 
 
+def test_online_pipeline_writes_its_result_files(bench_module, tmp_path):
+    args = ["--num-samples", "200", "--out", str(tmp_path)]
+    online = bench_module("online_pipeline", *args)
+    assert online.main(args) == 0
+    data = assert_result_files(tmp_path, "online_pipeline", "python bench/online_pipeline.py --num-samples 200")
+    rows = data["results"]
+    assert rows["update"]["duplicates_dropped"] == 0 and rows["update"]["records"] == 200
+    assert "update 0 -> 1: used 200 samples" in rows["update"]["report"]
+    for name in ("sample, iteration 0", "sample, trained"):
+        assert rows[name]["env_steps"] >= 200 * 8 and rows[name]["peak_mib"] > 0
+    assert rows["sample, trained"]["env_steps"] > rows["sample, iteration 0"]["env_steps"]
+
+
 def test_numpy_reference_is_gymnasium(bench):
     """The NumPy CartPole and seeding equal gymnasium's step for step."""
     import gymnasium

@@ -199,10 +199,10 @@ void bind_agent(py::module_& m) {
           },
           py::arg("infos"), py::arg("rewards"),
           "Why these samples are not yet enough for an update (None when they are).")
-      .def("draw_members", &ESAgent::draw_members, py::arg("count"),
+      .def("draw_members", &ESAgent::draw_members, py::arg("count"), py::arg("first") = 0,
            py::call_guard<py::gil_scoped_release>(),
-           "The next members for clones 0 .. count-1, as their add_noise() would draw them "
-           "(original only).")
+           "The next members for clones first .. first+count-1, as their add_noise() would draw "
+           "them (original only).")
       .def_property("sampling_stream", &ESAgent::sampling_stream, &ESAgent::set_sampling_stream,
                     "Salt for the keys of clones made afterwards.")
       .def_property_readonly(

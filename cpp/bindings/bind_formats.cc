@@ -6,12 +6,13 @@
 #include <evokit/formats/config.h>
 #include <evokit/formats/fingerprint.h>
 #include <evokit/formats/log_file.h>
+#include <evokit/formats/onnx_model.h>
 #include <evokit/formats/param_pattern.h>
 #include <evokit/formats/solver_file.h>
 #include <evokit/formats/state_file.h>
-#include <evokit/formats/tensor_data.h>
 #include <evokit/formats/warehouse.h>
 
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -197,33 +198,59 @@ void bind_formats(py::module_& m) {
         "sha256 (hex) of the model fingerprint's hex followed by the parameters as little-endian float32.");
   m.attr("FINGERPRINT_VERSION") = formats::kFingerprintVersion;
 
-  // ONNX tensors (serialized TensorProto): the shape checked against the data first.
-  m.def("float_tensor_values", [](const py::bytes& tensor, const std::string& source, const std::string& what) {
-    const std::string bytes = tensor;
-    std::vector<float> values;
-    {
-      py::gil_scoped_release release;
-      values = formats::float_tensor_values(bytes, source, what);
-    }
-    py::array_t<float> out(static_cast<py::ssize_t>(values.size()));
-    std::copy(values.begin(), values.end(), out.mutable_data());
+  // ONNX policy models (formats/onnx_model.h): the layout and the native graph.
+  py::register_exception<formats::UnsupportedModel>(m, "UnsupportedModel", PyExc_ValueError);
+  const auto shapes = [](const std::vector<std::vector<std::size_t>>& v) {
+    py::list out;
+    for (const auto& s : v) out.append(py::tuple(py::cast(s)));
     return out;
-  }, py::arg("tensor"), py::arg("source"), py::arg("what"),
-        "The float32 values of a FLOAT tensor, flat; ValueError naming it for a shape that does not match "
-        "its data.");
-  m.def("int_tensor_values", [](const py::bytes& tensor, const std::string& source, const std::string& what) {
-    const std::string bytes = tensor;
-    std::vector<std::int64_t> values;
-    {
-      py::gil_scoped_release release;
-      values = formats::int_tensor_values(bytes, source, what);
-    }
-    py::array_t<std::int64_t> out(static_cast<py::ssize_t>(values.size()));
-    std::copy(values.begin(), values.end(), out.mutable_data());
-    return out;
-  }, py::arg("tensor"), py::arg("source"), py::arg("what"),
-        "The values of an integer or BOOL tensor as int64, flat, checked as float_tensor_values checks.");
-  m.def("is_int_tensor_type", &formats::is_int_tensor_type, py::arg("data_type"));
+  };
+  py::class_<formats::OnnxLayout>(m, "OnnxLayout",
+                                  "What an ONNX policy model means: its parameters, observation input, output and "
+                                  "recurrent state (read_onnx_layout).")
+      .def_readonly("source", &formats::OnnxLayout::source)
+      .def_readonly("param_pattern", &formats::OnnxLayout::param_pattern)
+      .def_readonly("ir_version", &formats::OnnxLayout::ir_version)
+      .def_readonly("opset", &formats::OnnxLayout::opset)
+      .def_readonly("param_names", &formats::OnnxLayout::param_names)
+      .def_property_readonly("param_shapes", [shapes](const formats::OnnxLayout& l) { return shapes(l.param_shapes); })
+      .def_readonly("param_offsets", &formats::OnnxLayout::param_offsets)
+      .def_property_readonly("parameters", [](const formats::OnnxLayout& l) {
+        py::array_t<float> out(static_cast<py::ssize_t>(l.parameters.size()));
+        std::copy(l.parameters.begin(), l.parameters.end(), out.mutable_data());
+        return out;
+      }, "The model's own parameter values, flat (a new float32 array).")
+      .def_property_readonly("input_name", [](const formats::OnnxLayout& l) { return l.input.name; })
+      .def_property_readonly("input_elem_type", [](const formats::OnnxLayout& l) { return l.input.elem_type; })
+      .def_property_readonly("input_shape", [](const formats::OnnxLayout& l) -> py::object {
+        if (!l.input.has_shape) return py::none();
+        py::list dims;
+        for (const std::int64_t d : l.input.dims) dims.append(d < 0 ? py::object(py::none()) : py::object(py::int_(d)));
+        return py::tuple(dims);
+      }, "The observation input's declared shape, None for a symbolic dimension; None without a shape.")
+      .def_readonly("output_name", &formats::OnnxLayout::output_name)
+      .def_readonly("state_names", &formats::OnnxLayout::state_names)
+      .def_readonly("state_output_names", &formats::OnnxLayout::state_output_names)
+      .def_property_readonly("state_shapes", [shapes](const formats::OnnxLayout& l) { return shapes(l.state_shapes); },
+                             "Each state's shape, its batch dimension as 1.")
+      .def_readonly("state_axes", &formats::OnnxLayout::state_axes);
+  m.def("read_onnx_layout", [](const py::bytes& model, const std::string& param_pattern, const std::string& source,
+                               const py::object& check) {
+    const std::string_view bytes = model;
+    std::function<void(std::int64_t)> call;
+    if (!check.is_none()) call = [&check](std::int64_t ir_version) { check(ir_version); };
+    return formats::read_onnx_layout(bytes, param_pattern, source, call);  // `check` needs the GIL
+  }, py::arg("model"), py::arg("param_pattern"), py::arg("source"), py::arg("check") = py::none(),
+        "The layout of a serialized ONNX model; ValueError naming the model for one that cannot be a policy. "
+        "`check(ir_version)` runs first, once the model has nodes and outputs (Python's ONNX checker).");
+  m.def("onnx_policy_graph", [](const py::bytes& model, const formats::OnnxLayout& layout) {
+    const std::string_view bytes = model;
+    py::gil_scoped_release release;
+    return formats::onnx_policy_graph(bytes, layout);
+  }, py::arg("model"), py::arg("layout"),
+        "The native forward pass of a serialized ONNX model (a PolicyGraph); UnsupportedModel naming the node "
+        "and op for a graph the native backend cannot run, ValueError for a broken model.");
+  m.def("onnx_data_type_name", &formats::onnx_data_type_name, py::arg("data_type"));
 
   // A sampling log's file: each refusal is ValueError, one line naming the log.
   m.def("log_open_for_append", &formats::open_log_for_append, py::arg("path"),

@@ -76,6 +76,27 @@ void bind_sampler(py::module_& m) {
         py::arg("tag"), py::arg("episode"),
         "The seed of episode `episode` of sample `index` of `generation` for `tag`'s use "
         "(evokit/episode_seeds.h).");
+  m.def("episode_seed_table", [](std::uint64_t seed, std::uint64_t generation, const py::array_t<std::int64_t,
+                                 py::array::c_style | py::array::forcecast>& indices, std::uint64_t tag,
+                                 std::size_t episodes) {
+    if (indices.ndim() != 1) throw std::invalid_argument("indices must be 1-D");
+    for (py::ssize_t i = 0; i < indices.shape(0); ++i) {
+      if (indices.at(i) < 0) throw std::invalid_argument("indices must be >= 0, got " + std::to_string(indices.at(i)));
+    }
+    py::array_t<std::int64_t> out({indices.shape(0), static_cast<py::ssize_t>(episodes)});
+    const std::int64_t* in = indices.data();
+    std::int64_t* o = out.mutable_data();
+    const auto n = static_cast<std::size_t>(indices.shape(0));
+    py::gil_scoped_release release;
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t e = 0; e < episodes; ++e) {
+        o[i * episodes + e] = static_cast<std::int64_t>(
+            episode_seed(seed, generation, static_cast<std::uint64_t>(in[i]), tag, e));
+      }
+    }
+    return out;
+  }, py::arg("seed"), py::arg("generation"), py::arg("indices"), py::arg("tag"), py::arg("episodes"),
+        "episode_seed of episodes 0 .. episodes-1 of each sample in `indices`, as an (n, episodes) int64 array.");
   m.attr("SAMPLE_EPISODE_TAG") = kSampleEpisodeTag;
   m.attr("EVAL_EPISODE_TAG") = kEvalEpisodeTag;
   m.attr("SAMPLER_EPISODE_TAG") = kSamplerEpisodeTag;

@@ -208,16 +208,16 @@ std::string ESAgent::shortfall(const std::vector<SamplingInfo>& infos,
   return shared_->solver->shortfall(infos, rewards);
 }
 
-std::vector<SamplingInfo> ESAgent::draw_members(std::size_t count) {
+std::vector<SamplingInfo> ESAgent::draw_members(std::size_t count, std::size_t first) {
   require_original("draw_members");
-  if (count > static_cast<std::size_t>(INT_MAX)) {
-    throw std::invalid_argument("draw_members(): count must be at most " +
-                                std::to_string(INT_MAX) + ", got " + std::to_string(count));
+  if (count > static_cast<std::size_t>(INT_MAX) || first > static_cast<std::size_t>(INT_MAX) - count) {
+    throw std::invalid_argument("draw_members(): first + count must be at most " + std::to_string(INT_MAX) +
+                                ", got " + std::to_string(first) + " + " + std::to_string(count));
   }
   const std::uint64_t stream = sampling_stream();
   std::vector<SamplingInfo> infos;
   infos.reserve(count);
-  for (std::size_t c = 0; c < count; ++c) {
+  for (std::size_t c = first; c < first + count; ++c) {
     infos.push_back(shared_->solver->draw(static_cast<int>(c), stream));
   }
   return infos;

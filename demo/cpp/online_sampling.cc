@@ -201,6 +201,7 @@ int run(const evokit_demo::Args& args) {
     r.set_sampler_id(seed);
     r.set_env_steps(samples.episodes[i].steps);
     r.set_time(now);
+    r.set_sample_index(i);
   }
   evokit::io::LogWriter(log_path).append(records);
   report(samples, k, threads, log_path, "appended to");

@@ -203,7 +203,8 @@ for k in 0 1 2; do
     fail "evokit update dropped or skipped records of the C++ sampler's CMA log"
   fi
   # Every record of the log is one the update used: consumed.pb of the new
-  # iteration lists exactly the log's record ids, all drawn at iteration k.
+  # iteration holds exactly the log's records (the C++ sampler numbers its
+  # samples 0 .. n-1: one run of sampler 3 at iteration k), all drawn at k.
   "$python" - "$W3" "$log" "$k" "$NC" <<'PY' || fail "iteration $((k + 1)) of the CMA warehouse did not use every record"
 import sys
 from evokit import evokit_pb2 as pb
@@ -214,15 +215,18 @@ assert not result.skipped, [str(s) for s in result.skipped]
 ids = {r.record_id for r in result.records}
 assert len(result.records) == len(ids) == n, (len(result.records), len(ids), n)
 assert {r.record.info.model_iter_id for r in result.records} == {k}
+assert sorted(r.identity for r in result.records) == [(3, k, i) for i in range(n)]
 consumed = pb.ConsumedSamples()
 with open(f"{warehouse}/model_iter_id-{k + 1}/consumed.pb", "rb") as f:
     consumed.ParseFromString(f.read())
-assert set(consumed.record_ids) == ids, (len(consumed.record_ids), len(ids))
+assert list(consumed.record_ids) == [], len(consumed.record_ids)
+runs = [(r.sampler_id, r.model_iter_id, r.first, r.end) for r in consumed.ranges]
+assert runs == [(3, k, 0, n)], runs
 state = pb.SolverState()
 with open(f"{warehouse}/model_iter_id-{k + 1}/solver.pb", "rb") as f:
     state.ParseFromString(f.read())
 assert (state.family, state.steps) == ("CMA_SAMPLING", k + 1), (state.family, state.steps)
-print(f"iteration {k + 1}: consumed.pb lists the {n} records of {log.rsplit('/', 1)[1]}")
+print(f"iteration {k + 1}: consumed.pb holds the {n} records of {log.rsplit('/', 1)[1]} (one run)")
 PY
 done
 evaluation=$("$evaluator" --warehouse "$W3" --episodes 5)

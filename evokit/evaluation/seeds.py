@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import List
 
+import numpy as np
+
 from .. import _core
 
-__all__ = ["EVAL_TAG", "SAMPLER_TAG", "SAMPLE_TAG", "episode_seeds"]
+__all__ = ["EVAL_TAG", "SAMPLER_TAG", "SAMPLE_TAG", "episode_seed_table", "episode_seeds"]
 
 #: :func:`evokit.train`: the episodes of the population's samples.
 SAMPLE_TAG: int = _core.SAMPLE_EPISODE_TAG  # 0
@@ -27,3 +29,9 @@ def episode_seeds(seed: int, generation: int, index: int, count: int, tag: int) 
     """Episode seeds of sample ``index`` of ``generation``: a pure function of
     its arguments (``tag`` separates sample episodes from centre evaluations)."""
     return [int(_core.episode_seed(seed, generation, index, tag, j)) for j in range(count)]
+
+
+def episode_seed_table(seed: int, generation: int, indices, count: int, tag: int) -> np.ndarray:
+    """:func:`episode_seeds` of every sample in ``indices``, as one
+    ``(len(indices), count)`` int64 array (row i: sample ``indices[i]``)."""
+    return _core.episode_seed_table(seed, generation, np.asarray(indices, dtype=np.int64), tag, count)

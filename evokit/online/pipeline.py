@@ -57,9 +57,9 @@ from ..config import parse_config
 from ..errors import LogError
 from ..evaluation.base import Evaluator
 from ..evaluation.factory import make_evaluator
-from ..evaluation.seeds import SAMPLER_TAG, episode_seeds
+from ..evaluation.seeds import SAMPLER_TAG, episode_seed_table
 from .samplelog import Skipped, append_records, read_log
-from .warehouse import INFO_FILE, Warehouse
+from .warehouse import INFO_FILE, Consumed, Warehouse
 
 # Rewards are float32 in the Gaussian update: a larger one would abort the
 # whole update, so such a record is dropped (and counted) like a non-finite one.
@@ -71,14 +71,19 @@ __all__ = ["EvaluateReport", "SampleReport", "UpdateReport", "evaluate", "sample
 @dataclass
 class SampleReport:
     iteration: int
-    num_samples: int
+    num_samples: int  # sampled and appended by this call
     env_steps: int
     reward_mean: float
     reward_max: float
     log: str
+    first_index: int = 0  # the sample_index of the first of them (the log held the ones before)
 
     def __str__(self) -> str:
-        return (f"sampled {self.num_samples} at iteration {self.iteration}: reward mean "
+        if self.num_samples == 0:
+            return (f"{self.log} already holds samples 0 .. {self.first_index - 1} of this sampler at "
+                    f"iteration {self.iteration}: nothing to sample")
+        resumed = f" (from sample {self.first_index}, the log held the ones before)" if self.first_index else ""
+        return (f"sampled {self.num_samples} at iteration {self.iteration}{resumed}: reward mean "
                 f"{self.reward_mean:.2f} max {self.reward_max:.2f}, {self.env_steps:,} env steps; "
                 f"appended to {self.log}")
 
@@ -115,14 +120,27 @@ class UpdateReport:
         return "\n".join(self.lines())
 
 
+#: Samples evaluated and appended to the log at a time by :func:`sample`.
+CHUNK_SIZE = 4096
+
+
 def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
-           iteration: Optional[int] = None, num_workers: int = 1, episodes_per_sample: int = 1,
-           evaluator: Optional[Evaluator] = None) -> SampleReport:
+           iteration: Optional[int] = None, num_workers: Optional[int] = None, episodes_per_sample: int = 1,
+           evaluator: Optional[Evaluator] = None, chunk_size: int = CHUNK_SIZE) -> SampleReport:
     """Evaluate ``num_samples`` perturbations of the warehouse's model and
-    append their records to ``log``. ``seed`` names this sampler: samplers
-    that run at the same iteration need distinct seeds (their keys and
-    episodes derive from it); a log that already holds this sampler's samples
-    of this iteration is refused, since they would be the same samples."""
+    append their records to ``log``.
+
+    ``seed`` names this sampler: samplers that run at the same iteration need
+    distinct seeds (their keys and episodes derive from it). Its samples of an
+    iteration are numbered 0, 1, ... (``SampleRecord.sample_index``), sample
+    ``i`` always the same member with the same episode seeds. They are
+    evaluated as ``evokit train`` evaluates (the batched native path where the
+    policy and the environment run natively; ``num_workers`` defaults to the
+    config's ``train.num_workers``) and appended ``chunk_size`` at a time, each
+    chunk whole or not at all, so memory does not grow with ``num_samples``.
+    The samples ``log`` already holds of this sampler and iteration are not
+    drawn again: a sampler stopped part way resumes where its log ends, and
+    a larger ``num_samples`` goes on from there."""
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     k = wh.latest if iteration is None else iteration
     agent = wh.load_agent(k)
@@ -133,35 +151,71 @@ def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
         raise ValueError(f"episodes per sample must be >= 1, got {episodes_per_sample}")
     if antithetic and num_samples % 2:
         raise ValueError(f"num_samples must be even with antithetic sampling, got {num_samples}")
+    if chunk_size < 1 or (antithetic and chunk_size % 2):
+        raise ValueError(f"chunk_size must be >= 1{' and even (antithetic sampling)' if antithetic else ''}, "
+                         f"got {chunk_size}")
+    workers = agent.config.train.num_workers if num_workers is None else num_workers
     log = os.fspath(log)
-    if os.path.exists(log):
-        prior = read_log(log)
-        if any(r.record.sampler_id == seed and r.record.info.model_iter_id == k for r in prior.records):
-            raise ValueError(f"{log} already holds samples of sampler {seed} at iteration {k}; "
-                             f"give this sampler another --seed")
+    start = _samples_written(log, seed, k)
     agent.sampling_stream = seed
-    clones = [agent.clone() for _ in range(num_samples)]
-    infos = [c.add_noise() for c in clones]
-    seeds = [episode_seeds(seed, k, i // 2 if antithetic else i, episodes_per_sample, SAMPLER_TAG)
-             for i in range(num_samples)]
+    cfp = wh.info.config_fingerprint
+    mfp = wh.model_fingerprint(k)
+    rewards_sum, reward_max, steps, written = 0.0, -np.inf, 0, 0
     own = evaluator is None
-    evaluator = evaluator or make_evaluator(env_id, num_workers)
+    evaluator = evaluator or make_evaluator(env_id, workers, policy=agent.policy)
     try:
-        result = evaluator.evaluate(agent, infos, seeds)
+        # Sample i is the member clone i's add_noise() draws, drawn in clone
+        # order (what a family with one sequence of members depends on); the
+        # samples already written are drawn and dropped, costing no evaluation.
+        if start:
+            agent.draw_members(start)
+        for first in range(start, num_samples, chunk_size):
+            count = min(chunk_size, num_samples - first)
+            infos = agent.draw_members(count, first)
+            index = np.arange(first, first + count)
+            seeds = episode_seed_table(seed, k, index // 2 if antithetic else index, episodes_per_sample,
+                                       SAMPLER_TAG)
+            result = evaluator.evaluate(agent, infos, seeds)
+            each = (result.sample_steps if result.sample_steps is not None
+                    else np.full(count, result.steps // count, np.int64))
+            now = time.time()
+            append_records(log, [pb.SampleRecord(info=info, reward=float(r), config_fingerprint=cfp,
+                                                 model_fingerprint=mfp, sampler_id=seed, env_steps=int(n),
+                                                 time=now, sample_index=first + j)
+                                 for j, (info, r, n) in enumerate(zip(infos, result.rewards, each))])
+            rewards_sum += float(np.sum(result.rewards))
+            reward_max = max(reward_max, float(np.max(result.rewards)))
+            steps += int(result.steps)
+            written += count
     finally:
         if own:
             evaluator.close()
-    cfp = wh.info.config_fingerprint
-    mfp = wh.model_fingerprint(k)
-    now = time.time()
-    steps_each = result.steps // max(1, num_samples)
-    records = [pb.SampleRecord(info=info, reward=float(r), config_fingerprint=cfp, model_fingerprint=mfp,
-                               sampler_id=seed, env_steps=steps_each, time=now)
-               for info, r in zip(infos, result.rewards)]
-    append_records(log, records)
-    return SampleReport(iteration=k, num_samples=num_samples, env_steps=result.steps,
-                        reward_mean=float(np.mean(result.rewards)), reward_max=float(np.max(result.rewards)),
-                        log=log)
+    return SampleReport(iteration=k, num_samples=written, env_steps=steps,
+                        reward_mean=rewards_sum / written if written else float("nan"),
+                        reward_max=reward_max if written else float("nan"), log=log, first_index=start)
+
+
+def _samples_written(log: str, sampler: int, iteration: int) -> int:
+    """How many of sampler ``sampler``'s samples of ``iteration`` the log
+    holds: one more than the highest ``sample_index`` (chunks are appended
+    whole and in order). A log whose records of this sampler and iteration
+    carry no index (written before samples were numbered) is refused, since
+    drawing again would repeat them."""
+    if not os.path.exists(log):
+        return 0
+    count, unnumbered = 0, 0
+    for rec in read_log(log).records:
+        r = rec.record
+        if r.sampler_id != sampler or r.info.model_iter_id != iteration:
+            continue
+        if r.HasField("sample_index"):
+            count = max(count, r.sample_index + 1)
+        else:
+            unnumbered += 1
+    if unnumbered:
+        raise ValueError(f"{log} already holds {unnumbered} unnumbered samples of sampler {sampler} at "
+                         f"iteration {iteration}; give this sampler another --seed")
+    return count
 
 
 def update(warehouse, logs: Sequence, config=None) -> UpdateReport:
@@ -179,10 +233,10 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
     kept = wh.iterations()
     max_to_keep = agent.config.async_es.max_to_keep
     window = set(kept[-max_to_keep:])
-    consumed = set()
+    consumed = Consumed()
     for u in window:
         if u > 0:
-            consumed |= wh.consumed(u)
+            consumed.update(wh.consumed(u))
     fingerprints: Dict[int, str] = {}  # of the kept iterations records name, each computed once
 
     def model_fingerprint(u: int) -> str:
@@ -191,7 +245,7 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
         return fingerprints[u]
 
     dropped = collections.Counter()
-    infos, rewards, ids, seen = [], [], [], set()
+    infos, rewards, ids, seen = [], [], [], {}
     for path in logs:
         try:
             result = read_log(path)
@@ -213,10 +267,11 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
                 dropped[f"from an iteration no longer kept (max_to_keep = {max_to_keep})"] += 1
             elif r.model_fingerprint != model_fingerprint(it):
                 dropped["from another run (model fingerprint differs from the warehouse's)"] += 1
-            elif rec.record_id in consumed:
+            elif rec.identity in consumed:
                 dropped["already applied by an earlier update"] += 1
-            elif rec.record_id in seen:
-                dropped["duplicate of another record in these logs"] += 1
+            elif rec.identity in seen:
+                dropped["duplicate of another record in these logs" if seen[rec.identity] == rec.record_id
+                        else "another record with the same sampler, iteration and sample_index came first"] += 1
             elif not np.isfinite(r.reward):
                 dropped["reward is not finite"] += 1
             elif abs(r.reward) > _FLOAT32_MAX:
@@ -224,10 +279,10 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
             elif not _rebuildable(agent, r.info):
                 dropped["invalid key"] += 1
             else:
-                seen.add(rec.record_id)
+                seen[rec.identity] = rec.record_id
                 infos.append(r.info)
                 rewards.append(r.reward)
-                ids.append(rec.record_id)
+                ids.append(rec.identity)
     report.dropped = dict(dropped)
     if not infos:
         return report
@@ -269,10 +324,13 @@ class EvaluateReport:
 
 
 def evaluate(model, env_id: str, episodes: int = 20, seed: int = 0,
-             num_workers: int = 1) -> EvaluateReport:
+             num_workers: Optional[int] = None) -> EvaluateReport:
     """The returns of ``episodes`` episodes (seeds ``seed``, ``seed + 1``, ...)
     of the centre policy of ``model``: an ONNX policy (a file, or a directory
-    holding model.onnx), or a warehouse, whose newest iteration is evaluated."""
+    holding model.onnx), or a warehouse, whose newest iteration is evaluated.
+    Evaluated as ``evokit train`` evaluates, with ``num_workers`` defaulting
+    to the config's ``train.num_workers`` (the warehouse's, else the
+    default config's)."""
     model = os.fspath(model)
     what = model
     if os.path.isdir(model) and os.path.exists(os.path.join(model, INFO_FILE)):
@@ -286,6 +344,7 @@ def evaluate(model, env_id: str, episodes: int = 20, seed: int = 0,
         agent.load_inference_model(model)
         agent.init_solver()
     seeds = [[seed + i] for i in range(episodes)]
-    with make_evaluator(env_id, num_workers) as ev:
+    workers = agent.config.train.num_workers if num_workers is None else num_workers
+    with make_evaluator(env_id, workers, policy=agent.policy) as ev:
         result = ev.evaluate(agent, [None] * episodes, seeds)
     return EvaluateReport(what, result.rewards)

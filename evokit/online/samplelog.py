@@ -92,6 +92,16 @@ class LogRecord:
     offset: int  # byte offset of the record's header
     record_id: bytes  # sha256(payload)[:16]
 
+    @property
+    def identity(self):
+        """What tells this evaluation from every other: (sampler_id,
+        model_iter_id, sample_index) for a numbered record, else its
+        record_id. Two records of one identity are one record appended twice."""
+        r = self.record
+        if r.HasField("sample_index"):
+            return (r.sampler_id, r.info.model_iter_id, r.sample_index)
+        return self.record_id
+
 
 @dataclass
 class ReadResult:

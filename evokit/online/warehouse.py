@@ -8,9 +8,10 @@ Layout (as in EvoKit, iteration k lives in ``W/model_iter_id-k/``)::
     ...
 
 ``solver.pb`` holds the optimizer state and the config of that iteration;
-``consumed.pb`` lists the records (by id) that the update producing the
-iteration used, so that running ``update`` again on the same logs does not
-apply them twice. Only the last ``async_es.max_to_keep`` iterations are kept.
+``consumed.pb`` lists the records that the update producing the iteration
+used (numbered records as runs of sample indices per sampler and iteration,
+others by id: :class:`Consumed`), so that running ``update`` again on the
+same logs does not apply them twice. Only the last ``async_es.max_to_keep`` iterations are kept.
 
 An iteration's files never change once it is committed: a :class:`Warehouse`
 reads each one at most once (its model and its solver state), and a model
@@ -29,6 +30,7 @@ ignored and removed by the next commit.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import fcntl
 import functools
@@ -36,7 +38,7 @@ import hashlib
 import os
 import shutil
 import tempfile
-from typing import Dict, Iterable, List, Optional, Set
+from typing import Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -233,13 +235,13 @@ class Warehouse:
         return state.params_fingerprint or params_fingerprint(p, p.initial_params(),
                                                               state.fingerprint_version)
 
-    def consumed(self, k: int) -> Set[bytes]:
-        """Ids of the records the update that produced iteration k used."""
+    def consumed(self, k: int) -> "Consumed":
+        """The records the update that produced iteration k used."""
         path = os.path.join(self._require(k), CONSUMED_FILE)
         if not os.path.exists(path):
-            return set()
-        msg = read_state_file(path, pb.ConsumedSamples(), WarehouseError, "consumed-samples file")
-        return set(msg.record_ids)
+            return Consumed()
+        return Consumed.from_proto(read_state_file(path, pb.ConsumedSamples(), WarehouseError,
+                                                   "consumed-samples file"))
 
     def load_agent(self, k: Optional[int] = None, config=None) -> ESAgent:
         """An agent at iteration k (default: the newest) with its solver state.
@@ -288,7 +290,7 @@ class Warehouse:
         finally:
             os.close(fd)
 
-    def commit(self, agent: ESAgent, consumed: Iterable[bytes] = ()) -> int:
+    def commit(self, agent: ESAgent, consumed: Iterable["Identity"] = ()) -> int:
         """Write ``agent`` (which must be at latest + 1) as the next iteration,
         atomically, then drop iterations beyond ``async_es.max_to_keep``."""
         k = agent.model_iter_id
@@ -322,7 +324,7 @@ class Warehouse:
         fsync_dir(self.path)
 
 
-def _write_iteration(directory: str, agent: ESAgent, consumed: Iterable[bytes]) -> None:
+def _write_iteration(directory: str, agent: ESAgent, consumed: Iterable["Identity"]) -> None:
     """model.onnx, then solver.pb recording the model file's sha256, then
     consumed.pb (if any record was used)."""
     os.makedirs(directory, exist_ok=True)
@@ -331,10 +333,101 @@ def _write_iteration(directory: str, agent: ESAgent, consumed: Iterable[bytes]) 
     _crash_point("after-model")
     write_state_file(os.path.join(directory, SOLVER_FILE), agent.solver_file_state(model))
     _crash_point("after-solver")
-    ids = sorted(set(consumed))
-    if ids:
-        write_state_file(os.path.join(directory, CONSUMED_FILE), pb.ConsumedSamples(record_ids=ids))
+    used = Consumed(consumed)
+    if used:
+        write_state_file(os.path.join(directory, CONSUMED_FILE), used.to_proto())
     fsync_dir(directory)
+
+
+#: A record's identity (LogRecord.identity): (sampler_id, model_iter_id,
+#: sample_index) for a numbered record, its record_id (bytes) otherwise.
+Identity = Union[Tuple[int, int, int], bytes]
+
+
+class Consumed:
+    """A set of record identities kept as consumed.pb keeps them: the ids of
+    unnumbered records, and per (sampler, iteration) the runs of consecutive
+    sample indices, so that it grows with the runs, not with the records."""
+
+    def __init__(self, identities: Iterable[Identity] = ()):
+        self.ids: set = set()
+        self._indices: Dict[Tuple[int, int], List[int]] = {}  # unsorted, until compacted
+        self._runs: Dict[Tuple[int, int], List[Tuple[int, int]]] = {}  # sorted, disjoint, [first, end)
+        for identity in identities:
+            self.add(identity)
+
+    def add(self, identity: Identity) -> None:
+        if isinstance(identity, bytes):
+            self.ids.add(identity)
+        else:
+            sampler, iteration, index = identity
+            self._indices.setdefault((sampler, iteration), []).append(index)
+
+    def _compact(self) -> None:
+        for key, indices in self._indices.items():
+            runs = self._runs.get(key, [])
+            for i in indices:
+                runs.append((i, i + 1))
+            runs.sort()
+            merged: List[Tuple[int, int]] = []
+            for first, end in runs:
+                if merged and first <= merged[-1][1]:
+                    merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+                else:
+                    merged.append((first, end))
+            self._runs[key] = merged
+        self._indices = {}
+
+    def runs(self) -> Dict[Tuple[int, int], List[Tuple[int, int]]]:
+        """(sampler, iteration) -> the runs [first, end) of consumed indices."""
+        self._compact()
+        return self._runs
+
+    def update(self, other: "Consumed") -> None:
+        self.ids |= other.ids
+        for key, runs in other.runs().items():
+            for first, end in runs:
+                self._runs.setdefault(key, []).append((first, end))
+            self._indices.setdefault(key, [])
+
+    def __contains__(self, identity: Identity) -> bool:
+        if isinstance(identity, bytes):
+            return identity in self.ids
+        sampler, iteration, index = identity
+        runs = self.runs().get((sampler, iteration))
+        if not runs:
+            return False
+        at = bisect.bisect_right(runs, (index, float("inf"))) - 1
+        return at >= 0 and runs[at][0] <= index < runs[at][1]
+
+    def __iter__(self):
+        """Every identity: the ids, then each numbered record's (sampler, iteration, index)."""
+        yield from self.ids
+        for (sampler, iteration), runs in sorted(self.runs().items()):
+            for first, end in runs:
+                for index in range(first, end):
+                    yield (sampler, iteration, index)
+
+    def __bool__(self) -> bool:
+        return bool(self.ids) or any(self.runs().values())
+
+    def __len__(self) -> int:
+        return len(self.ids) + sum(end - first for runs in self.runs().values() for first, end in runs)
+
+    @classmethod
+    def from_proto(cls, msg: pb.ConsumedSamples) -> "Consumed":
+        out = cls()
+        out.ids = set(msg.record_ids)
+        for r in msg.ranges:
+            out._runs.setdefault((r.sampler_id, r.model_iter_id), []).append((r.first, r.end))
+            out._indices.setdefault((r.sampler_id, r.model_iter_id), [])
+        return out
+
+    def to_proto(self) -> pb.ConsumedSamples:
+        return pb.ConsumedSamples(
+            record_ids=sorted(self.ids),
+            ranges=[pb.ConsumedRange(sampler_id=s, model_iter_id=k, first=first, end=end)
+                    for (s, k), runs in sorted(self.runs().items()) for first, end in runs])
 
 
 def _crash_point(stage: str) -> None:

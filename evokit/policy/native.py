@@ -1,12 +1,14 @@
 """The native backend: feed-forward ONNX policies run by EvoKit's C++ core.
 
-:meth:`NativePolicy.from_onnx_policy` reads the graph of an
-:class:`~evokit.policy.onnx_policy.OnnxPolicy` with the ``onnx`` package and
-hands the core a node list (``evokit._core.PolicyGraph``): op types, input and
-output names, integer and float attributes, which initializers are parameters
-(a window ``(offset, shape)`` of the flat parameter vector, exactly as
-``OnnxPolicy`` lays it out) and which are constants. The extension module
-never links ONNX.
+:meth:`NativePolicy.from_layout` hands the core a model's serialized bytes
+and its layout (what :class:`~evokit.policy.onnx_policy.OnnxPolicy` read of
+it, ``evokit._core.OnnxLayout``); the core translates the graph into its
+``evokit._core.PolicyGraph``: op types, input and output names, attributes,
+which initializers are parameters (a window ``(offset, shape)`` of the flat
+parameter vector) and which are constants. The translation and its
+refusals are written once, in ``cpp/src/formats/onnx_model.cc``, which the
+C++ io library's ``OnnxModel`` uses too; the extension module reads ONNX's
+wire format itself and never links ONNX.
 
 Supported: ``Gemm``, ``MatMul`` (2-D right operand), ``Add``, ``Sub``,
 ``Mul``, ``Div`` (numpy broadcasting), ``Relu``, ``Tanh``, ``Sigmoid``,
@@ -51,72 +53,17 @@ a clone predicts with, for any ``num_threads``.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Protocol, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
-import onnx
-from onnx import TensorProto
 
 from .. import _core
 from ..errors import ModelError, NotSupportedError
-from .tensor_data import INT_TYPES, float_tensor_values, int_tensor_values
 
-__all__ = ["NativePolicy", "PolicyLayout", "SUPPORTED_OPS"]
+__all__ = ["NativePolicy", "SUPPORTED_OPS"]
 
 #: ONNX op types the native backend runs (``Constant`` is read at build time).
 SUPPORTED_OPS = tuple(_core.PolicyGraph.supported_ops()) + ("Constant",)
-
-
-class PolicyLayout(Protocol):
-    """What :meth:`NativePolicy.from_onnx_policy` reads of a policy: the
-    public attributes of :class:`~evokit.policy.onnx_policy.OnnxPolicy` of those names."""
-
-    source: str
-    model: onnx.ModelProto
-    input_name: str
-    obs_shape: Optional[tuple]
-    obs_dtype: np.dtype
-    param_names: Sequence[str]
-    param_shapes: Sequence[tuple]
-    param_slices: Sequence[tuple]
-    state_names: Sequence[str]
-    state_output_names: Sequence[str]
-    state_shapes: Sequence[tuple]
-
-
-def _node_label(node: onnx.NodeProto, index: int) -> str:
-    name = f"'{node.name}'" if node.name else f"#{index}"
-    return f"node {name} ({node.op_type})"
-
-
-def _constant_value(node: onnx.NodeProto, label: str, source: str) -> np.ndarray:
-    """The tensor a Constant node holds: float32, or int64 for integer and
-    boolean tensors (``value_int``, ``value_ints`` too)."""
-    for attr in node.attribute:
-        if attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
-            dims = [int(d) for d in attr.t.dims]
-            if attr.t.data_type == TensorProto.FLOAT:
-                return float_tensor_values(attr.t, source, f"{label}: value").reshape(dims)
-            if attr.t.data_type in INT_TYPES:
-                return int_tensor_values(attr.t, source, f"{label}: value").reshape(dims)
-            raise NotSupportedError(
-                f"{source}: native backend: {label}: a "
-                f"{TensorProto.DataType.Name(attr.t.data_type)} constant; only FLOAT, integer "
-                f"and BOOL tensors are supported")
-        if attr.name in ("value_float", "value_floats"):
-            return np.asarray(onnx.helper.get_attribute_value(attr), np.float32)
-        if attr.name in ("value_int", "value_ints"):
-            return np.asarray(onnx.helper.get_attribute_value(attr), np.int64)
-    names = ", ".join(a.name for a in node.attribute) or "none"
-    raise NotSupportedError(f"{source}: native backend: {label}: only tensor, float and integer "
-                            f"constants are supported (attributes: {names})")
-
-
-def _add_constant(g: Any, name: str, value: np.ndarray) -> None:
-    if value.dtype == np.int64:
-        g.add_int_constant(name, list(value.shape), value.reshape(-1).tolist())
-    else:
-        g.add_constant(name, list(value.shape), value.reshape(-1))
 
 
 class NativePolicy:
@@ -150,110 +97,24 @@ class NativePolicy:
         self.state_size = int(graph.state_size)
 
     @classmethod
-    def from_onnx_policy(cls, policy: PolicyLayout) -> "NativePolicy":
-        """The native graph of ``policy`` (same parameter layout). Raises
+    def from_layout(cls, model: bytes, layout: Any) -> "NativePolicy":
+        """The native graph of the serialized ONNX ``model``, whose layout
+        (``evokit._core.read_onnx_layout``) is ``layout``. Raises
         :class:`NotSupportedError` naming the node and op for a graph the core
-        cannot run."""
-        source = policy.source
-        model = policy.model
-        graph = model.graph
-        g = _core.PolicyGraph()
-
-        def refuse(message: str) -> NotSupportedError:
-            return NotSupportedError(f"{source}: native backend: {message}")
-
-        obs_shape = policy.obs_shape
-        if obs_shape is None or any(d is None or d < 1 for d in obs_shape):
-            raise refuse(f"observation input {policy.input_name!r} has shape "
-                         f"{'undeclared' if obs_shape is None else obs_shape} (without the batch "
-                         f"dimension); the native backend needs fixed feature sizes")
-        if policy.obs_dtype != np.float32:
-            raise refuse(f"observation input {policy.input_name!r} has dtype {policy.obs_dtype}, "
-                         f"not float32")
-        opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
-
-        params = {name: (a, shape) for name, shape, (a, _) in
-                  zip(policy.param_names, policy.param_shapes, policy.param_slices)}
-        other: dict = {}  # initializers of other types: name -> type name
+        cannot run, :class:`ModelError` for a broken model."""
         try:
-            g.add_input(policy.input_name, list(obs_shape))
-            for name, shape in zip(policy.state_names, policy.state_shapes):
-                axis = list(shape).index(None)
-                g.add_state_input(name, [1 if d is None else d for d in shape], axis)
-            for t in graph.initializer:
-                if t.name in params:
-                    offset, shape = params[t.name]
-                    g.add_param(t.name, offset, list(shape))
-                elif t.data_type == TensorProto.FLOAT:
-                    g.add_constant(t.name, list(t.dims),
-                                   float_tensor_values(t, source, f"initializer {t.name!r}"))
-                elif t.data_type in INT_TYPES:
-                    g.add_int_constant(t.name, list(t.dims),
-                                       int_tensor_values(t, source, f"initializer {t.name!r}"))
-                else:
-                    other[t.name] = TensorProto.DataType.Name(t.data_type)
-        except ModelError:  # a tensor whose shape disagrees with its data: a broken model
-            raise
-        except ValueError as exc:
-            raise refuse(str(exc)) from None
+            graph = _core.onnx_policy_graph(model, layout)
+        except _core.UnsupportedModel as exc:
+            raise NotSupportedError(str(exc)) from None
+        except ValueError as exc:  # e.g. a tensor whose shape disagrees with its data
+            raise ModelError(str(exc)) from None
+        return cls(graph, layout.source, tuple(layout.input_shape[1:]))
 
-        supported = set(_core.PolicyGraph.supported_ops())
-        for index, node in enumerate(graph.node):
-            label = _node_label(node, index)
-            if node.domain not in ("", "ai.onnx"):
-                raise refuse(f"{label}: op {node.domain}.{node.op_type} is outside the default "
-                             f"ONNX domain")
-            if node.op_type == "Constant":
-                value = _constant_value(node, label, source)
-                try:
-                    _add_constant(g, node.output[0], value)
-                except ValueError as exc:
-                    raise refuse(str(exc)) from None
-                continue
-            if node.op_type not in supported:
-                raise refuse(f"{label}: op {node.op_type} is not supported (supported: "
-                             f"{', '.join(SUPPORTED_OPS)})")
-            for name in node.input:
-                if name in other:
-                    raise refuse(f"{label}: input {name!r} is a {other[name]} initializer; the "
-                                 f"native backend computes on FLOAT tensors (and integer ones "
-                                 f"for shapes) only")
-            ints, floats, int_lists, strings = {}, {}, {}, {}
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.INT:
-                    ints[attr.name] = int(attr.i)
-                elif attr.type == onnx.AttributeProto.FLOAT:
-                    floats[attr.name] = float(attr.f)
-                elif attr.type == onnx.AttributeProto.INTS:
-                    int_lists[attr.name] = [int(v) for v in attr.ints]
-                elif attr.type == onnx.AttributeProto.STRING:
-                    strings[attr.name] = [attr.s.decode("utf-8", "replace")]
-                elif attr.type == onnx.AttributeProto.STRINGS:
-                    strings[attr.name] = [v.decode("utf-8", "replace") for v in attr.strings]
-                else:
-                    raise refuse(f"{label}: attribute {attr.name!r} has type "
-                                 f"{onnx.AttributeProto.AttributeType.Name(attr.type)}; only INT, "
-                                 f"FLOAT, INTS, STRING and STRINGS attributes are supported")
-            # Before opset 13 Softmax's axis defaulted to 1 (and coerced to 2-D).
-            if node.op_type == "Softmax" and opset < 13 and "axis" not in ints:
-                ints["axis"] = 1
-            try:
-                g.add_node(node.op_type, list(node.input), list(node.output), ints, floats,
-                           node.name or f"#{index}", int_lists, strings)
-            except ValueError as exc:
-                raise refuse(str(exc)) from None
-        try:
-            for out in graph.output:
-                g.add_output(out.name)
-            for name, out in zip(policy.state_names, policy.state_output_names):
-                g.add_state_output(name, out)
-            batch_first = g.output_shape(1)[:1] == [1] and g.output_shape(2)[:1] == [2]
-        except ValueError as exc:
-            raise refuse(str(exc)) from None
-        if not batch_first:
-            raise refuse(f"output {graph.output[0].name!r} has shape {tuple(g.output_shape(1))} "
-                         f"for one observation: it does not start with the batch dimension")
-        return cls(g, source, obs_shape)
+    @classmethod
+    def from_onnx_policy(cls, policy: Any) -> "NativePolicy":
+        """The native graph of an :class:`~evokit.policy.onnx_policy.OnnxPolicy`
+        (same parameter layout)."""
+        return cls.from_layout(policy.model.SerializeToString(), policy.layout)
 
     # ---- inputs ----------------------------------------------------------
 

@@ -79,7 +79,6 @@ from ..errors import FingerprintError, ModelError, NativeFallbackWarning, NotSup
 from ..util import atomic_write_bytes
 from .fingerprint import FINGERPRINT_VERSION, model_fingerprint, model_fingerprint_v1
 from .native import NativePolicy
-from .tensor_data import float_tensor_values, int_tensor_values
 
 __all__ = ["BACKENDS", "OnnxPolicy", "select_action", "write_model_bytes"]
 
@@ -105,108 +104,11 @@ def _fmt_batch_shape(shape: Sequence[Any]) -> str:
     return _fmt_shape(["batch", *shape])
 
 
-def _declared_shape(value_info: onnx.ValueInfoProto) -> tuple | None:
-    """Declared dims of a tensor value_info; symbolic/unknown dims -> None.
-
-    Returns None when the value_info carries no shape at all.
-    """
-    ttype = value_info.type.tensor_type
-    if not ttype.HasField("shape"):
-        return None
-    dims = []
-    for d in ttype.shape.dim:
-        dims.append(int(d.dim_value) if d.HasField("dim_value") else None)
-    return tuple(dims)
-
-
 def _np_dtype_for(elem_type: int) -> np.dtype:
     try:
         return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
     except Exception:  # undefined / exotic types: fall back to float32
         return np.dtype(np.float32)
-
-
-_STATE_IN_SUFFIXES = ("_in", ".in", "in", "_0", "0")
-_STATE_OUT_SUFFIXES = ("_out", ".out", "out", "_n", "n")
-
-
-def _stem(name: str, suffixes: Sequence[str]) -> str | None:
-    for suffix in suffixes:
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return None
-
-
-def _same_declared(a: onnx.ValueInfoProto, b: onnx.ValueInfoProto) -> bool:
-    sa, sb = _declared_shape(a), _declared_shape(b)
-    return (a.type.tensor_type.elem_type == b.type.tensor_type.elem_type and sa is not None
-            and sb is not None and sa == sb)
-
-
-def pair_state(source: str, inputs: Sequence[onnx.ValueInfoProto],
-               outputs: Sequence[onnx.ValueInfoProto]) -> list[tuple[str, str]]:
-    """The (state input, state output) pairs of a graph by the module's rule:
-    ``inputs`` are the graph inputs after the observation, ``outputs`` the
-    graph outputs after the first. Raises ModelError naming an input that
-    pairs with no output or ambiguously."""
-    pairs: list[tuple[str, str]] = []
-    taken: dict[str, str] = {}
-    for vi in inputs:
-        stem = _stem(vi.name, _STATE_IN_SUFFIXES)
-        by_name = [o for o in outputs if stem is not None
-                   and _stem(o.name, _STATE_OUT_SUFFIXES) == stem]
-        if len(by_name) == 1:
-            out = by_name[0]
-            if not _same_declared(vi, out):
-                raise ModelError(
-                    f"{source}: state input {vi.name!r} pairs by name with output {out.name!r}, but "
-                    f"their declared shapes or types differ: {_fmt_shape(_declared_shape(vi) or ())} "
-                    f"vs {_fmt_shape(_declared_shape(out) or ())}")
-        else:
-            by_shape = [o for o in outputs if _same_declared(vi, o)]
-            if not by_shape:
-                raise ModelError(
-                    f"{source}: input {vi.name!r} is neither the observation nor recurrent state: "
-                    f"no output pairs with it by name (h0 -> hn, x_in -> x_out) or by shape "
-                    f"(outputs after the first: {_few([o.name for o in outputs])}); a policy "
-                    f"takes one observation input, then state inputs")
-            if len(by_shape) > 1:
-                raise ModelError(
-                    f"{source}: state input {vi.name!r} matches outputs "
-                    f"{_few([o.name for o in by_shape])} by shape; name the pair by the "
-                    f"convention (h0 -> hn, x_in -> x_out) to say which")
-            out = by_shape[0]
-        if out.name in taken:
-            raise ModelError(f"{source}: state inputs {taken[out.name]!r} and {vi.name!r} both pair "
-                             f"with output {out.name!r}")
-        taken[out.name] = vi.name
-        pairs.append((vi.name, out.name))
-    return pairs
-
-
-def state_batch_axis(source: str, vi: onnx.ValueInfoProto) -> int:
-    """The batch axis of a state input: its one symbolic dimension, or with
-    fixed shapes the last size-1 dimension before the final one."""
-    shape = _declared_shape(vi)
-    if vi.type.tensor_type.elem_type != TensorProto.FLOAT:
-        raise ModelError(f"{source}: state input {vi.name!r} has type "
-                         f"{TensorProto.DataType.Name(vi.type.tensor_type.elem_type)}, "
-                         f"expected FLOAT")
-    if not shape:
-        raise ModelError(f"{source}: state input {vi.name!r} declares no shape; a state "
-                         f"needs one, e.g. (1, batch, hidden)")
-    symbolic = [i for i, d in enumerate(shape) if d is None]
-    if len(symbolic) > 1:
-        raise ModelError(f"{source}: state input {vi.name!r} has shape {_fmt_shape(shape)} with "
-                         f"{len(symbolic)} symbolic dimensions; expected one, the batch")
-    if symbolic:
-        return symbolic[0]
-    ones = [i for i, d in enumerate(shape[:-1]) if d == 1]
-    if not ones:
-        raise ModelError(f"{source}: state input {vi.name!r} has fixed shape {_fmt_shape(shape)} "
-                         f"with no batch dimension (no symbolic or size-1 dimension before the "
-                         f"last)")
-    return ones[-1]
 
 
 def _few(names: Sequence[str], n: int = 5) -> str:
@@ -325,7 +227,7 @@ class OnnxPolicy:
         return cls(copy, param_pattern, source, backend=backend)
 
     def _setup(self, model: onnx.ModelProto, param_pattern: str, source: str,
-               check: bool, backend: str = "auto") -> None:
+               check: bool, backend: str = "auto", data: Optional[bytes] = None) -> None:
         self.source = source
         self.param_pattern = param_pattern
         self._lock = threading.Lock()
@@ -340,96 +242,48 @@ class OnnxPolicy:
             raise ModelError(
                 f"{source}: param_pattern must be a str, got {type(param_pattern).__name__}"
             )
-        try:
-            pattern = _core.ParamPattern(param_pattern)  # the one dialect (docs/config.md)
-        except ValueError as e:
-            raise ModelError(
-                f"{source}: invalid param_pattern {param_pattern!r}: {e}"
-            ) from None
+        if data is None:
+            data = model.SerializeToString()
 
-        graph = model.graph
-        if not model.HasField("graph") or len(graph.node) == 0:
-            raise ModelError(f"{source}: not a valid ONNX model (no graph nodes)")
-        if len(graph.output) == 0:
-            raise ModelError(f"{source}: not a valid ONNX model (graph has no outputs)")
-        if check and model.ir_version <= onnx.IR_VERSION:
+        def run_checker(ir_version: int) -> None:
             # Newer IR versions than this onnx package knows are left to
             # onnxruntime to accept or reject.
-            try:
-                onnx.checker.check_model(model)
-            except Exception as e:
-                raise ModelError(
-                    f"{source}: ONNX checker rejected the model: {' '.join(str(e).split())}"
-                ) from e
+            if check and ir_version <= onnx.IR_VERSION:
+                try:
+                    onnx.checker.check_model(model)
+                except Exception as e:
+                    raise ModelError(
+                        f"{source}: ONNX checker rejected the model: {' '.join(str(e).split())}"
+                    ) from e
+
+        try:  # what the model means is the core's (formats/onnx_model.h), as for the C++ library
+            layout = _core.read_onnx_layout(data, param_pattern, source, run_checker)
+        except ModelError:
+            raise
+        except ValueError as e:
+            raise ModelError(str(e)) from None
 
         # Keep the original model (initializers included) for save/to_model.
         self._model = model
-
-        init_names = [t.name for t in graph.initializer]
-        seen: set[str] = set()
-        for name in init_names:
-            if name in seen:
-                raise ModelError(f"{source}: duplicate initializer name {name!r}")
-            seen.add(name)
-
-        float_inits = [t for t in graph.initializer if t.data_type == TensorProto.FLOAT]
-        selected = [t for t in float_inits if pattern.matches(t.name)]
-        if not float_inits:
-            raise ModelError(
-                f"{source}: model has no float32 initializers to train "
-                f"(initializers: {_few(init_names)})"
-            )
-        if not selected:
-            raise ModelError(
-                f"{source}: no float32 initializer matches param_pattern "
-                f"{param_pattern!r} (float32 initializers: "
-                f"{_few([t.name for t in float_inits])})"
-            )
-
-        # The values first: each shape is checked against the data it holds
-        # before anything is sized from it.
-        arrays = [float_tensor_values(t, source, f"initializer {t.name!r}") for t in selected]
-        self.param_names = [t.name for t in selected]
-        self.param_shapes = [tuple(int(d) for d in t.dims) for t in selected]
-        self._sizes = [a.size for a in arrays]
-        offsets = np.cumsum([0] + self._sizes)
-        self.param_slices = [
-            (int(offsets[i]), int(offsets[i + 1])) for i in range(len(self._sizes))
-        ]
-        self.num_params = int(offsets[-1])
-        self._initial = np.ascontiguousarray(np.concatenate(arrays), dtype=np.float32)
-
-        # Observation input: first graph input that is not an initializer
-        # (IR < 4 models also list initializers as inputs).
-        init_set = set(init_names)
-        data_inputs = [vi for vi in graph.input if vi.name not in init_set]
-        if not data_inputs:
-            raise ModelError(f"{source}: model has no observation input")
-        _refuse_active_dropout(graph, source)
-        obs_vi = data_inputs[0]
-        pairs = pair_state(source, data_inputs[1:], list(graph.output)[1:])
-        self.state_names = [a for a, _ in pairs]
-        self.state_output_names = [b for _, b in pairs]
-        self._state_axes = [state_batch_axis(source, vi) for vi in data_inputs[1:]]
-        self.state_shapes = [
-            tuple(None if i == axis else d for i, d in enumerate(_declared_shape(vi)))
-            for vi, axis in zip(data_inputs[1:], self._state_axes)]
-        self.recurrent = bool(pairs)
-        self.input_name = obs_vi.name
-        self.obs_dtype = _np_dtype_for(obs_vi.type.tensor_type.elem_type)
-        declared = _declared_shape(obs_vi)
-        if declared is None:
-            self.obs_shape = None
-            self._batch_dim = None
-        elif len(declared) == 0:
-            raise ModelError(
-                f"{source}: observation input {self.input_name!r} is a scalar; "
-                f"expected shape (batch, ...)"
-            )
-        else:
-            self.obs_shape = tuple(declared[1:])
-            self._batch_dim = declared[0]
-        self.output_name = graph.output[0].name
+        self.layout = layout
+        self.param_names = list(layout.param_names)
+        self.param_shapes = [tuple(shape) for shape in layout.param_shapes]
+        self.param_slices = [(int(at), int(at) + math.prod(shape))
+                             for at, shape in zip(layout.param_offsets, self.param_shapes)]
+        self._initial = layout.parameters
+        self.num_params = int(self._initial.size)
+        self.state_names = list(layout.state_names)
+        self.state_output_names = list(layout.state_output_names)
+        self._state_axes = list(layout.state_axes)
+        self.state_shapes = [tuple(None if i == axis else d for i, d in enumerate(shape))
+                             for shape, axis in zip(layout.state_shapes, self._state_axes)]
+        self.recurrent = bool(self.state_names)
+        self.input_name = layout.input_name
+        self.obs_dtype = _np_dtype_for(layout.input_elem_type)
+        declared = layout.input_shape
+        self.obs_shape = None if declared is None else tuple(declared[1:])
+        self._batch_dim = None if declared is None else declared[0]
+        self.output_name = layout.output_name
 
         # The rewritten graph, serialized once for the session.
         run_model = onnx.ModelProto()
@@ -445,14 +299,14 @@ class OnnxPolicy:
                     helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
                 )
         self._run_model = run_model
-        self._select_backend(backend)
+        self._select_backend(backend, data)
 
-    def _select_backend(self, backend: str) -> None:
+    def _select_backend(self, backend: str, data: bytes) -> None:
         self.native = None
         self.fallback_reason = None
         if backend != "onnxruntime":
             try:
-                self.native = NativePolicy.from_onnx_policy(self)
+                self.native = NativePolicy.from_layout(data, self.layout)
             except NotSupportedError as exc:
                 if backend == "native":
                     raise
@@ -742,7 +596,7 @@ class OnnxPolicy:
         model = onnx.ModelProto()
         model.ParseFromString(state["model"])
         self._setup(model, state["param_pattern"], state["source"], check=False,
-                    backend=state.get("backend", "auto"))
+                    backend=state.get("backend", "auto"), data=state["model"])
 
     def __repr__(self) -> str:
         return (
@@ -751,47 +605,6 @@ class OnnxPolicy:
             + (f"state={self.state_names!r}, " if self.recurrent else "")
             + f"backend={self.backend!r})"
         )
-
-
-def _refuse_active_dropout(graph: onnx.GraphProto, source: str) -> None:
-    """Refuses a Dropout node whose ``training_mode`` input (opset 12+) is a
-    constant true and whose ratio is above 0: a model exported in training
-    mode, which would drop random activations at every call on either
-    backend. The same check and message as the C++ io component's."""
-    def scalar(t: TensorProto, what: str):
-        if t.data_type == TensorProto.FLOAT:
-            return float_tensor_values(t, source, what)[0]
-        return int_tensor_values(t, source, what)[0] != 0  # BOOL
-
-    consts: dict = {}
-    for t in graph.initializer:
-        if t.data_type in (TensorProto.BOOL, TensorProto.FLOAT) and math.prod(t.dims) == 1:
-            consts[t.name] = scalar(t, f"initializer {t.name!r}")
-    for index, node in enumerate(graph.node):
-        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
-            for attr in node.attribute:
-                if (attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR
-                        and attr.t.data_type in (TensorProto.BOOL, TensorProto.FLOAT)
-                        and math.prod(attr.t.dims) == 1):
-                    who = f"node '{node.name}'" if node.name else f"node #{index}"
-                    consts[node.output[0]] = scalar(attr.t, f"{who} (Constant): value")
-                elif attr.name == "value_float" and attr.type == onnx.AttributeProto.FLOAT:
-                    consts[node.output[0]] = np.float32(attr.f)
-        if node.op_type != "Dropout" or node.domain not in ("", "ai.onnx"):
-            continue
-        training = len(node.input) > 2 and node.input[2] in consts and bool(consts[node.input[2]])
-        ratio = np.float32(0.5)
-        for attr in node.attribute:
-            if attr.name == "ratio" and attr.type == onnx.AttributeProto.FLOAT:
-                ratio = np.float32(attr.f)
-        if len(node.input) > 1 and node.input[1]:
-            ratio = np.float32(consts.get(node.input[1], np.float32(0.5)))
-        if training and ratio > 0:
-            who = f"node '{node.name}'" if node.name else f"node #{index}"
-            raise ModelError(
-                f"{source}: {who} (Dropout): dropout is active (training_mode true, ratio "
-                f"{str(ratio)}): the model was exported in training mode and would drop random "
-                f"activations at every call; export it after model.eval()")
 
 
 def select_action(output: np.ndarray, discrete: bool):

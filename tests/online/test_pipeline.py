@@ -305,6 +305,8 @@ def test_future_iteration_and_bad_records(setup):
     huge = pb.SampleRecord()  # finite as a double, beyond float32: would abort the update
     huge.CopyFrom(recs[3])
     huge.reward = 1e39
+    for i, r in enumerate((future, badkey, nan, huge)):
+        r.sample_index = 100 + i  # samples of their own, not copies of the ones they came from
     extra = tmp / "extra"
     append_records(extra, [future, badkey, nan, huge])
     rep = update(wh, [log, extra])
@@ -436,14 +438,70 @@ def test_concurrent_update_is_refused(setup):
     assert update(wh, [log]).to_iteration == 1
 
 
-def test_same_sampler_twice_at_one_iteration_is_refused(setup):
+def _sampled(log):
+    """Each record of the log without its time: what a sample is."""
+    out = []
+    for r in read_log(log).records:
+        rec = pb.SampleRecord()
+        rec.CopyFrom(r.record)
+        rec.ClearField("time")
+        out.append(rec.SerializeToString(deterministic=True))
+    return out
+
+
+def test_a_sampler_resumes_where_its_log_ends(setup):
+    tmp, cfg, model, wh = setup
+    whole, resumed = tmp / "whole.log", tmp / "resumed.log"
+    sample(wh, "CartPole-v1", 12, whole, seed=3, chunk_size=4)
+    # stopped after its first chunk, then run again with the same arguments
+    first = sample(wh, "CartPole-v1", 4, resumed, seed=3, chunk_size=4)
+    rest = sample(wh, "CartPole-v1", 12, resumed, seed=3, chunk_size=4)
+    assert (first.num_samples, rest.num_samples, rest.first_index) == (4, 8, 4)
+    assert "from sample 4, the log held the ones before" in str(rest)
+    assert _sampled(resumed) == _sampled(whole)
+    assert [r.record.sample_index for r in read_log(resumed).records] == list(range(12))
+    again = sample(wh, "CartPole-v1", 12, resumed, seed=3)
+    assert again.num_samples == 0 and "already holds samples 0 .. 11" in str(again)
+    assert len(read_log(resumed).records) == 12
+    sample(wh, "CartPole-v1", 4, resumed, seed=4)  # another sampler: its own numbers
+    assert [r.record.sample_index for r in read_log(resumed).records][12:] == [0, 1, 2, 3]
+
+
+def test_records_carry_their_own_env_steps(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    rep = sample(wh, "CartPole-v1", 10, log, seed=0)
+    steps = [r.record.env_steps for r in read_log(log).records]
+    assert sum(steps) == rep.env_steps
+    assert len(set(steps)) > 1  # CartPole's episodes end at different steps
+
+
+def test_unnumbered_samples_of_the_same_sampler_are_refused(setup):
     tmp, cfg, model, wh = setup
     log = tmp / "log"
     sample(wh, "CartPole-v1", 4, log, seed=3)
-    with pytest.raises(ValueError, match=r"already holds samples of sampler 3 at iteration 0"):
-        sample(wh, "CartPole-v1", 4, log, seed=3)
-    sample(wh, "CartPole-v1", 4, log, seed=4)
-    assert len(read_log(log).records) == 8
+    old = read_log(log).records[0].record
+    old.ClearField("sample_index")
+    append_records(log, [old])
+    with pytest.raises(ValueError, match=r"already holds 1 unnumbered samples of sampler 3 at iteration 0; "
+                                         r"give this sampler another --seed"):
+        sample(wh, "CartPole-v1", 8, log, seed=3)
+
+
+def test_two_evaluations_of_one_member_are_two_samples(setup):
+    """The same member evaluated twice with the same reward is data, not a
+    duplicate; only a record appended twice is one."""
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 20, log, seed=0)
+    records = [r.record for r in read_log(log).records]
+    twin = pb.SampleRecord()
+    twin.CopyFrom(records[0])
+    twin.sample_index = 20
+    append_records(log, [twin, records[1]])  # a second evaluation of member 0; record 1 again
+    rep = update(wh, [log])
+    assert rep.used == 21
+    assert rep.dropped == {"duplicate of another record in these logs": 1}
 
 
 # ---- crash safety ------------------------------------------------------------
@@ -517,7 +575,8 @@ def test_lagging_sampler_still_solves_cartpole(tmp_path, lag):
     with SerialEvaluator("CartPole-v1") as ev:
         for k in range(60):
             log = tmp_path / f"log{k}"
-            sample(wh, "CartPole-v1", 40, log, iteration=max(0, k - lag), evaluator=ev)
+            # each round its own sampler: sample i of one sampler at one iteration is one evaluation
+            sample(wh, "CartPole-v1", 40, log, seed=k, iteration=max(0, k - lag), evaluator=ev)
             rep = update(wh, [log])
             assert rep.used == 40 and rep.corrected == (40 if k >= 1 else 0)
             if k % 3 == 2 and centre_return(Warehouse(wh).load_agent()) >= 475:
@@ -612,3 +671,46 @@ def test_update_whose_directory_fsync_fails_names_the_directory(setup, monkeypat
     assert re.fullmatch(rf"{tmp_dir}/model\.onnx: cannot write: {tmp_dir}: cannot fsync the directory "
                         rf"\(No space left on device\)", str(ei.value)), str(ei.value)
     assert files(wh) == snapshot
+
+
+def test_consumed_records_are_kept_as_runs(setup):
+    """consumed.pb grows with the runs of sample indices, not with the records;
+    an update on the same logs again applies nothing twice."""
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 300, log, seed=5)
+    sample(wh, "CartPole-v1", 100, log, seed=6)
+    assert update(wh, [log]).used == 400
+    consumed = Warehouse(wh).consumed(1)
+    assert consumed.runs() == {(5, 0): [(0, 300)], (6, 0): [(0, 100)]}
+    assert len(consumed) == 400 and (5, 0, 299) in consumed and (5, 0, 300) not in consumed
+    raw = read_state_file(os.path.join(wh, f"{ITER_PREFIX}1", "consumed.pb"), pb.ConsumedSamples(), WarehouseError)
+    assert list(raw.record_ids) == [] and len(raw.ranges) == 2
+    # the samples drawn at iteration 0 are not applied again (async_es keeps iteration 0)
+    again = update(wh, [log])
+    assert again.to_iteration is None and again.dropped == {"already applied by an earlier update": 400}
+
+
+def test_consumed_runs_merge_and_keep_unnumbered_ids():
+    from evokit.online.warehouse import Consumed
+
+    c = Consumed([(1, 0, 4), (1, 0, 2), (1, 0, 3), (1, 0, 9), b"\x01" * 16, (2, 3, 0)])
+    assert c.runs() == {(1, 0): [(2, 5), (9, 10)], (2, 3): [(0, 1)]}
+    other = Consumed.from_proto(c.to_proto())
+    assert other.runs() == c.runs() and other.ids == {b"\x01" * 16}
+    other.update(Consumed([(1, 0, 5), (1, 0, 6), (1, 0, 7), (1, 0, 8)]))
+    assert other.runs()[(1, 0)] == [(2, 10)]
+    assert sorted(x for x in other if isinstance(x, tuple))[:2] == [(1, 0, 2), (1, 0, 3)]
+
+
+def test_a_record_claiming_another_records_number_is_dropped(setup):
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 4, log)
+    claim = pb.SampleRecord()
+    claim.CopyFrom(read_log(log).records[0].record)
+    claim.reward += 1.0  # another payload with sample 0's number
+    append_records(log, [claim])
+    rep = update(wh, [log])
+    assert rep.used == 4
+    assert rep.dropped == {"another record with the same sampler, iteration and sample_index came first": 1}

@@ -93,10 +93,11 @@ class ESAgent {
   std::string shortfall(const std::vector<SamplingInfo>& infos,
                         const std::vector<double>& rewards) const;
 
-  // The next `count` members for clones 0 .. count-1 of this agent, drawn
-  // as those clones' add_noise() would (original only): a generation of a
-  // training loop that evaluates members without making clones.
-  std::vector<SamplingInfo> draw_members(std::size_t count);
+  // The next `count` members for clones first .. first+count-1 of this
+  // agent, drawn as those clones' add_noise() would (original only): a
+  // generation of a training loop, or a chunk of the online sampler's
+  // samples, evaluated without making clones.
+  std::vector<SamplingInfo> draw_members(std::size_t count, std::size_t first = 0);
 
   // Salt for the keys of clones made afterwards (see the solver's draw()).
   void set_sampling_stream(std::uint64_t stream) noexcept;

@@ -153,7 +153,7 @@ class Message {
 
 // ---- ONNX's field numbers ----------------------------------------------------------
 
-namespace model { constexpr std::uint32_t kGraph = 7, kOpsetImport = 8; }
+namespace model { constexpr std::uint32_t kIrVersion = 1, kGraph = 7, kOpsetImport = 8; }
 namespace opset { constexpr std::uint32_t kDomain = 1, kVersion = 2; }
 namespace graph {
 constexpr std::uint32_t kNode = 1, kName = 2, kInitializer = 5, kInput = 11, kOutput = 12, kSparseInitializer = 15;

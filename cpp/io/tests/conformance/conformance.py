@@ -1,37 +1,28 @@
 #!/usr/bin/env python3
-"""The cross-language conformance test (ctest ``conformance``).
+"""The conformance test (ctest ``conformance``): golden files of what is two runtimes.
 
-    python conformance.py --cpp BUILD/cpp/io/evokit_io_conformance [--keep DIR] [-v]
+    python conformance.py --cpp BUILD/cpp/io/evokit_io_conformance [--keep DIR] [--write] [-v]
 
-Writes the fixtures (make_fixtures.py) into a temporary directory, runs them
-through the C++ io component (the ``evokit_io_conformance`` program,
-conformance.cc) and through the installed Python package (this file), one
-line of canonical JSON per fixture on each side, and compares the two field
-by field. Exit status 0 when every fixture agrees or differs only as
-ALLOWED below says, 1 otherwise (each difference is printed with both
-values), 2 for bad usage.
+Every rule about EvoKit's files is the core's (cpp/include/evokit/formats),
+which Python and the C++ io library both call. What each runtime still does
+on its own is turning bytes into messages and messages into the dotted names
+the core reads (Python's protobuf and onnx packages; protobuf C++ and
+libonnx): reading a file, parsing the config text, parsing a ModelProto, a
+SolverState or a SampleRecord, running the ONNX checker, and walking a
+message into options. This test holds that to golden files.
 
-Where the two languages keep two copies of one thing (config parsing and the
-walk of SolverConfig into the core's options, the solver.pb layout, the
-checks of load_solver, ONNX loading and the native graph, the model
-fingerprint, the payloads of sampling logs), results must be equal and
-refusals must refuse the same fixtures. Messages must be equal too, except
-the differences listed in ALLOWED, each with its reason:
-
-- ``wording``: both sides refuse; the texts differ (e.g. a parse error whose
-  text comes from two protobuf runtimes). With ``py`` / ``cpp`` patterns the
-  texts must also match them (re.fullmatch), so that the entry documents what
-  each side says.
-- ``python_only`` / ``cpp_only``: only that side refuses, by design.
-- ``xfail``: a real disagreement, reported to the owner of the code and
-  expected to fail until it is fixed.
-
-Entries are strict (like pytest's xfail_strict): an entry whose fields agree
-is reported as stale, and fails the test, so the list stays true.
-
-Config errors are compared as they are: both languages name the file, the
-line (and for a parse error the column) and the field, and make the same
-checks (``c.prototxt:4: solver.population_size must be >= 1, got 0``).
+It writes the fixtures (make_fixtures.py) into a temporary directory, runs
+them through the installed Python package (this file) and through the C++
+io library (the ``evokit_io_conformance`` program, conformance.cc), one line
+of canonical JSON per fixture on each side, and compares each side's line
+with ``golden.jsonl``: one line per fixture, each field's value (a long one
+as the sha256 of its canonical JSON), the same for both runtimes, or, in
+the fields of TWO_RUNTIMES only, one value per runtime. Exit status 0 when
+both sides match the golden file, 1 otherwise (each difference printed),
+2 for bad usage. ``--write`` rewrites the golden file from this run (after
+a change that is meant to change a result: the diff is what a reviewer
+reads); it refuses to record a difference between the runtimes outside
+TWO_RUNTIMES.
 """
 
 from __future__ import annotations
@@ -47,7 +38,6 @@ import sys
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -64,188 +54,27 @@ RECURRENT_STEPS = 3  # a recurrent model's native outputs: this many steps, its 
 
 
 # ---------------------------------------------------------------------------
-# the allowlist
+# what is two runtimes
 # ---------------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class Allowed:
-    kind: str  # "wording", "python_only", "cpp_only" or "xfail"
-    reason: str
-    py: Optional[str] = None  # wording: a pattern Python's message fully matches
-    cpp: Optional[str] = None  # wording: a pattern C++'s message fully matches
-    # wording: what else the two messages must share: "location" (the
-    # "file:line:column: field: " they start with), "subject" (the node, output or
-    # input they name first)
-    same: Optional[str] = None
-    # python_only / cpp_only: the field in which the side that accepted this
-    # field refuses after all (so that both refuse the fixture in the end)
-    later: Optional[str] = None
-
-
-ALLOWED: Dict[Tuple[str, str, str], Allowed] = {}  # (kind, fixture, field) -> Allowed
-
-
-def _allow(kind: str, names: str, field: str, allowed: Allowed) -> None:
-    for name in names.split():
-        key = (kind, name, field)
-        if key in ALLOWED:
-            raise ValueError(f"allowlist entry {key} given twice")
-        ALLOWED[key] = allowed
-
-
-# ---- configs ------------------------------------------------------------------
-
-_allow("config", "extra_close_brace string_for_int float_for_int int32_overflow "
-       "int64_overflow uint64_negative uint64_overflow repeated_singular_message "
-       "scalar_without_colon value_without_field nul_byte parl_bad_value missing_close_brace "
-       "repeated_singular_field unterminated_string float_hex", "parse", Allowed(
-           "wording",
-           "a text-format parse error: the text is each protobuf runtime's own (Python's text_format, "
-           "protobuf C++'s TextFormat::Parser); the file:line:column and the field named must be the same",
-           py=r"configs/\w+\.prototxt:\d+:\d+: .+", cpp=r"configs/\w+\.prototxt:\d+:\d+: .+",
-           same="location"))
-_allow("config", "missing_file directory", "parse", Allowed(
-    "wording",
-    "a config that cannot be read: each language's file layer words it (Python checks the path "
-    "first: 'no such config file', 'is a directory, ...'; C++ reports what open/fstat said)",
-    py=r"configs/\w+\.prototxt: (no such config file|is a directory, expected a \.prototxt config file)",
-    cpp=r"configs/\w+\.prototxt: cannot read config: (no such file|is a directory)"))
-#: Allowances for a family of fixtures (those whose name starts with the
-#: prefix): applied to the members that differ, each checked as an ALLOWED
-#: entry is; stale when no member of the family needs it.
-ALLOWED_FAMILIES: Dict[Tuple[str, str, str], Allowed] = {
-    ("config", "damaged_", "parse"): Allowed(
-        "wording",
-        "a value of configs/cartpole.prototxt replaced by a bad token (make_fixtures.py damaged_configs): "
-        "where the parse error's text is each protobuf runtime's own, the file:line:column and the field "
-        "named must still be the same (every other damaged config must agree to the letter)",
-        py=r"configs/damaged_\w+\.prototxt:\d+:\d+: [\w.]+: .+",
-        cpp=r"configs/damaged_\w+\.prototxt:\d+:\d+: [\w.]+: .+", same="location"),
-    ("config", "random_", "parse"): Allowed(
-        "wording",
-        "a config of random literals (make_fixtures.py random_configs): both runtimes accept the same ones "
-        "with the same values (the core's check_literals refuses what they would read apart); where a parse "
-        "error's text is each protobuf runtime's own, the file:line:column and the field named must be the same",
-        py=r"configs/random_\w+\.prototxt:\d+:\d+: [\w.]+: .+",
-        cpp=r"configs/random_\w+\.prototxt:\d+:\d+: [\w.]+: .+", same="location"),
+#: The fields in which the two runtimes' results may differ, with why. A
+#: fixture one runtime refuses there may have fields the other goes on to.
+TWO_RUNTIMES: Dict[Tuple[str, str], str] = {
+    ("config", "parse"):
+        "a text-format parse error's text is each protobuf runtime's own (Python's text_format, protobuf "
+        "C++'s TextFormat::Parser), and so is a file that cannot be read; the file:line:column and the "
+        "field named must be the same",
+    ("model", "load"):
+        "reading the file, protobuf's parse of a ModelProto and the ONNX checker are each runtime's own "
+        "(onnx against libonnx); onnx.load reads external data, which the C++ library refuses",
+    ("state", "load"):
+        "protobuf's parse of solver.pb is each runtime's own; fingerprint version 1 only Python computes",
+    ("log", "skipped"):
+        "a framed payload that does not parse as a SampleRecord: Python's reason carries its protobuf "
+        "runtime's text; the offsets and lengths must be the same",
 }
 
-
-def _family(kind: str, name: str, field: str) -> Optional[Tuple[str, str, str]]:
-    for key in ALLOWED_FAMILIES:
-        if key[0] == kind and name.startswith(key[1]) and key[2] == field:
-            return key
-    return None
-
-
-# ---- models -------------------------------------------------------------------
-
-_allow("model", "garbage truncated", "load", Allowed(
-    "wording",
-    "bytes that do not parse as an ONNX ModelProto: Python names the protobuf runtime's DecodeError, "
-    "C++'s ParseFromString says only false",
-    py=r"models/\w+\.onnx: not a valid ONNX model \(DecodeError: .+\)",
-    cpp=r"models/\w+\.onnx: not a valid ONNX model \(the bytes do not parse as an ONNX ModelProto\)"))
-_allow("model", "empty", "load", Allowed(
-    "wording",
-    "an empty file: protobuf parses 0 bytes as an empty ModelProto, which Python then refuses for "
-    "having no nodes; C++ refuses empty bytes before parsing (onnx_model.cc from_bytes)",
-    py=r"models/empty\.onnx: not a valid ONNX model \(no graph nodes\)",
-    cpp=r"models/empty\.onnx: not a valid ONNX model \(the bytes do not parse as an ONNX ModelProto\)"))
-_allow("model", "directory", "load", Allowed(
-    "wording", "a directory: each language's file layer words it",
-    py=r"models/directory\.onnx: is a directory, not an ONNX model file",
-    cpp=r"models/directory\.onnx: is a directory"))
-_allow("model", "external_data_missing", "load", Allowed(
-    "wording",
-    "external data that is not there: onnx.load (Python) and the ONNX checker (C++) say so in their "
-    "own words",
-    py=r"models/\w+\.onnx: not a valid ONNX model \(ValidationError: Data of TensorProto \( tensor name: w\) "
-       r"should be stored in .*absent\.bin, but it is not regular file\.\)",
-    cpp=r"models/\w+\.onnx: ONNX checker rejected the model: Data of TensorProto \( tensor name: w\) "
-        r"should be stored in absent\.bin, but it doesn't exist or is not accessible\."))
-_allow("model", "external_data external_data_ir99", "load", Allowed(
-    "cpp_only",
-    "initializers with external data: Python's OnnxPolicy.load reads them from the file next to the "
-    "model (onnx.load); the C++ component refuses them by design (onnx_model.h: 'external data'). "
-    "With IR <= 8 C++'s refusal comes from the ONNX checker, which looks for the data file relative "
-    "to the working directory, not the model's: see the report"))
-_allow("model", "obs_scalar", "load", Allowed(
-    "python_only",
-    "a scalar observation input: Python's OnnxPolicy refuses it on loading (it also serves "
-    "onnxruntime), C++'s OnnxModel loads it and its graph() refuses it; io::ESAgent's "
-    "load_inference_model builds the graph at once, so both agents refuse the model",
-    later="native"))
-_allow("model", "fingerprint_attributes native_unsupported_op unnamed_nodes fp_sequence_output_ir99 "
-       "fp_type_proto_attribute_ir99 obs_no_shape_ir99 obs_symbolic_feature "
-       "obs_double", "native", Allowed(
-           "wording",
-           "the native graph's refusals are worded by each language's translation of ONNX into the "
-           "core's PolicyGraph (evokit/policy/native.py, cpp/io/src/onnx_model.cc); they refuse the "
-           "same models and name the same node, output or input first (as test_onnx_model.cc checks)",
-           same="subject"))
-
-# ---- logs ---------------------------------------------------------------------
-
-# ---- solver states ------------------------------------------------------------
-
-_allow("state", "fingerprint_v1_adam", "load", Allowed(
-    "cpp_only",
-    "fingerprint version 1 (EvoKit before the C++ fingerprint): only Python can compute it, so only "
-    "Python verifies and loads such a file; C++ refuses it naming the version (README, 'Fingerprints "
-    "are the same in both languages'; es_agent.h load_solver_state)"))
-_allow("state", "fingerprint_version_3 fingerprint_version_absent", "load", Allowed(
-    "wording",
-    "a fingerprint version other than 2: Python verifies versions 1 and 2, C++ only 2, and each "
-    "says what it verifies (an absent version is 1: Python computes the version 1 fingerprint, "
-    "which differs; C++ refuses the version)",
-    py=r"states/\w+/solver\.pb: solver state (has fingerprint version 3, this EvoKit reads versions 1 "
-       r"and 2 \(a newer EvoKit wrote it\)|belongs to another model than \S+ \(graph fingerprint \w+, loaded "
-       r"model \w+, fingerprint version 1\))",
-    cpp=r"states/\w+/solver\.pb: solver state has fingerprint version [13], this library verifies only "
-        r"version 2 .+"))
-_allow("state", "garbage_file", "load", Allowed(
-    "wording",
-    "bytes that do not parse as a SolverState (under a sound trailer): Python names the protobuf runtime's error, C++'s "
-    "ParseFromString says only false",
-    py=r"states/\w+/solver\.pb: not a solver state file \(Error parsing message .+\)",
-    cpp=r"states/\w+/solver\.pb: not a solver state file \(the bytes do not parse as "
-        r"evokit\.proto\.SolverState\)"))
-
-
-# ---- normalisations ---------------------------------------------------------------
-# Applied to Python's line before comparing: each removes a difference of
-# form that holds for every fixture of its kind, for the reason given.
-
-def _native_marker(line: dict) -> None:
-    """Python's NativePolicy marks its refusals "native backend: " (an
-    OnnxPolicy may fall back to onnxruntime); C++ has no other forward pass."""
-    value = line.get("native")
-    if is_error(value):
-        value["error"] = re.sub(r"^(\S+?): native backend: ", r"\1: ", value["error"], count=1)
-
-
-def _checker_one_line(line: dict) -> None:
-    """C++ puts the ONNX checker's multi-line messages on one line
-    (onnx_model.cc one_line())."""
-    value = line.get("load")
-    if is_error(value) and "ONNX checker rejected the model: " in value["error"]:
-        value["error"] = " ".join(value["error"].split())
-
-
-def _payload_reason(line: dict) -> None:
-    """A framed payload that does not parse: Python's reason ends with the
-    protobuf runtime's exception text, C++'s ParseFromArray gives none. The
-    offsets and lengths, which are what the two runtimes must agree on, are
-    compared as they are."""
-    for skipped in line.get("skipped", []):
-        skipped["reason"] = re.sub(r"^payload is not a SampleRecord: .*", "payload is not a SampleRecord",
-                                   skipped["reason"], flags=re.S)
-
-
-NORMALISE = {"config": [], "model": [_native_marker, _checker_one_line],
-             "log": [_payload_reason], "state": []}
+_LOCATION = re.compile(r"^\S+?:\d+:\d+: (?:at top level|[\w.]+): ")  # file:line:column: field:
 
 
 # ---------------------------------------------------------------------------
@@ -519,127 +348,85 @@ def cpp_side(binary: str, fixture_dir: str) -> List[dict]:
 
 
 # ---------------------------------------------------------------------------
-# comparison
+# the golden file
 # ---------------------------------------------------------------------------
 
-def normalise(line: dict) -> dict:
-    """Python's `line` with NORMALISE applied (a deep copy)."""
-    out = json.loads(json.dumps(line))
-    for rule in NORMALISE[out["kind"]]:
-        rule(out)
-    return out
+GOLDEN = os.path.join(HERE, "golden.jsonl")
+SIDES = ("python", "cpp")
+DIGEST_OVER = 160  # a value whose canonical JSON is longer is recorded as its sha256
 
 
 def is_error(value) -> bool:
     return isinstance(value, dict) and set(value) == {"error", "type"}
 
 
-@dataclass
-class Finding:
-    kind: str
-    name: str
-    field: str
-    status: str  # "fail", "allowed", "xfail", "stale"
-    detail: str
-    py: Any = None
-    cpp: Any = None
+def recorded(value: Any) -> Any:
+    """`value` as the golden file records it: itself, or a long value's digest."""
+    text = canonical(value)
+    if len(text) <= DIGEST_OVER or is_error(value):
+        return value
+    return {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]}
 
 
-FAMILIES_USED: set = set()  # the ALLOWED_FAMILIES entries some fixture needed
-
-
-def compare(py: dict, cpp: dict) -> List[Finding]:
-    """The differences between the two lines of one fixture (Python's
-    normalised), each judged against ALLOWED."""
+def golden_line(py: dict, cpp: dict) -> Tuple[dict, List[str]]:
+    """The golden line of one fixture from the two sides' lines, and the
+    problems that forbid recording it (a difference outside TWO_RUNTIMES)."""
     kind, name = py["kind"], py["name"]
-    findings: List[Finding] = []
-    one_sided = False  # an allowed one-sided refusal: the other side went on
-    for field in sorted((set(py) | set(cpp)) - {"kind", "name"}):
-        allowed = ALLOWED.get((kind, name, field))
-        family = _family(kind, name, field) if allowed is None else None
-        if family is not None:
-            allowed = ALLOWED_FAMILIES[family]
-        if field not in py or field not in cpp:
-            continue  # judged below
-        a, b = py[field], cpp[field]
-        if a == b:
-            if allowed is not None and family is None:
-                findings.append(Finding(kind, name, field, "stale", f"allowlisted as {allowed.kind}, but "
-                                        f"both sides agree: remove the entry", a, b))
+    line: Dict[str, Any] = {"kind": kind, "name": name}
+    problems: List[str] = []
+    split = False
+    fields = sorted((set(py) | set(cpp)) - {"kind", "name"})
+    for field in fields:
+        if field in py and field in cpp:
+            a, b = recorded(py[field]), recorded(cpp[field])
+            if a == b:
+                line[field] = a
+                continue
+            why = TWO_RUNTIMES.get((kind, field))
+            if why is None:
+                problems.append(f"{kind} {name}: {field}: the runtimes differ outside TWO_RUNTIMES")
+            elif field == "parse" and is_error(a) and is_error(b):
+                la, lb = _LOCATION.match(a["error"]), _LOCATION.match(b["error"])
+                if (la or lb) and not (la and lb and la.group(0) == lb.group(0)):
+                    problems.append(f"{kind} {name}: parse: the two errors name another place or field")
+            split = split or why is not None
+        line[field] = {"by_runtime": {"python": recorded(py[field]) if field in py else None,
+                                      "cpp": recorded(cpp[field]) if field in cpp else None}}
+    one_sided = [f for f in fields if (f in py) != (f in cpp)]
+    if one_sided and not split:
+        problems.append(f"{kind} {name}: fields on one side only ({', '.join(one_sided)}) without a "
+                        f"difference in TWO_RUNTIMES before them")
+    return line, problems
+
+
+def expected(golden: dict, field: str, side: str) -> Any:
+    value = golden.get(field)
+    if isinstance(value, dict) and set(value) == {"by_runtime"}:
+        return value["by_runtime"][side]
+    return value
+
+
+def check(lines: Dict[str, List[dict]], golden: List[dict]) -> List[str]:
+    """Each side's line of each fixture against the golden file."""
+    problems: List[str] = []
+    by_id = {(g["kind"], g["name"]): g for g in golden}
+    ids = [(line["kind"], line["name"]) for line in lines["python"]]
+    for missing in sorted(set(by_id) - set(ids)):
+        problems.append(f"{missing[0]} {missing[1]}: in golden.jsonl, but no longer a fixture")
+    for i, fixture in enumerate(ids):
+        g = by_id.get(fixture)
+        if g is None:
+            problems.append(f"{fixture[0]} {fixture[1]}: not in golden.jsonl (a new fixture: --write)")
             continue
-        if allowed is None:
-            findings.append(Finding(kind, name, field, "fail", "the two sides differ", a, b))
-            continue
-        problem = _check_allowed(allowed, a, b, py, cpp)
-        if problem:
-            findings.append(Finding(kind, name, field, "fail",
-                                    f"allowlisted as {allowed.kind}, but {problem}", a, b))
-            continue
-        findings.append(Finding(kind, name, field, "xfail" if allowed.kind == "xfail" else "allowed",
-                                f"{allowed.kind}: {allowed.reason}", a, b))
-        if family is not None:
-            FAMILIES_USED.add(family)
-        one_sided = one_sided or allowed.kind in ("python_only", "cpp_only") or (
-            allowed.kind == "xfail" and is_error(a) != is_error(b))
-    only = sorted((set(py) ^ set(cpp)) - {"kind", "name"})
-    if only and not one_sided:
-        findings.append(Finding(kind, name, "(fields)", "fail", "fields on one side only: " + ", ".join(
-            f"{k} ({'Python' if k in py else 'C++'})" for k in only)))
-    return findings
-
-
-_SUBJECT = re.compile(r"^\S+?: (node (?:'[^']*'|#\d+) \([^)]*\)|output '[^']*'|observation input '[^']*')")
-_LOCATION = re.compile(r"^\S+?:\d+:\d+: (?:at top level|[\w.]+): ")  # file:line:column: field:
-
-
-def _check_allowed(allowed: Allowed, py, cpp, py_line: dict, cpp_line: dict) -> Optional[str]:
-    """Why the difference (py, cpp) is not the one `allowed` describes, or None."""
-    if allowed.kind == "xfail":
-        return None
-    if allowed.kind == "wording":
-        if not (is_error(py) and is_error(cpp)):
-            return "not both sides refuse"
-        p, c = py["error"], cpp["error"]
-        if allowed.py and not re.fullmatch(allowed.py, p, re.S):
-            return f"Python's message does not match {allowed.py!r}"
-        if allowed.cpp and not re.fullmatch(allowed.cpp, c, re.S):
-            return f"C++'s message does not match {allowed.cpp!r}"
-        if allowed.same:
-            pattern = {"location": _LOCATION, "subject": _SUBJECT}[allowed.same]
-            mp, mc = pattern.match(p), pattern.match(c)
-            if not (mp and mc and mp.group(0) == mc.group(0)):
-                return f"the two messages do not start with the same {allowed.same}"
-        return None
-    if allowed.kind in ("python_only", "cpp_only"):
-        refuses, accepts = (py, cpp) if allowed.kind == "python_only" else (cpp, py)
-        if not (is_error(refuses) and not is_error(accepts)):
-            return f"it is not {'Python' if allowed.kind == 'python_only' else 'C++'} alone that refuses"
-        if allowed.later:
-            other = cpp_line if allowed.kind == "python_only" else py_line
-            if not is_error(other.get(allowed.later)):
-                return f"the other side does not refuse it in {allowed.later} either"
-        return None
-    return f"unknown allowlist kind {allowed.kind!r}"
-
-
-def where_they_differ(a: Any, b: Any, path: str = "") -> Tuple[str, Any, Any]:
-    """The first place where a and b differ: (path, a's value, b's value),
-    descending into dicts and lists (a float vector's hex: the float index)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b)):
-            if a.get(key, "<absent>") != b.get(key, "<absent>"):
-                return where_they_differ(a.get(key, "<absent>"), b.get(key, "<absent>"), f"{path}[{key!r}]")
-    elif isinstance(a, list) and isinstance(b, list):
-        for i, (x, y) in enumerate(zip(a, b)):
-            if x != y:
-                return where_they_differ(x, y, f"{path}[{i}]")
-        if len(a) != len(b):
-            return f"{path} (length {len(a)} vs {len(b)})", a[len(b):], b[len(a):]
-    elif isinstance(a, str) and isinstance(b, str) and len(a) == len(b) and len(a) > 64 \
-            and re.fullmatch(r"[0-9a-f]+", a + b) and len(a) % 8 == 0:
-        k = next(i for i in range(0, len(a), 8) if a[i:i + 8] != b[i:i + 8])
-        return f"{path} (float {k // 8} of {len(a) // 8})", a[k:k + 8], b[k:k + 8]
-    return path, a, b
+        for side in SIDES:
+            line = lines[side][i]
+            for field in sorted((set(line) | set(g)) - {"kind", "name"}):
+                want = expected(g, field, side)
+                got = recorded(line[field]) if field in line else None
+                if got != want:
+                    problems.append(f"{fixture[0]} {fixture[1]}: {field}: {'Python' if side == 'python' else 'C++'} "
+                                    f"gives {short(got)}, golden.jsonl records {short(want)}")
+    return problems
 
 
 def short(value: Any, limit: int = 600) -> str:
@@ -652,8 +439,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--cpp", required=True, help="the evokit_io_conformance program")
     parser.add_argument("--keep", metavar="DIR", help="write the fixtures and both outputs to DIR "
                         "(which must not exist) and keep them")
+    parser.add_argument("--write", action="store_true", help="rewrite golden.jsonl from this run")
     parser.add_argument("-v", "--verbose", action="store_true",
-                        help="also print every allowed difference and expected failure")
+                        help="also list the fixtures whose results differ by runtime")
     args = parser.parse_args(argv)
     started = time.monotonic()
     try:
@@ -667,67 +455,54 @@ def main(argv: Optional[List[str]] = None) -> int:
     fixtures = os.path.join(work, "fixtures")
     try:
         make_fixtures.write_fixtures(fixtures)
-        py_lines = python_side(fixtures)
-        cpp_lines = cpp_side(os.path.abspath(args.cpp), fixtures)
+        lines = {"python": python_side(fixtures), "cpp": cpp_side(os.path.abspath(args.cpp), fixtures)}
+        # A message naming a fixture by its absolute path names it as the others do.
+        where = json.dumps(os.path.abspath(fixtures) + os.sep)[1:-1]
+        lines = {side: [json.loads(canonical(line).replace(where, "")) for line in side_lines]
+                 for side, side_lines in lines.items()}
         if args.keep:
-            for side, lines in (("python", py_lines), ("cpp", cpp_lines)):
+            for side in SIDES:
                 with open(os.path.join(work, f"{side}.jsonl"), "w", encoding="utf-8") as f:
-                    f.write("".join(canonical(line) + "\n" for line in lines))
+                    f.write("".join(canonical(line) + "\n" for line in lines[side]))
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 
-    findings: List[Finding] = []
-    ids = [(line["kind"], line["name"]) for line in py_lines]
-    if ids != [(line.get("kind"), line.get("name")) for line in cpp_lines]:
-        print(f"conformance: FAILED: the C++ program printed {len(cpp_lines)} lines for "
+    ids = [(line["kind"], line["name"]) for line in lines["python"]]
+    if ids != [(line.get("kind"), line.get("name")) for line in lines["cpp"]]:
+        print(f"conformance: FAILED: the C++ program printed {len(lines['cpp'])} lines for "
               f"{len(ids)} fixtures, or not in manifest order", file=sys.stderr)
         return 1
-    for py, cpp in zip(py_lines, cpp_lines):
-        findings += compare(normalise(py), cpp)
-    fixtures = set(ids)
-    judged = {(f.kind, f.name, f.field) for f in findings}
-    for key, allowed in sorted(ALLOWED.items()):
-        if key[:2] not in fixtures:
-            findings.append(Finding(*key, "stale", f"allowlisted as {allowed.kind}, but there is no such "
-                                                   f"fixture"))
-        elif key not in judged:
-            findings.append(Finding(*key, "stale", f"allowlisted as {allowed.kind}, but the field is "
-                                                   f"not compared (one side stopped before it)"))
-    for key, allowed in sorted(ALLOWED_FAMILIES.items()):
-        if key not in FAMILIES_USED:
-            findings.append(Finding(key[0], key[1] + "*", key[2], "stale",
-                                    f"allowlisted as {allowed.kind} for a family, but no member needs it"))
-    counts: Dict[str, Dict[str, int]] = {}
-    for py, cpp in zip(py_lines, cpp_lines):
-        c = counts.setdefault(py["kind"], {"fixtures": 0, "refused_by_both": 0})
-        c["fixtures"] += 1
-        if any(is_error(v) for v in py.values()) and any(is_error(v) for v in cpp.values()):
-            c["refused_by_both"] += 1
-    bad_fixtures: Dict[str, set] = {}
-    for f in findings:
-        bad_fixtures.setdefault(f.status, set()).add((f.kind, f.name))
-
-    for f in findings:
-        if f.status in ("fail", "stale") or args.verbose:
-            print(f"{f.status.upper()}: {f.kind} {f.name}: {f.field}: {f.detail}")
-            if f.py is not None or f.cpp is not None:
-                path, a, b = where_they_differ(f.py, f.cpp)
-                if path:
-                    print(f"    first difference at {f.field}{path}")
-                print(f"    Python: {short(a)}")
-                print(f"    C++:    {short(b)}")
-    elapsed = time.monotonic() - started
-    total = len(ids)
-    summary = ", ".join(f"{c['fixtures']} {k}s ({c['refused_by_both']} refused by both)"
-                        for k, c in sorted(counts.items()))
-    n = {s: len(bad_fixtures.get(s, ())) for s in ("fail", "stale", "allowed", "xfail")}
-    print(f"conformance: {total} fixtures: {summary}")
-    print(f"conformance: {n['allowed']} fixtures differ as allowed (ALLOWED), {n['xfail']} are expected "
-          f"failures (real disagreements, reported), {n['fail']} fail, {n['stale']} stale entries; "
-          f"{elapsed:.1f} s")
-    if n["fail"] or n["stale"]:
-        print("conformance: FAILED", file=sys.stderr)
+    golden, problems = [], []
+    for py, cpp in zip(lines["python"], lines["cpp"]):
+        line, why = golden_line(py, cpp)
+        golden.append(line)
+        problems += why
+    if args.write and not problems:
+        with open(GOLDEN, "w", encoding="utf-8") as f:
+            f.write("".join(canonical(line) + "\n" for line in golden))
+        print(f"conformance: wrote {GOLDEN}")
+    if not problems:
+        with open(GOLDEN, encoding="utf-8") as f:
+            problems = check(lines, [json.loads(text) for text in f if text.strip()])
+    split: Dict[Tuple[str, str], int] = {}
+    for line in golden:
+        for field, value in line.items():
+            if isinstance(value, dict) and set(value) == {"by_runtime"}:
+                split[(line["kind"], field)] = split.get((line["kind"], field), 0) + 1
+                if args.verbose:
+                    print(f"by runtime: {line['kind']} {line['name']}: {field}: {short(value['by_runtime'])}")
+    kinds: Dict[str, int] = {}
+    for kind, _ in ids:
+        kinds[kind] = kinds.get(kind, 0) + 1
+    for problem in problems:
+        print(f"FAIL: {problem}")
+    print(f"conformance: {len(ids)} fixtures ({', '.join(f'{n} {k}s' for k, n in sorted(kinds.items()))}); "
+          f"results by runtime in " + (", ".join(f"{k} {f}: {n}" for (k, f), n in sorted(split.items())) or "none")
+          + f"; {len(problems)} problems; {time.monotonic() - started:.1f} s")
+    if problems:
+        print("conformance: FAILED" + ("" if args.write else " (after a change meant to change a result: "
+              "--write, and review the diff of golden.jsonl)"), file=sys.stderr)
         return 1
     print("conformance: OK")
     return 0

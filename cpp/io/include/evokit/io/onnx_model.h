@@ -1,20 +1,14 @@
-// ONNX policy models for the native forward pass.
+// ONNX policy models for the native forward pass, in the C++ io library.
 //
-// The float32 initializers of the graph are the parameters: all of them, or
-// those whose whole names match `param_pattern` (formats::ParamPattern, the
-// dialect Python's OnnxPolicy uses too).
-// The parameter vector holds them flattened in C order and concatenated in
-// graph.initializer order: the same layout as Python's OnnxPolicy, so a
-// parameter vector (and a noise key) means the same on both sides.
-//
-// graph() translates the ONNX nodes into an evokit::PolicyGraph whose
-// parameters are (offset, shape) windows of that vector; the other float
-// initializers and float Constant nodes become constants. It accepts and
-// refuses exactly what Python's native backend (evokit/native.py) does, so a
-// policy trained with observation normalisation (Constant nodes
-// obs_norm/mean, ... in front of it) is served too. The ONNX types stay
-// behind this header (only a forward declaration of onnx::ModelProto
-// appears here).
+// What a model means (which initializers are parameters, the parameter
+// vector's layout, the observation input, recurrent state pairing, the
+// refusals, the translation into an evokit::PolicyGraph) is the core's
+// (evokit/formats/onnx_model.h), which Python's OnnxPolicy and NativePolicy
+// use too: a parameter vector, a noise key and an error mean the same on
+// both sides. This class adds what is this runtime's own: reading the file,
+// protobuf's parse, libonnx's checker, and writing a model back. The ONNX
+// types stay behind this header (only a forward declaration of
+// onnx::ModelProto appears here).
 #pragma once
 
 #include <cstddef>
@@ -23,11 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "evokit/formats/onnx_model.h"
 #include "evokit/policy_graph.h"
 
 namespace onnx {
 class ModelProto;
-class ValueInfoProto;
 }
 
 namespace evokit::io {
@@ -43,35 +37,37 @@ class OnnxModel {
   static OnnxModel from_bytes(const std::string& bytes, const std::string& param_pattern = ".*",
                               const std::string& source = "<memory>");
 
-  const std::string& source() const noexcept { return source_; }
-  const std::string& param_pattern() const noexcept { return param_pattern_; }
-  std::size_t num_params() const noexcept { return parameters_.size(); }
+  const std::string& source() const noexcept { return layout_.source; }
+  const std::string& param_pattern() const noexcept { return layout_.param_pattern; }
+  std::size_t num_params() const noexcept { return layout_.parameters.size(); }
   // The parameters' initializer names, shapes and offsets into the vector.
-  const std::vector<std::string>& param_names() const noexcept { return param_names_; }
+  const std::vector<std::string>& param_names() const noexcept { return layout_.param_names; }
   const std::vector<std::vector<std::size_t>>& param_shapes() const noexcept {
-    return param_shapes_;
+    return layout_.param_shapes;
   }
-  const std::vector<std::size_t>& param_offsets() const noexcept { return param_offsets_; }
+  const std::vector<std::size_t>& param_offsets() const noexcept { return layout_.param_offsets; }
   // The model's own parameter values, flat.
-  const std::vector<float>& parameters() const noexcept { return parameters_; }
+  const std::vector<float>& parameters() const noexcept { return layout_.parameters; }
+  // Everything the core read of the model.
+  const formats::OnnxLayout& layout() const noexcept { return layout_; }
 
   // The observation input (the first graph input that is not an
   // initializer) and the first graph output.
-  const std::string& input_name() const noexcept { return input_name_; }
-  const std::string& output_name() const noexcept { return output_name_; }
+  const std::string& input_name() const noexcept { return layout_.input.name; }
+  const std::string& output_name() const noexcept { return layout_.output_name; }
   // Recurrent state: the graph inputs after the observation, each paired
-  // with the output holding its next value by Python's rule
-  // (evokit/policy/onnx_policy.py): by name (h0 -> hn, x_in -> x_out), else
-  // by declared shape; empty for a feed-forward policy. setup refuses, naming
-  // it, an input that pairs with no output or with several by shape.
-  const std::vector<std::string>& state_names() const noexcept { return state_names_; }
+  // with the output holding its next value by the core's rule: by name
+  // (h0 -> hn, x_in -> x_out), else by declared shape; empty for a
+  // feed-forward policy. Loading refuses, naming it, an input that pairs
+  // with no output or with several by shape.
+  const std::vector<std::string>& state_names() const noexcept { return layout_.state_names; }
   const std::vector<std::string>& state_output_names() const noexcept {
-    return state_output_names_;
+    return layout_.state_output_names;
   }
-  bool recurrent() const noexcept { return !state_names_.empty(); }
-  std::int64_t ir_version() const noexcept { return ir_version_; }
+  bool recurrent() const noexcept { return !layout_.state_names.empty(); }
+  std::int64_t ir_version() const noexcept { return layout_.ir_version; }
   // The default-domain opset (0 if the model imports none).
-  std::int64_t opset() const noexcept { return opset_; }
+  std::int64_t opset() const noexcept { return layout_.opset; }
 
   // The forward pass: the ops of PolicyGraph::supported_ops() with INT,
   // FLOAT, INTS, STRING and STRINGS attributes (Softmax's axis defaulting to
@@ -100,23 +96,10 @@ class OnnxModel {
 
  private:
   OnnxModel() = default;
-  void setup();
-  void pair_state(const std::vector<const onnx::ValueInfoProto*>& inputs);
 
   std::shared_ptr<const onnx::ModelProto> model_;  // immutable once loaded
-  std::string source_;
-  std::string param_pattern_;
-  std::vector<std::string> param_names_;
-  std::vector<std::vector<std::size_t>> param_shapes_;
-  std::vector<std::size_t> param_offsets_;
-  std::vector<float> parameters_;
-  std::string input_name_;
-  std::string output_name_;
-  std::vector<std::string> state_names_, state_output_names_;
-  std::vector<std::vector<std::size_t>> state_shapes_;  // the batch dim as 1
-  std::vector<std::size_t> state_axes_;                 // the batch axis of each
-  std::int64_t ir_version_ = 0;
-  std::int64_t opset_ = 0;
+  std::shared_ptr<const std::string> bytes_;       // the bytes it was read from
+  formats::OnnxLayout layout_;
 };
 
 }  // namespace evokit::io
