@@ -14,7 +14,7 @@ Rows (one env step = Hopper-v5's frame_skip of 4 MuJoCo steps):
 - gymnasium: ``env.step`` of ``gymnasium.make("Hopper-v5")`` with random
   float32 actions, reset at the end of each episode, one process;
 - EvoKit native: ``VectorEvaluator("Hopper-v5", num_threads=T)`` (natively in
-  the core, ``evokit._core.mujoco_rollouts``) evaluating a population of 40
+  the core, ``evokit._core.env_rollouts``) evaluating a population of 40
   perturbed linear policies (11 -> 3, the centre ``init_mlp``'s small
   normc weights, sigma 0.5), one episode each,
   for T = 1 and 2 threads; the initial states drawn in Python count too.

@@ -130,12 +130,12 @@ def _cmd_check_config(args) -> int:
 
 def _cmd_check_native(args) -> int:
     from .errors import EnvError
-    from .evaluation import native_mujoco
+    from .evaluation.envs import check_native
 
     failed = 0
     for env_id in args.env:
         try:
-            print(native_mujoco.check(env_id, episodes=args.episodes))
+            print(check_native(env_id, episodes=args.episodes))
         except EnvError as exc:
             print(f"evokit: error: {' '.join(str(exc).split())}", file=sys.stderr)
             failed = 1
@@ -336,13 +336,14 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("config", nargs="+", help="config files (.prototxt)")
     c.add_argument("--show", action="store_true", help="print each config with its defaults")
     c.set_defaults(func=_cmd_check_config)
-    cn = sub.add_parser("check-native", help="check that MuJoCo tasks run natively here",
-                        description="Load each MuJoCo task as `evokit train` does (natively, in "
-                                    "EvoKit's core) and compare whole episodes with gymnasium's "
-                                    "step for step; print the MuJoCo release, its library and the "
-                                    "release of the headers EvoKit was built with, or the reason "
-                                    "the task would run on gymnasium's environments (exit 1).")
-    cn.add_argument("env", nargs="+", help="gymnasium environment ids, e.g. Hopper-v5")
+    cn = sub.add_parser("check-native", help="check that environments run natively here",
+                        description="Load each environment as `evokit train` does (natively, in "
+                                    "EvoKit's core: CartPole, Pendulum and the MuJoCo tasks) and "
+                                    "compare whole episodes with gymnasium's step for step; for a "
+                                    "MuJoCo task print the MuJoCo release, its library and the "
+                                    "release of the headers EvoKit was built with; or the reason "
+                                    "the environment would run on gymnasium's (exit 1).")
+    cn.add_argument("env", nargs="+", help="gymnasium environment ids, e.g. Hopper-v5, Pendulum-v1")
     cn.add_argument("--episodes", type=int, default=3,
                     help="episodes compared with gymnasium's (default: 3)")
     cn.set_defaults(func=_cmd_check_native)

@@ -1,7 +1,6 @@
-// PolicyGraph (the native forward pass), Population (a whole ES population
-// in one call) and CartPole rollouts run entirely in the core. Python builds the graph node by node from an ONNX model it has
+// PolicyGraph (the native forward pass) and Population (a whole ES
+// population in one call). Python builds the graph node by node from an ONNX model it has
 // parsed (evokit/policy/native.py); the extension itself never links ONNX.
-#include <evokit/cartpole.h>
 #include <evokit/gaussian_sampler.h>
 #include <evokit/policy_graph.h>
 #include <evokit/population.h>
@@ -341,62 +340,6 @@ void bind_policy(py::module_& m) {
           "Explicit members: member i is row i of params (num_members, num_params), copied once.")
       .def("__len__", &Population::size)
       .def_property_readonly("num_params", &Population::num_params);
-
-  m.def(
-      "cartpole_reset",
-      [](std::int64_t seed) {
-        if (seed < 0) throw std::invalid_argument("seed must be >= 0, got " + std::to_string(seed));
-        const CartPoleState s = cartpole_reset(static_cast<std::uint64_t>(seed));
-        py::array_t<double> out(4);
-        double* d = out.mutable_data();
-        d[0] = s.x, d[1] = s.x_dot, d[2] = s.theta, d[3] = s.theta_dot;
-        return out;
-      },
-      py::arg("seed"),
-      "The float64 state gymnasium's CartPoleEnv.reset(seed=seed) starts from "
-      "(x, x_dot, theta, theta_dot).");
-  m.def(
-      "cartpole_step",
-      [](const DoubleIn& state, int action) {
-        require_length(state, 4, "state");
-        CartPoleState s{state.data()[0], state.data()[1], state.data()[2], state.data()[3]};
-        const bool terminated = cartpole_step(s, action);
-        py::array_t<double> out(4);
-        double* d = out.mutable_data();
-        d[0] = s.x, d[1] = s.x_dot, d[2] = s.theta, d[3] = s.theta_dot;
-        return py::make_tuple(out, terminated);
-      },
-      py::arg("state"), py::arg("action"),
-      "One CartPoleEnv step from `state`: (the next float64 state, terminated).");
-  m.def(
-      "cartpole_rollouts",
-      [](const PolicyGraph& g, const Population& population, const Int64In& members,
-         const Int64In& seeds, int max_steps, int num_threads) {
-        const std::vector<std::size_t> m_idx = episode_members(members);
-        const std::size_t n = m_idx.size();
-        require_length(seeds, static_cast<py::ssize_t>(n), "seeds");
-        std::vector<std::uint64_t> s_val(n);
-        for (std::size_t e = 0; e < n; ++e) {
-          if (seeds.data()[e] < 0) {
-            throw std::invalid_argument("episode " + std::to_string(e) + ": seed must be >= 0, got " +
-                                        std::to_string(seeds.data()[e]));
-          }
-          s_val[e] = static_cast<std::uint64_t>(seeds.data()[e]);
-        }
-        py::array_t<std::int64_t> lengths(static_cast<py::ssize_t>(n));
-        std::int64_t* dst = lengths.mutable_data();
-        {
-          py::gil_scoped_release release;
-          cartpole_rollouts(g, population, m_idx.data(), s_val.data(), n, max_steps, dst,
-                            num_threads);
-        }
-        return lengths;
-      },
-      py::arg("graph"), py::arg("population"), py::arg("members"), py::arg("seeds"),
-      py::arg("max_steps"), py::arg("num_threads") = 1,
-      "Episode e of CartPole from reset(seeds[e]) with member members[e]'s policy (action = "
-      "argmax of the 2 outputs), at most max_steps steps; returns each episode's length, "
-      "which is its return. Threaded over episodes, the same for any num_threads.");
 }
 
 }  // namespace evokit::bindings

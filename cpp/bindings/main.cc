@@ -78,6 +78,7 @@ PYBIND11_MODULE(_core, m) {
   evokit::bindings::bind_optimizer(m);
   evokit::bindings::bind_agent(m);
   evokit::bindings::bind_policy(m);
+  evokit::bindings::bind_envs(m);
   evokit::bindings::bind_cma(m);
   evokit::bindings::bind_ga(m);
   evokit::bindings::bind_solver(m);

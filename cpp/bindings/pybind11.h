@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include <evokit/env.h>
 #include <evokit/fitness.h>
 #include <evokit/ga.h>
 #include <evokit/solver.h>
@@ -48,6 +49,10 @@ std::vector<T> to_vector(const py::array_t<T, py::array::c_style | py::array::fo
 // episode for a negative index; the core checks the upper bound).
 std::vector<std::size_t> episode_members(const Int64In& members);
 
+// A native environment's spec as a dict (name, entry_point, defaults,
+// obs_size, action_size, discrete, obs_float32, state_size, seeded_reset).
+py::dict env_spec_dict(const EnvSpec& spec);
+
 // A 1-D input of exactly `expected` elements, or ValueError naming `what`.
 void require_length(const py::array& a, py::ssize_t expected, const char* what);
 
@@ -75,6 +80,7 @@ void bind_fitness(py::module_& m);
 void bind_optimizer(py::module_& m);
 void bind_agent(py::module_& m);
 void bind_policy(py::module_& m);
+void bind_envs(py::module_& m);
 void bind_cma(py::module_& m);
 void bind_ga(py::module_& m);
 void bind_solver(py::module_& m);

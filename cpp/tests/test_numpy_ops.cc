@@ -1,7 +1,7 @@
-// The numpy operations of the MuJoCo component (cpp/mujoco/include/evokit/
-// mujoco/numpy_ops.h), which need no MuJoCo: np.sum's pairwise order and
+// The numpy operations of the core (cpp/include/evokit/
+// numpy_ops.h), which need no MuJoCo: np.sum's pairwise order and
 // np.clip, against values numpy 2.4 computed.
-#include "evokit/mujoco/numpy_ops.h"
+#include "evokit/numpy_ops.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-namespace evokit::mujoco {
+namespace evokit {
 namespace {
 
 // v_i = ((i * 7919) % 1000 / 37 - 13)^3 in T, as numpy computes
@@ -81,4 +81,4 @@ TEST(NumpyOps, ClipKeepsNanAndInfinity) {
 }
 
 }  // namespace
-}  // namespace evokit::mujoco
+}  // namespace evokit

@@ -7,6 +7,8 @@
 // compares against them directly), and rollouts against a step-by-step loop.
 #include "evokit/population.h"
 #include "evokit/cartpole.h"
+#include "evokit/env.h"
+#include "evokit/numpy_random.h"
 
 #include <gtest/gtest.h>
 
@@ -509,8 +511,12 @@ TEST(CartPole, RolloutsEqualAStepByStepLoopForAnyThreadCount) {
   EXPECT_GT(distinct.size(), 3u);  // episodes of different lengths
   for (int threads : {1, 2, 3}) {
     std::vector<std::int64_t> got(members.size(), -1);
-    cartpole_rollouts(mlp.graph, pop, members.data(), seeds.data(), members.size(), max_steps,
-                      got.data(), threads);
+    std::vector<double> returns(members.size());
+    env_rollouts(*make_env("CartPole-v1"), mlp.graph, pop, members.data(),
+                 EpisodeStarts{seeds.data(), nullptr}, members.size(), max_steps, nullptr,
+                 RolloutOutputs{returns.data(), got.data()}, threads);
+    // A reward of 1 per step.
+    EXPECT_EQ(std::vector<double>(got.begin(), got.end()), returns) << threads << " threads";
     EXPECT_EQ(got, want) << threads << " threads";
   }
 }
@@ -519,16 +525,26 @@ TEST(CartPole, RolloutErrors) {
   const RandomMlp mlp = MakeWideMlp();
   const GaussianSampler sampler = MakeSampler(mlp.graph.num_params(), true);
   const Population pop(sampler, std::vector<float>(mlp.graph.num_params()), {0}, {0.0f});
+  const std::shared_ptr<const Env> env = make_env("CartPole-v1");
   const std::size_t member = 1;
   const std::uint64_t seed = 0;
+  const EpisodeStarts from_seed{&seed, nullptr};
+  double ret = 0.0;
   std::int64_t length = 0;
-  EXPECT_THROW_WITH(cartpole_rollouts(mlp.graph, pop, &member, &seed, 1, 500, &length),
+  const RolloutOutputs out{&ret, &length};
+  EXPECT_THROW_WITH(env_rollouts(*env, mlp.graph, pop, &member, from_seed, 1, 500, nullptr, out, 1),
                     std::out_of_range, "episode 0: member 1 is out of range for a population of 1");
   const std::size_t zero = 0;
-  EXPECT_THROW_WITH(cartpole_rollouts(mlp.graph, pop, &zero, &seed, 1, 0, &length),
+  EXPECT_THROW_WITH(env_rollouts(*env, mlp.graph, pop, &zero, from_seed, 1, 0, nullptr, out, 1),
                     std::invalid_argument, "max_steps must be >= 1, got 0");
-  EXPECT_THROW_WITH(cartpole_rollouts(mlp.graph, pop, &zero, &seed, 1, 500, nullptr),
-                    std::invalid_argument, "lengths");
+  EXPECT_THROW_WITH(env_rollouts(*env, mlp.graph, pop, &zero, from_seed, 1, 500, nullptr,
+                                 RolloutOutputs{&ret, nullptr}, 1),
+                    std::invalid_argument, "CartPole-v1: rollouts need returns, lengths");
+  const double state[4] = {};
+  EXPECT_THROW_WITH(env_rollouts(*env, mlp.graph, pop, &zero, EpisodeStarts{&seed, state}, 1, 500,
+                                 nullptr, out, 1),
+                    std::invalid_argument, "CartPole-v1: episodes start from seeds or from states, "
+                                           "give exactly one");
 }
 
 }  // namespace

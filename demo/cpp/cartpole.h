@@ -1,22 +1,24 @@
-// CartPole-v1 for the demo programs, on the core's CartPole (evokit/
-// cartpole.h: gymnasium's physics, bit for bit): explicit Euler integration
-// in double precision, float32 observations, termination when |x| > 2.4 or
-// |theta| > 12 degrees, reward 1 for every step (the terminating one
-// included), and truncation after 500 steps (gymnasium's TimeLimit for v1).
+// CartPole-v1 for the demo programs: the core's native environment
+// "CartPole-v1" (evokit/env.h, gymnasium's physics and seeding bit for bit:
+// float64 Euler integration, float32 observations, termination when |x| >
+// 2.4 or |theta| > 12 degrees, reward 1 for every step, the terminating one
+// included) with gymnasium's time limit for v1, 500 steps.
 //
-// reset(seed) starts where gymnasium's CartPoleEnv.reset(seed=seed) starts
-// (the core implements numpy's generator); reset() draws the start uniform in
-// [-0.05, 0.05) from a std::mt19937_64 seeded by the caller, for programs
-// that reuse one environment for many episodes.
+// reset(seed) starts where gymnasium's CartPoleEnv.reset(seed=seed) starts;
+// reset() starts the next of the environment's own episodes, whose seeds
+// numpy's generator (the core's, evokit/numpy_random.h) draws from the seed
+// the environment was made with, for programs that reuse one environment for
+// many episodes.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <random>
+#include <memory>
 #include <vector>
 
-#include "evokit/cartpole.h"
+#include "evokit/env.h"
+#include "evokit/numpy_random.h"
 
 namespace evokit_demo {
 
@@ -36,40 +38,44 @@ class CartPole {
     bool truncated;
   };
 
-  explicit CartPole(std::uint64_t seed) : rng_(seed) {}
+  explicit CartPole(std::uint64_t seed)
+      : episode_(evokit::make_env("CartPole-v1")->episode()), seeds_(seed) {}
 
-  Obs reset() {
-    std::uniform_real_distribution<double> uniform(-0.05, 0.05);
-    State start;
-    for (double& s : start) s = uniform(rng_);
-    return reset_to(start);
-  }
+  Obs reset() { return reset(seeds_.next_uint64()); }
 
   // The start of gymnasium's CartPoleEnv.reset(seed=seed).
   Obs reset(std::uint64_t seed) {
-    const evokit::CartPoleState s = evokit::cartpole_reset(seed);
-    return reset_to({s.x, s.x_dot, s.theta, s.theta_dot});
+    episode_->reset_seed(seed, obs_.data());
+    steps_ = 0;
+    return observation();
   }
 
   // Start from a given state (for checking the physics against gymnasium).
   Obs reset_to(const State& state) {
-    state_ = {state[0], state[1], state[2], state[3]};
+    episode_->reset_state(state.data(), obs_.data());
     steps_ = 0;
-    return evokit::cartpole_observation(state_);
+    return observation();
   }
 
   // Throws std::invalid_argument for an action other than 0 or 1.
   Step step(int action) {
-    const bool terminated = evokit::cartpole_step(state_, action);
+    const float index = static_cast<float>(action);
+    bool terminated = false;
+    const double reward = episode_->step(&index, obs_.data(), terminated);
     ++steps_;
-    return Step{evokit::cartpole_observation(state_), 1.0, terminated, steps_ >= kMaxSteps};
+    return Step{observation(), reward, terminated, steps_ >= kMaxSteps};
   }
 
-  State state() const noexcept { return {state_.x, state_.x_dot, state_.theta, state_.theta_dot}; }
-
  private:
-  std::mt19937_64 rng_;
-  evokit::CartPoleState state_{};
+  Obs observation() const noexcept {
+    Obs o;
+    std::copy(obs_.begin(), obs_.end(), o.begin());  // float32 values, as gymnasium returns them
+    return o;
+  }
+
+  std::unique_ptr<evokit::Episode> episode_;
+  evokit::NumpyGenerator seeds_;
+  std::array<double, kObsDim> obs_{};
   int steps_ = 0;
 };
 

@@ -10,11 +10,12 @@ the rewards. Backends plug in behind it without touching the training loop:
 - :class:`~evokit.evaluation.processes.ProcessEvaluator`: the same in worker
   processes;
 - :class:`~evokit.evaluation.vector.VectorEvaluator`: for environments
-  EvoKit's core implements (CartPole-v0/v1; gymnasium's MuJoCo Hopper-v5,
-  HalfCheetah-v5, Walker2d-v5, Ant-v5 and Swimmer-v5,
-  :mod:`~evokit.evaluation.native_mujoco`), every episode of the population
-  runs in C++ (``evokit._core.cartpole_rollouts``,
-  ``evokit._core.mujoco_rollouts``), threaded over episodes; otherwise the whole population in lockstep on a gymnasium vector
+  EvoKit's core implements (the extension's registry,
+  :mod:`~evokit.evaluation.registry`: CartPole-v0/v1, Pendulum-v1;
+  gymnasium's MuJoCo Hopper-v5, HalfCheetah-v5, Walker2d-v5, Ant-v5,
+  Swimmer-v5 and Humanoid-v5, :mod:`~evokit.evaluation.native_mujoco`), every
+  episode of the population runs in C++ (``evokit._core.env_rollouts``),
+  threaded over episodes; otherwise the whole population in lockstep on a gymnasium vector
   environment (:mod:`~evokit.evaluation.lockstep`), one batched native policy
   call per step for every member (``evokit._core.PolicyGraph.run_population``),
   finished members masked out; for environments without a vectorised form,

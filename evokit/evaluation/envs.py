@@ -14,7 +14,7 @@ import onnx
 from ..errors import EnvError
 from ..policy.mlp import policy_for_spaces
 
-__all__ = ["NativeEnv", "check_policy_fits", "has_vector_entry_point", "make_env", "native_env",
+__all__ = ["NativeEnv", "check_native", "check_policy_fits", "has_vector_entry_point", "make_env", "native_env",
            "native_env_steps", "policy_for_env"]
 
 
@@ -103,58 +103,102 @@ def has_vector_entry_point(env_id: str) -> bool:
         return False
 
 
-_CARTPOLE_ENTRY_POINT = "gymnasium.envs.classic_control.cartpole:CartPoleEnv"
-
-
 @dataclass(frozen=True)
 class NativeEnv:
     """An environment EvoKit's core implements: ``max_steps`` is its time
-    limit; ``mujoco_task`` names the MuJoCo task (None for CartPole);
-    ``unavailable`` says why it cannot run natively in this process (None
-    when it can)."""
+    limit; ``task`` the registry's name of it ("CartPole-v1",
+    "Pendulum-v1", "Hopper-v5", ...); ``mujoco_task`` names it again for a
+    MuJoCo task (None for the core's own environments); ``unavailable`` says
+    why it cannot run natively in this process (None when it can)."""
 
     max_steps: int
     mujoco_task: Optional[str] = None
     unavailable: Optional[str] = None
+    task: Optional[str] = None
 
 
 def native_env(env_id: str) -> Tuple[Optional[NativeEnv], str]:
     """``(NativeEnv, "")`` if EvoKit's core implements ``env_id``, else
     ``(None, why not)``, the reason being ``""`` when the core has no such
-    environment at all. The core implements gymnasium's ``CartPoleEnv`` with
-    its default reward and a time limit (CartPole-v1: 500, CartPole-v0:
-    200), whose dynamics and seeding ``evokit._core.cartpole_rollouts``
-    reproduces bit for bit, and the MuJoCo tasks Hopper-v5, HalfCheetah-v5,
-    Walker2d-v5, Ant-v5 and Swimmer-v5 with their default arguments and a
-    time limit (:mod:`~evokit.evaluation.native_mujoco`), which run only where
-    the extension was built with MuJoCo and the installed MuJoCo is that
-    version (checked once per process: ``unavailable`` gives the reason,
-    which a :class:`~evokit.errors.NativeFallbackWarning` states once)."""
-    import gymnasium
+    environment at all. The core implements the environments the extension
+    registers (:mod:`~evokit.evaluation.registry`) with their default
+    arguments and a time limit: gymnasium's ``CartPoleEnv`` (CartPole-v1:
+    500 steps, CartPole-v0: 200) and ``PendulumEnv`` (Pendulum-v1), whose
+    dynamics and seeding ``evokit._core.env_rollouts`` reproduces bit for
+    bit, and the MuJoCo tasks Hopper-v5, HalfCheetah-v5, Walker2d-v5, Ant-v5,
+    Swimmer-v5 and Humanoid-v5 (:mod:`~evokit.evaluation.native_mujoco`),
+    which run only where the extension was built with MuJoCo and the
+    installed MuJoCo is that version (checked once per process:
+    ``unavailable`` gives the reason, which a
+    :class:`~evokit.errors.NativeFallbackWarning` states once)."""
+    from . import registry
 
-    try:
-        spec = gymnasium.spec(env_id)
-    except gymnasium.error.Error:
-        return None, ""
-    if spec.entry_point == _CARTPOLE_ENTRY_POINT:
-        kwargs = {k: v for k, v in (spec.kwargs or {}).items() if k != "render_mode"}
-        if spec.max_episode_steps is None:
-            return None, f"{env_id} has no time limit (max_episode_steps)"
-        if set(kwargs) - {"sutton_barto_reward"} or kwargs.get("sutton_barto_reward", False):
-            return None, f"{env_id} is CartPole with other arguments ({kwargs})"
-        return NativeEnv(int(spec.max_episode_steps)), ""
+    entry, max_steps, why = registry.native_entry(env_id)
+    if entry is None:
+        return None, why
+    if entry["component"] == "core":
+        return NativeEnv(max_steps, task=entry["name"]), ""
     from . import native_mujoco
 
-    task, max_steps, why = native_mujoco.mujoco_task(env_id)
-    if task is None:
-        return None, why
+    task = entry["name"]
     try:
         native_mujoco.load(task)
     except EnvError as exc:
         # Whoever asks first (the evaluator a run makes at its start) says so, once.
         native_mujoco.note_fallback(env_id, str(exc))
-        return NativeEnv(max_steps, task, str(exc)), ""
-    return NativeEnv(max_steps, task), ""
+        return NativeEnv(max_steps, task, str(exc), task), ""
+    return NativeEnv(max_steps, task, task=task), ""
+
+
+def check_native(env_id: str, episodes: int = 3, max_steps: int = 1000) -> str:
+    """What ``evokit check-native`` reports for ``env_id``: its native
+    episodes (from ``reset(seed=s)`` for s = 1 .. ``episodes``, random
+    actions, continuous ones in +-3, some beyond the bounds, up to
+    ``max_steps`` steps or the time limit) compared with
+    gymnasium's step for step (observation, reward, termination,
+    truncation); a MuJoCo task is first loaded as ``evokit train`` loads it
+    (:func:`~evokit.evaluation.native_mujoco.check`). Raises
+    :class:`~evokit.errors.EnvError` with the reason when the native path
+    cannot run it or differs."""
+    from . import registry
+
+    entry, limit, why = registry.native_entry(env_id)
+    if entry is None:
+        known = ", ".join(e["name"] for e in registry.entries().values())
+        raise EnvError(why or f"{env_id} is not an environment EvoKit runs natively (those are "
+                              f"{known} with default arguments)")
+    if entry["component"] == "mujoco":
+        from . import native_mujoco
+
+        return native_mujoco.check(env_id, episodes=episodes, max_steps=max_steps)
+    from .. import _core
+
+    episode = _core.NativeEnv(entry["name"]).episode()
+    env = make_env(env_id)
+    rng = np.random.default_rng(2024)
+    compared = 0
+    try:
+        for seed in range(1, episodes + 1):
+            want, _ = env.reset(seed=seed)
+            if not np.array_equal(episode.reset(seed), want):
+                raise EnvError(f"native {entry['name']} differs from gymnasium: its "
+                               f"reset(seed={seed}) differs")
+            for t in range(min(max_steps, limit)):
+                action = (int(rng.integers(entry["action_size"])) if entry["discrete"] else
+                          rng.uniform(-3.0, 3.0, entry["action_size"]).astype(np.float32))
+                want, reward, terminated, truncated, _ = env.step(action)
+                got, got_reward, got_terminated = episode.step(action)
+                compared += 1
+                if not (np.array_equal(got, want) and got_reward == reward
+                        and got_terminated == terminated and (t + 1 >= limit) == truncated):
+                    raise EnvError(f"native {entry['name']} differs from gymnasium: step {t} "
+                                   f"after reset(seed={seed}) differs")
+                if terminated or truncated:
+                    break
+    finally:
+        env.close()
+    return (f"{env_id}: native (EvoKit's core); {episodes} episodes, {compared} steps equal to "
+            f"gymnasium's step for step")
 
 
 def native_env_steps(env_id: str) -> Optional[int]:

@@ -1,9 +1,10 @@
 """Gymnasium's MuJoCo locomotion tasks run natively: whole episodes in
-EvoKit's core (``evokit._core.mujoco_rollouts``), the policy on the native
+EvoKit's core (``evokit._core.env_rollouts``), the policy on the native
 backend, episodes spread over OpenMP threads, no Python per step.
 
-The tasks are gymnasium's Hopper-v5, HalfCheetah-v5, Walker2d-v5, Ant-v5 and
-Swimmer-v5 (:data:`TASK_OF_ENTRY_POINT`) with their constructor defaults (an
+The tasks are gymnasium's Hopper-v5, HalfCheetah-v5, Walker2d-v5, Ant-v5,
+Swimmer-v5 and Humanoid-v5, as the extension registers them
+(``evokit._core.mujoco_tasks()``, :data:`TASK_OF_ENTRY_POINT`), with their constructor defaults (an
 environment registered with other arguments, rendering aside, runs on the
 general path) and a time limit. The core ports each env's ``step`` (ctrl <-
 action, ``mj_step`` frame_skip times, ``mj_rnePostConstraint``), its
@@ -37,51 +38,19 @@ import numpy as np
 
 from .. import _core
 from ..errors import EnvError, NativeFallbackWarning
+from . import registry
 
-__all__ = ["NativeMujocoEnv", "NativeTask", "TASK_OF_ENTRY_POINT", "check", "headers_release", "initial_states", "load",
+__all__ = ["NativeMujocoEnv", "NativeTask", "TASK_OF_ENTRY_POINT", "check", "headers_release", "initial_state_rows", "initial_states", "load",
            "mujoco_library", "mujoco_task", "note_fallback"]
 
-#: gymnasium's entry points of the tasks the core implements -> task name.
-TASK_OF_ENTRY_POINT = {
-    "gymnasium.envs.mujoco.hopper_v5:HopperEnv": "Hopper-v5",
-    "gymnasium.envs.mujoco.half_cheetah_v5:HalfCheetahEnv": "HalfCheetah-v5",
-    "gymnasium.envs.mujoco.walker2d_v5:Walker2dEnv": "Walker2d-v5",
-    "gymnasium.envs.mujoco.ant_v5:AntEnv": "Ant-v5",
-    "gymnasium.envs.mujoco.swimmer_v5:SwimmerEnv": "Swimmer-v5",
-}
-_ENTRY_POINT_OF_TASK = {task: entry for entry, task in TASK_OF_ENTRY_POINT.items()}
+def _tasks() -> Dict[str, dict]:
+    """The registry's MuJoCo tasks by name (:mod:`~evokit.evaluation.registry`)."""
+    return {e["name"]: e for e in registry.entries().values() if e["component"] == "mujoco"}
 
-# The constructor arguments the core implements: gymnasium 1.4's defaults.
-_INF = float("inf")
-_DEFAULTS: Dict[str, dict] = {
-    "Hopper-v5": dict(
-        xml_file="hopper.xml", frame_skip=4, forward_reward_weight=1.0, ctrl_cost_weight=1e-3,
-        healthy_reward=1.0, terminate_when_unhealthy=True, healthy_state_range=(-100.0, 100.0),
-        healthy_z_range=(0.7, _INF), healthy_angle_range=(-0.2, 0.2), reset_noise_scale=5e-3,
-        exclude_current_positions_from_observation=True),
-    "HalfCheetah-v5": dict(
-        xml_file="half_cheetah.xml", frame_skip=5, forward_reward_weight=1.0,
-        ctrl_cost_weight=0.1, reset_noise_scale=0.1,
-        exclude_current_positions_from_observation=True),
-    "Walker2d-v5": dict(
-        xml_file="walker2d_v5.xml", frame_skip=4, forward_reward_weight=1.0,
-        ctrl_cost_weight=1e-3, healthy_reward=1.0, terminate_when_unhealthy=True,
-        healthy_z_range=(0.8, 2.0), healthy_angle_range=(-1.0, 1.0), reset_noise_scale=5e-3,
-        exclude_current_positions_from_observation=True),
-    "Ant-v5": dict(
-        xml_file="ant.xml", frame_skip=5, forward_reward_weight=1, ctrl_cost_weight=0.5,
-        contact_cost_weight=5e-4, healthy_reward=1.0, main_body=1, terminate_when_unhealthy=True,
-        healthy_z_range=(0.2, 1.0), contact_force_range=(-1.0, 1.0), reset_noise_scale=0.1,
-        exclude_current_positions_from_observation=True, include_cfrc_ext_in_observation=True),
-    "Swimmer-v5": dict(
-        xml_file="swimmer.xml", frame_skip=4, forward_reward_weight=1.0, ctrl_cost_weight=1e-4,
-        reset_noise_scale=0.1, exclude_current_positions_from_observation=True),
-}
-# Tasks whose reset_model draws qvel from standard_normal (else uniform).
-_NORMAL_QVEL = ("HalfCheetah-v5", "Ant-v5")
-# Arguments that only change rendering: any value runs natively.
-_RENDER_ARGS = frozenset({"render_mode", "width", "height", "camera_id", "camera_name",
-                          "default_camera_config", "max_geom", "visual_options"})
+
+#: gymnasium's entry points of the tasks the core implements -> task name
+#: (the extension's registry; empty where EvoKit was built without MuJoCo).
+TASK_OF_ENTRY_POINT = {e["entry_point"]: name for name, e in _tasks().items()}
 
 
 def mujoco_task(env_id: str) -> Tuple[Optional[str], Optional[int], str]:
@@ -89,37 +58,10 @@ def mujoco_task(env_id: str) -> Tuple[Optional[str], Optional[int], str]:
     the core implements, registered with its default arguments and a time
     limit; else ``(None, None, why not)``, the reason being ``""`` for an
     environment that is no such task at all. Needs no MuJoCo."""
-    import gymnasium
-
-    try:
-        spec = gymnasium.spec(env_id)
-    except gymnasium.error.Error:
-        return None, None, ""
-    task = TASK_OF_ENTRY_POINT.get(spec.entry_point) if isinstance(spec.entry_point, str) else None
-    if task is None:
-        return None, None, ""
-    defaults = _DEFAULTS[task]
-    for name, value in sorted((spec.kwargs or {}).items()):
-        if name in _RENDER_ARGS:
-            continue
-        if name not in defaults:
-            return None, None, (f"{env_id}: argument {name}={value!r} is not one native {task} "
-                                f"implements (only its defaults)")
-        if not _same(value, defaults[name]):
-            return None, None, (f"{env_id}: {name}={value!r} is not {task}'s default "
-                                f"{defaults[name]!r}; native MuJoCo runs the defaults only")
-    if spec.max_episode_steps is None:
-        return None, None, f"{env_id} has no time limit (max_episode_steps)"
-    if spec.additional_wrappers:
-        names = ", ".join(w.name for w in spec.additional_wrappers)
-        return None, None, f"{env_id} adds wrappers ({names}); native MuJoCo runs the bare task"
-    return task, int(spec.max_episode_steps), ""
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
+    entry, max_steps, why = registry.native_entry(env_id)
+    if entry is None or entry["component"] != "mujoco":
+        return None, None, why
+    return entry["name"], max_steps, ""
 
 
 def mujoco_library() -> str:
@@ -151,7 +93,7 @@ class NativeTask:
     and ``reset_noise_scale``)."""
 
     task: str
-    env: object  # evokit._core.MujocoEnv
+    env: object  # evokit._core.MujocoEnv (a NativeEnv)
     init_qpos: np.ndarray
     init_qvel: np.ndarray
     noise_scale: float
@@ -182,19 +124,20 @@ def load(task: str) -> NativeTask:
 def _load(task: str) -> NativeTask:
     if _core.mujoco_header_version() == 0:
         _core.MujocoEnv(task, "", 1)  # raises the component's own reason
-    module, name = _ENTRY_POINT_OF_TASK[task].split(":")
+    entry = _tasks()[task]
+    module, name = entry["entry_point"].split(":")
     cls = getattr(importlib.import_module(module), name)
     defaults = {k: p.default for k, p in inspect.signature(cls.__init__).parameters.items()
-                if k in _DEFAULTS[task]}
-    for key, value in _DEFAULTS[task].items():
-        if key not in defaults or not _same(defaults[key], value):
+                if k in entry["defaults"]}
+    for key, value in entry["defaults"].items():
+        if key not in defaults or not registry.same_value(defaults[key], value):
             raise RuntimeError(f"this gymnasium's {name} has {key}={defaults.get(key)!r} by "
                                f"default, the core implements {value!r}")
     gym_env = cls()
     try:
         native = NativeTask(task, _core.MujocoEnv(task, mujoco_library(), gym_env.model._address),
                             gym_env.init_qpos.copy(), gym_env.init_qvel.copy(),
-                            _DEFAULTS[task]["reset_noise_scale"], task in _NORMAL_QVEL)
+                            entry["reset_noise_scale"], entry["normal_qvel"])
         _verify(native, gym_env)
     finally:
         gym_env.close()
@@ -212,8 +155,7 @@ def _verify(native: NativeTask, gym_env, seeds: Sequence[int] = (0, 12345), step
     compared = 0
     for seed in seeds:
         want, _ = gym_env.reset(seed=seed)
-        qpos, qvel = initial_states(native, [seed])
-        got = episode.reset(qpos[0], qvel[0])
+        got = episode.reset_state(initial_state_rows(native, [seed])[0])
         if not np.array_equal(got, want):
             raise RuntimeError(f"its reset(seed={seed}) differs from gymnasium's")
         for t in range(steps):
@@ -240,9 +182,9 @@ def check(env_id: str, episodes: int = 3, max_steps: int = 1000) -> str:
     task, _, why = mujoco_task(env_id)
     if task is None:
         raise EnvError(why or f"{env_id} is not a MuJoCo task EvoKit runs natively (those are "
-                              f"{', '.join(_core.mujoco_tasks())} with default arguments)")
+                              f"{', '.join(_tasks())} with default arguments)")
     native = load(task)
-    module, name = _ENTRY_POINT_OF_TASK[task].split(":")
+    module, name = _tasks()[task]["entry_point"].split(":")
     gym_env = getattr(importlib.import_module(module), name)()
     try:
         # Small actions: the episodes run long enough to leave the reset's neighbourhood.
@@ -288,6 +230,12 @@ def initial_states(native: NativeTask, seeds: Sequence[int]) -> Tuple[np.ndarray
     return qpos, qvel
 
 
+def initial_state_rows(native: NativeTask, seeds: Sequence[int]) -> np.ndarray:
+    """:func:`initial_states` as the core's episodes start: one row of qpos
+    then qvel per episode (episodes x (nq + nv))."""
+    return np.hstack(initial_states(native, seeds))
+
+
 _noted = set()
 
 
@@ -305,7 +253,7 @@ class NativeMujocoEnv:
     gymnasium's env: ``reset(seed)`` gives the observation, ``step(action)``
     ``(observation, reward, terminated, truncated)``, truncated after the
     registered time limit. For tests and checks; the evaluators run whole
-    episodes with ``evokit._core.mujoco_rollouts``. Raises
+    episodes with ``evokit._core.env_rollouts``. Raises
     :class:`~evokit.errors.EnvError` with the reason for an environment the
     core does not run (another env, other arguments) or cannot run here."""
 
@@ -313,7 +261,7 @@ class NativeMujocoEnv:
         task, max_steps, why = mujoco_task(env_id)
         if task is None:
             raise EnvError(why or f"{env_id} is not a MuJoCo task EvoKit runs natively (those are "
-                                  f"{', '.join(_core.mujoco_tasks())} with default arguments)")
+                                  f"{', '.join(_tasks())} with default arguments)")
         self.env_id = env_id
         self.native = load(task)
         self.max_episode_steps = max_steps
@@ -321,9 +269,9 @@ class NativeMujocoEnv:
         self._elapsed: Optional[int] = None
 
     def reset(self, seed: int) -> np.ndarray:
-        qpos, qvel = initial_states(self.native, [seed])
+        state = initial_state_rows(self.native, [seed])[0]
         self._elapsed = None
-        obs = self._episode.reset(qpos[0], qvel[0])
+        obs = self._episode.reset_state(state)
         self._elapsed = 0
         return obs
 

@@ -23,8 +23,8 @@ from .obsnorm import ObsStats
 
 __all__ = ["VectorEvaluator"]
 
-_NATIVE_ENVS = ("only gymnasium's CartPole, Hopper-v5, HalfCheetah-v5, Walker2d-v5, Ant-v5 and "
-                "Swimmer-v5 with their default arguments and a time limit are")
+_NATIVE_ENVS = ("only the environments the extension registers (evokit.evaluation.registry) with "
+                "their default arguments and a time limit are")
 
 
 def _native_policy(policy):
@@ -67,18 +67,19 @@ class VectorEvaluator(PooledEvaluator):
     end in the core, with the member's perturbed parameters materialised once
     per episode, episodes spread over ``max(num_threads, num_workers)``
     OpenMP threads (no worker processes: they would only add copying). No
-    Python runs per step. For CartPole-v0 and v1,
-    ``evokit._core.cartpole_rollouts``: gymnasium's CartPoleEnv dynamics
-    (float64, same operations), its seeding (numpy's SeedSequence and PCG64,
-    reimplemented) and its time limit. For gymnasium's Hopper-v5,
-    HalfCheetah-v5, Walker2d-v5, Ant-v5 and Swimmer-v5 with their default
-    arguments, ``evokit._core.mujoco_rollouts``
-    (:mod:`~evokit.evaluation.native_mujoco`): the env's step, observation,
-    reward and termination ported to C++ on the libmujoco the ``mujoco``
-    package loaded (one ``mjData`` per thread), the episode's initial state
-    drawn in Python from its seed as ``reset(seed=s)`` draws it, the policy's
-    output as the action (as the other paths pass it), the time limit, and
-    with :attr:`obs_norm` the normalisation and the observation statistics
+    Python runs per step: ``evokit._core.env_rollouts`` on the environment the
+    extension registers (:mod:`~evokit.evaluation.registry`). For the core's
+    own environments (CartPole-v0 and v1, Pendulum-v1) the env's dynamics in
+    the same float64 / float32 operations, its seeding (numpy's SeedSequence
+    and PCG64, reimplemented) and its time limit. For gymnasium's Hopper-v5,
+    HalfCheetah-v5, Walker2d-v5, Ant-v5, Swimmer-v5 and Humanoid-v5 with their
+    default arguments (:mod:`~evokit.evaluation.native_mujoco`): the env's
+    step, observation, reward and termination ported to C++ on the libmujoco
+    the ``mujoco`` package loaded (one ``mjData`` per thread), the episode's
+    initial state drawn in Python from its seed as ``reset(seed=s)`` draws
+    it. Either way the policy's output is the action (its argmax for a
+    discrete env, as the other paths take it), the time limit, and with
+    :attr:`obs_norm` the normalisation and the observation statistics
     (per episode, added up per sample in episode order: counts equal the
     other evaluators', sums agree to rounding). Rewards equal
     :class:`~evokit.evaluation.serial.SerialEvaluator`'s bit for bit, and
@@ -157,10 +158,11 @@ class VectorEvaluator(PooledEvaluator):
         self.vectorization_mode = vectorization_mode
         self.num_workers = num_workers
         self.num_threads = num_threads
-        # Native mode's lockstep runner (CartPole with obs_norm) and policy check.
+        # The lockstep runner; in native mode it checks the policy fits (Lockstep.fit).
         self._runner = Lockstep(env_id, vectorization_mode if vectorization_mode != "native"
                                 else "vector_entry_point" if vector else "sync")
         self._fitted_policy = None
+        self._core_env = None  # the core's env of a native environment, made at first use
         self._pool: Optional[cf.ProcessPoolExecutor] = None
         self._pool_key = None
 
@@ -195,11 +197,8 @@ class VectorEvaluator(PooledEvaluator):
             # Gaussian members are read from the noise keys in place; CMA /
             # GA members are rebuilt as rows once (the solver decides).
             population = agent.population(infos, self.num_threads)
-        if self.vectorization_mode == "native" and (self.obs_norm is None
-                                                    or self._native.mujoco_task is not None):
+        if self.vectorization_mode == "native":
             return self._native_rollouts(native, population, seeds)
-        # The core's CartPole does not normalise observations: with obs_norm,
-        # native mode runs the lockstep runner (CartPoleVectorEnv) here.
         if in_process:
             return self._runner.run(native.graph, population, seeds, self.num_threads,
                                     self.obs_norm)
@@ -222,18 +221,20 @@ class VectorEvaluator(PooledEvaluator):
         flat = [x for s in seeds for x in s]
         threads = max(self.num_threads, self.num_workers)
         max_steps = self._native.max_steps
-        sums = sumsqs = None
+        norm = self.obs_norm
+        normalise = {} if norm is None else dict(obs_mean=norm.mean, obs_std=norm.std,
+                                                 obs_clip=norm.clip)
         if self._native.mujoco_task is None:
-            lengths = _core.cartpole_rollouts(native.graph, population, members,
-                                              np.asarray(flat, np.int64), max_steps, threads)
-            returns = lengths.astype(np.float64)  # a reward of 1 per step
+            # The core's own environments start from the episodes' seeds.
+            if self._core_env is None:
+                self._core_env = _core.NativeEnv(self._native.task)
+            env, starts = self._core_env, dict(seeds=np.asarray(flat, np.int64))
         else:
+            # A MuJoCo task's initial states are drawn here, as reset(seed=s) draws them.
             task = native_mujoco.load(self._native.mujoco_task)
-            qpos, qvel = native_mujoco.initial_states(task, flat)
-            norm = self.obs_norm
-            returns, lengths, sums, sumsqs = _core.mujoco_rollouts(
-                task.env, native.graph, population, members, qpos, qvel, max_steps, threads,
-                *(() if norm is None else (norm.mean, norm.std, norm.clip)))
+            env, starts = task.env, dict(states=native_mujoco.initial_state_rows(task, flat))
+        returns, lengths, sums, sumsqs = _core.env_rollouts(
+            env, native.graph, population, members, max_steps, threads, **starts, **normalise)
         n = len(seeds)
         rewards = np.zeros(n)
         sample_steps = np.zeros(n, np.int64)

@@ -137,11 +137,11 @@ def test_vector_evaluator_arguments():
     with pytest.raises(ValueError, match="vectorization_mode must be one of auto, native, vector_entry_point, "
                                          "sync, async, got 'gpu'"):
         VectorEvaluator("CartPole-v1", vectorization_mode="gpu")
-    with pytest.raises(EnvError, match=r"Pendulum-v1 is not implemented natively \(only gymnasium's "
-                                       r"CartPole, Hopper-v5, HalfCheetah-v5, Walker2d-v5, Ant-v5 and "
-                                       r"Swimmer-v5 with their default arguments and a time limit "
-                                       r"are\); use vectorization_mode='auto'"):
-        VectorEvaluator("Pendulum-v1", vectorization_mode="native")
+    with pytest.raises(EnvError, match=r"Acrobot-v1 is not implemented natively \(only the "
+                                       r"environments the extension registers "
+                                       r"\(evokit.evaluation.registry\) with their default arguments "
+                                       r"and a time limit are\); use vectorization_mode='auto'"):
+        VectorEvaluator("Acrobot-v1", vectorization_mode="native")
     with pytest.raises(EnvError, match=r"Pendulum-v1 has no vectorised form"):
         VectorEvaluator("Pendulum-v1", vectorization_mode="vector_entry_point")
     with pytest.raises(EnvError, match="cannot make environment 'NoSuchEnv-v0'"):
@@ -155,7 +155,7 @@ def test_make_evaluator_kinds(tmp_path, seed_config):
     cases = [
         (("CartPole-v1", 2, "auto", native), VectorEvaluator, dict(vectorization_mode="native",
                                                                     num_workers=1, num_threads=2)),
-        (("Pendulum-v1", 3, "auto", native), VectorEvaluator, dict(vectorization_mode="sync", num_workers=3)),
+        (("Acrobot-v1", 3, "auto", native), VectorEvaluator, dict(vectorization_mode="sync", num_workers=3)),
         (("CartPole-v1", 2, "auto", ort), ProcessEvaluator, {}),
         (("CartPole-v1", 1, "auto", ort), SerialEvaluator, {}),
         (("CartPole-v1", 2, "auto", None), ProcessEvaluator, {}),

@@ -37,7 +37,9 @@ try:
 except EnvError as exc:
     pytest.skip(str(exc), allow_module_level=True)
 
-TASKS = ["Hopper-v5", "HalfCheetah-v5", "Walker2d-v5", "Ant-v5", "Swimmer-v5"]
+# Every MuJoCo task the extension registers: a new task is tested here by its registration.
+TASKS = [t["name"] for t in _core.mujoco_tasks()]
+ENTRY_POINT = {t["name"]: t["entry_point"] for t in _core.mujoco_tasks()}
 
 
 @pytest.fixture(autouse=True)
@@ -92,11 +94,13 @@ def test_step_before_reset_is_refused():
     episode = native.native.env.episode()
     with pytest.raises(RuntimeError, match=r"step\(\) before reset\(\)"):
         episode.step(np.zeros(2, np.float32))
-    episode.reset(np.zeros(5), np.zeros(5))
+    episode.reset_state(np.zeros(10))
     with pytest.raises(ValueError, match=r"action must have shape \(2,\), got \(3,\)"):
         episode.step(np.zeros(3))
-    with pytest.raises(ValueError, match=r"qvel must have shape \(5,\), got \(4,\)"):
-        episode.reset(np.zeros(5), np.zeros(4))
+    with pytest.raises(ValueError, match=r"state must have shape \(10,\), got \(9,\)"):
+        episode.reset_state(np.zeros(9))
+    with pytest.raises(RuntimeError, match=r"Swimmer-v5 starts from a state \(qpos, qvel\), not a seed"):
+        episode.reset(0)
 
 
 # ---- whole episodes -----------------------------------------------------------------------
@@ -130,7 +134,7 @@ def short_tasks():
     ids = {}
     for task in TASKS:
         ids[task] = f"EvoKitTest/Short{task}"
-        gymnasium.register(ids[task], entry_point=native_mujoco._ENTRY_POINT_OF_TASK[task],
+        gymnasium.register(ids[task], entry_point=ENTRY_POINT[task],
                            max_episode_steps=60)
     yield ids
     for env_id in ids.values():
@@ -190,9 +194,10 @@ def test_rollouts_with_obs_norm_equal_serial(tmp_path, short_tasks, task, clip):
     np.testing.assert_allclose(got.obs_stats.sumsq, want.obs_stats.sumsq, rtol=1e-12, atol=1e-12)
 
 
-def test_results_are_the_same_for_any_thread_count(tmp_path, short_tasks):
-    env_id = short_tasks["Walker2d-v5"]
-    agent = agent_for(tmp_path, "Walker2d-v5")
+@pytest.mark.parametrize("task", ["Walker2d-v5", "Humanoid-v5"])
+def test_results_are_the_same_for_any_thread_count(tmp_path, short_tasks, task):
+    env_id = short_tasks[task]
+    agent = agent_for(tmp_path, task)
     infos = [agent.clone().add_noise() for _ in range(15)] + [None]
     seeds = [[100 + i] for i in range(16)]
     results = []
@@ -228,35 +233,41 @@ def test_rollouts_core_arguments(tmp_path):
     pop = agent.population([None, agent.clone().add_noise()])
     qpos, qvel = native_mujoco.initial_states(task, [1, 2])
     members = np.array([0, 1])
-    returns, lengths, s, q = _core.mujoco_rollouts(task.env, graph, pop, members, qpos, qvel, 5)
+    states = np.hstack([qpos, qvel])
+    np.testing.assert_array_equal(states, native_mujoco.initial_state_rows(task, [1, 2]))
+    returns, lengths, s, q = _core.env_rollouts(task.env, graph, pop, members, 5, states=states)
     assert s is None and q is None and np.all(lengths <= 5) and returns.dtype == np.float64
-    with pytest.raises(ValueError, match=r"qpos must have shape \(2, 6\), one row per episode, "
-                                         r"got \(1, 6\)"):
-        _core.mujoco_rollouts(task.env, graph, pop, members, qpos[:1], qvel, 5)
+    with pytest.raises(ValueError, match=r"states must have shape \(2, 12\), one row per episode, "
+                                         r"got \(1, 12\)"):
+        _core.env_rollouts(task.env, graph, pop, members, 5, states=states[:1])
+    with pytest.raises(ValueError, match="Hopper-v5: give seeds or states, exactly one"):
+        _core.env_rollouts(task.env, graph, pop, members, 5)
+    with pytest.raises(ValueError, match=r"Hopper-v5 starts from states \(state_size 12\), not from seeds"):
+        _core.env_rollouts(task.env, graph, pop, members, 5, seeds=np.array([1, 2]))
     with pytest.raises(IndexError, match="episode 1: member 2 is out of range for a population of 2"):
-        _core.mujoco_rollouts(task.env, graph, pop, np.array([0, 2]), qpos, qvel, 5)
+        _core.env_rollouts(task.env, graph, pop, np.array([0, 2]), 5, states=states)
     with pytest.raises(IndexError, match="episode 1: member -1 is negative"):
-        _core.mujoco_rollouts(task.env, graph, pop, np.array([0, -1]), qpos, qvel, 5)
+        _core.env_rollouts(task.env, graph, pop, np.array([0, -1]), 5, states=states)
     with pytest.raises(ValueError, match="max_steps must be >= 1, got 0"):
-        _core.mujoco_rollouts(task.env, graph, pop, members, qpos, qvel, 0)
+        _core.env_rollouts(task.env, graph, pop, members, 0, states=states)
     with pytest.raises(ValueError, match="num_threads must be >= 1, got 0"):
-        _core.mujoco_rollouts(task.env, graph, pop, members, qpos, qvel, 5, 0)
+        _core.env_rollouts(task.env, graph, pop, members, 5, 0, states=states)
     with pytest.raises(ValueError, match="obs_mean and obs_std must be given together"):
-        _core.mujoco_rollouts(task.env, graph, pop, members, qpos, qvel, 5, obs_mean=np.zeros(11))
+        _core.env_rollouts(task.env, graph, pop, members, 5, states=states, obs_mean=np.zeros(11))
     with pytest.raises(ValueError, match=r"obs_std must have shape \(11,\)"):
-        _core.mujoco_rollouts(task.env, graph, pop, members, qpos, qvel, 5,
+        _core.env_rollouts(task.env, graph, pop, members, 5, states=states,
                               obs_mean=np.zeros(11), obs_std=np.ones(4))
     ant = agent_for(tmp_path, "Ant-v5")
     with pytest.raises(ValueError, match="Hopper-v5 gives 11 observation values, the policy takes 105"):
-        _core.mujoco_rollouts(task.env, ant.policy.native.graph, ant.population([None]),
-                              np.array([0]), qpos[:1], qvel[:1], 5)
+        _core.env_rollouts(task.env, ant.policy.native.graph, ant.population([None]),
+                           np.array([0]), 5, states=states[:1])
     wide = tmp_path / "wide.onnx"
     wide.write_bytes(init_mlp(11, 4, (8,), discrete=False).SerializeToString())
     config = tmp_path / "config.prototxt"
     four = evokit.ESAgent(str(config), str(wide))
     with pytest.raises(ValueError, match="Hopper-v5 takes 3 action values, the policy outputs 4"):
-        _core.mujoco_rollouts(task.env, four.policy.native.graph, four.population([None]),
-                              np.array([0]), qpos[:1], qvel[:1], 5)
+        _core.env_rollouts(task.env, four.policy.native.graph, four.population([None]),
+                           np.array([0]), 5, states=states[:1])
 
 
 # ---- what runs natively, and the refusals ---------------------------------------------------
@@ -264,7 +275,7 @@ def test_rollouts_core_arguments(tmp_path):
 
 @pytest.fixture
 def costly_hopper():
-    gymnasium.register("EvoKitTest/CostlyHopper-v5", entry_point=native_mujoco._ENTRY_POINT_OF_TASK["Hopper-v5"],
+    gymnasium.register("EvoKitTest/CostlyHopper-v5", entry_point=ENTRY_POINT["Hopper-v5"],
                        max_episode_steps=1000, kwargs={"ctrl_cost_weight": 0.01, "render_mode": None})
     yield "EvoKitTest/CostlyHopper-v5"
     del gymnasium.registry["EvoKitTest/CostlyHopper-v5"]
@@ -275,11 +286,11 @@ def test_what_runs_natively(costly_hopper):
         assert native_env_steps(task) == 1000
         assert native_env(task)[0].mujoco_task == task
     assert native_env_steps("CartPole-v1") == 500
-    assert native_env("Humanoid-v5") == (None, "")
+    assert native_env("Humanoid-v5")[0].mujoco_task == "Humanoid-v5"
     assert native_env_steps("Hopper-v4") is None
     info, why = native_env(costly_hopper)
     assert info is None and why == (f"{costly_hopper}: ctrl_cost_weight=0.01 is not Hopper-v5's "
-                                    f"default 0.001; native MuJoCo runs the defaults only")
+                                    f"default 0.001; native Hopper-v5 runs the defaults only")
     with pytest.raises(EnvError, match=r"ctrl_cost_weight=0.01 is not Hopper-v5's default 0.001"):
         native_mujoco.NativeMujocoEnv(costly_hopper)
     with pytest.raises(EnvError, match=r"is not implemented natively \(EvoKitTest/CostlyHopper-v5: "
@@ -289,11 +300,11 @@ def test_what_runs_natively(costly_hopper):
         assert v.vectorization_mode == "sync"  # other arguments: the general path, no note
     with pytest.raises(EnvError, match=r"Pendulum-v1 is not a MuJoCo task EvoKit runs natively "
                                        r"\(those are Hopper-v5, HalfCheetah-v5, Walker2d-v5, "
-                                       r"Ant-v5, Swimmer-v5 with default arguments\)"):
+                                       r"Ant-v5, Swimmer-v5, Humanoid-v5 with default arguments\)"):
         native_mujoco.NativeMujocoEnv("Pendulum-v1")
     with pytest.raises(ValueError, match="task must be one of Hopper-v5, HalfCheetah-v5, Walker2d-v5, "
-                                         "Ant-v5, Swimmer-v5, got 'Humanoid-v5'"):
-        _core.MujocoEnv("Humanoid-v5", native_mujoco.mujoco_library(), 1)
+                                         "Ant-v5, Swimmer-v5, Humanoid-v5, got 'Humanoid-v4'"):
+        _core.MujocoEnv("Humanoid-v4", native_mujoco.mujoco_library(), 1)
 
 
 def test_unavailable_native_mujoco_falls_back_with_one_note(monkeypatch):
@@ -404,7 +415,7 @@ def test_a_mujoco_error_is_an_exception_not_an_exit(tmp_path):
     del model, spec  # the env holds its own copy
     start = np.array([0, 1.25, 0, 0, 0, 0.0]), np.zeros(6)
     episode = env.episode()
-    episode.reset(*start)
+    episode.reset_state(np.concatenate(start))
     message = r"Hopper-v5: MuJoCo error: mj_stackAlloc: out of memory, stack overflow at [^\n]*$"
     with pytest.raises(RuntimeError, match=message):
         for _ in range(300):
@@ -417,8 +428,8 @@ def test_a_mujoco_error_is_an_exception_not_an_exit(tmp_path):
     qpos, qvel = np.tile(start[0], (4, 1)), np.zeros((4, 6))
     with pytest.raises(RuntimeError, match=r"^episode \d: Hopper-v5: MuJoCo error: mj_stackAlloc: "
                                            r"out of memory"):
-        _core.mujoco_rollouts(env, agent.policy.native.graph, pop, np.zeros(4, np.int64), qpos, qvel,
-                              300, 2)
+        _core.env_rollouts(env, agent.policy.native.graph, pop, np.zeros(4, np.int64), 300, 2,
+                           states=np.hstack([qpos, qvel]))
 
 
 def test_check_native_compares_whole_episodes_and_names_the_releases(capsys):
@@ -431,5 +442,6 @@ def test_check_native_compares_whole_episodes_and_names_the_releases(capsys):
     assert f"EvoKit built with the headers of MuJoCo {release}; 2 episodes, " in line
     steps = int(re.search(r"episodes, (\d+) steps equal to gymnasium's step for step$", line)[1])
     assert steps > 2
-    assert cli.main(["check-native", "CartPole-v1"]) == 1
-    assert "CartPole-v1 is not a MuJoCo task EvoKit runs natively" in capsys.readouterr().err
+    assert cli.main(["check-native", "Hopper-v4"]) == 1
+    assert "Hopper-v4 is not an environment EvoKit runs natively (those are CartPole-v1, " \
+        "Pendulum-v1, Hopper-v5" in capsys.readouterr().err

@@ -1,5 +1,5 @@
-// The MuJoCo component without MuJoCo's headers at build time: it knows the
-// task names and refuses to load any, with the reason.
+// The MuJoCo component without MuJoCo's headers at build time: it knows no
+// task and refuses to load any, with the reason.
 #include <stdexcept>
 
 #include "evokit/mujoco/env.h"
@@ -12,10 +12,9 @@ namespace evokit::mujoco {
 
 int header_version() noexcept { return 0; }
 
-const std::vector<std::string>& task_names() {
-  static const std::vector<std::string> names = {"Hopper-v5", "HalfCheetah-v5", "Walker2d-v5",
-                                                 "Ant-v5", "Swimmer-v5"};
-  return names;
+const std::vector<const MujocoTaskInfo*>& tasks() {
+  static const std::vector<const MujocoTaskInfo*> none;
+  return none;
 }
 
 std::shared_ptr<Env> load_env(const std::string&, const std::string&, std::uintptr_t) {

@@ -1,11 +1,11 @@
-// The numpy operations gymnasium's MuJoCo tasks compute their observations
+// The numpy operations gymnasium's environments compute their observations
 // and rewards with, reproduced bit for bit (STL only; no MuJoCo needed).
 #pragma once
 
 #include <cmath>
 #include <cstddef>
 
-namespace evokit::mujoco {
+namespace evokit {
 
 // np.sum of a contiguous 1-D array a[n] of float or double, in its dtype:
 // numpy's pairwise summation (loops_utils.h). Under 8 values a running sum
@@ -45,4 +45,4 @@ T numpy_clip(T x, T lo, T hi) noexcept {
   return above < hi ? above : hi;
 }
 
-}  // namespace evokit::mujoco
+}  // namespace evokit
