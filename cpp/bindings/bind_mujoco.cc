@@ -19,6 +19,8 @@ void bind_mujoco(py::module_& m) {
   m.def("mujoco_header_version", &mj::header_version,
         "The MuJoCo version whose headers EvoKit was built with (mjVERSION_HEADER: 4000000 "
         "for 4.0.0), or 0 when it was built without native MuJoCo.");
+  m.def("mujoco_unavailable_reason", &mj::unavailable_reason,
+        "Why this build has no native MuJoCo, or '' when it has.");
   m.def(
       "mujoco_tasks",
       [] {

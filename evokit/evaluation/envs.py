@@ -11,6 +11,7 @@ from typing import Optional, Sequence, Tuple, Union
 import numpy as np
 import onnx
 
+from .. import _core
 from ..errors import EnvError
 from ..policy.mlp import policy_for_spaces
 
@@ -135,6 +136,11 @@ def native_env(env_id: str) -> Tuple[Optional[NativeEnv], str]:
 
     entry, max_steps, why = registry.native_entry(env_id)
     if entry is None:
+        built_without = _core.mujoco_unavailable_reason()
+        if not why and built_without and registry.is_mujoco_task(env_id):
+            from . import native_mujoco
+
+            native_mujoco.note_fallback(env_id, built_without)  # once, as for a version mismatch
         return None, why
     if entry["component"] == "core":
         return NativeEnv(max_steps, task=entry["name"]), ""

@@ -13,7 +13,7 @@ from typing import Dict, Optional, Tuple
 
 from .. import _core
 
-__all__ = ["entries", "native_entry", "same_value"]
+__all__ = ["entries", "is_mujoco_task", "native_entry", "same_value"]
 
 # Arguments that only change rendering: any value runs natively.
 _RENDER_ARGS = frozenset({"render_mode", "width", "height", "camera_id", "camera_name",
@@ -40,6 +40,18 @@ def same_value(a, b) -> bool:
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
     return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
+
+
+def is_mujoco_task(env_id: str) -> bool:
+    """Whether ``env_id`` is one of gymnasium's MuJoCo environments (what a
+    build without native MuJoCo says it runs on gymnasium instead)."""
+    import gymnasium
+
+    try:
+        entry_point = gymnasium.spec(env_id).entry_point
+    except gymnasium.error.Error:
+        return False
+    return isinstance(entry_point, str) and entry_point.startswith("gymnasium.envs.mujoco.")
 
 
 def native_entry(env_id: str) -> Tuple[Optional[dict], Optional[int], str]:

@@ -445,3 +445,33 @@ def test_check_native_compares_whole_episodes_and_names_the_releases(capsys):
     assert cli.main(["check-native", "Hopper-v4"]) == 1
     assert "Hopper-v4 is not an environment EvoKit runs natively (those are CartPole-v1, " \
         "Pendulum-v1, Hopper-v5" in capsys.readouterr().err
+
+
+def test_a_build_without_native_mujoco_says_so_once(monkeypatch):
+    """Built without MuJoCo's headers, the registry holds no MuJoCo task; a
+    MuJoCo env id then takes gymnasium's path with one NativeFallbackWarning
+    giving the build's reason (CartPole stays native)."""
+    import warnings
+
+    from evokit import _core
+    from evokit.errors import NativeFallbackWarning
+    from evokit.evaluation import envs, native_mujoco, registry
+
+    reason = "EvoKit was built without native MuJoCo (MuJoCo's headers were not found at build time)"
+    core_only = {k: v for k, v in registry.entries().items() if v["component"] == "core"}
+    monkeypatch.setattr(registry, "entries", lambda: core_only)
+    monkeypatch.setattr(_core, "mujoco_unavailable_reason", lambda: reason)
+    monkeypatch.setattr(native_mujoco, "_noted", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert envs.native_env("Hopper-v5") == (None, "")
+        assert envs.native_env("Walker2d-v5") == (None, "")
+        assert envs.native_env("CartPole-v1")[0] is not None
+    said = [str(w.message) for w in caught if issubclass(w.category, NativeFallbackWarning)]
+    assert said == [f"{reason}; Hopper-v5 runs on gymnasium's environments instead"]
+
+
+def test_this_build_has_native_mujoco():
+    from evokit import _core
+
+    assert _core.mujoco_unavailable_reason() == "" and _core.mujoco_header_version() > 0

@@ -183,6 +183,8 @@ double* observe_positions(const mjModel* m, const mjData* d, int skipped, bool c
 
 int header_version() noexcept { return mjVERSION_HEADER; }
 
+std::string unavailable_reason() { return ""; }
+
 const std::vector<const MujocoTaskInfo*>& tasks() {
   static const std::vector<const MujocoTaskInfo*> infos = [] {
     static std::vector<MujocoTaskInfo> storage;

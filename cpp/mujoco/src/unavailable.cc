@@ -12,14 +12,17 @@ namespace evokit::mujoco {
 
 int header_version() noexcept { return 0; }
 
+std::string unavailable_reason() {
+  return "EvoKit was built without native MuJoCo (" EVOKIT_MUJOCO_UNAVAILABLE " at build time)";
+}
+
 const std::vector<const MujocoTaskInfo*>& tasks() {
   static const std::vector<const MujocoTaskInfo*> none;
   return none;
 }
 
 std::shared_ptr<Env> load_env(const std::string&, const std::string&, std::uintptr_t) {
-  throw std::runtime_error("EvoKit was built without native MuJoCo (" EVOKIT_MUJOCO_UNAVAILABLE
-                           " at build time)");
+  throw std::runtime_error(unavailable_reason());
 }
 
 }  // namespace evokit::mujoco

@@ -37,6 +37,9 @@ namespace evokit::mujoco {
 // The MuJoCo version whose headers the component was compiled with
 // (mjVERSION_HEADER: 4000000 for 4.0.0), or 0 for the stub.
 int header_version() noexcept;
+// Why this build has no native MuJoCo ("MuJoCo's headers were not found"),
+// or "" when it has.
+std::string unavailable_reason();
 
 // What a task is, beside its EnvSpec: the model's sizes and how
 // gymnasium's reset_model draws the initial state (qpos = init_qpos +
