@@ -367,3 +367,42 @@ def test_ars_refuses_samples_without_partners_and_bad_options(mlp_path):
         with pytest.raises(ConfigError, match=message):
             parse_config(f"solver {{ population_size: 8 {extra} "
                          f"sampling {{ type: ARS_SAMPLING ars_sampling {{ {ars} }} }} }}")
+
+
+@pytest.mark.parametrize("family", sorted(CONFIGS))
+def test_the_solver_says_which_members_are_mirrored_pairs(family, mlp_path):
+    """Solver.mirrored_pairs is true exactly when members 2p and 2p + 1 are
+    the centre moved by one noise with opposite signs."""
+    agent = evokit.ESAgent(_config(family), mlp_path)
+    clones = [agent.clone() for _ in range(8)]
+    for c in clones:
+        c.add_noise()
+    centre = agent.center.astype(np.float64)
+    mirrored = all(np.allclose(clones[2 * p].params.astype(np.float64) + clones[2 * p + 1].params - 2 * centre, 0,
+                               atol=1e-5) and not np.array_equal(clones[2 * p].params, clones[2 * p + 1].params)
+                   for p in range(4))
+    assert agent.solver.mirrored_pairs == mirrored
+    assert mirrored == (family in ("GAUSSIAN_SAMPLING", "ARS_SAMPLING", "PGPE_SAMPLING", "CRFMNES_SAMPLING"))
+
+
+@pytest.mark.parametrize("family", ["PGPE_SAMPLING", "SNES_SAMPLING"])
+def test_mirrored_pairs_meet_the_same_episodes_in_training(family, mlp_path, tmp_path):
+    from evokit.evaluation.serial import SerialEvaluator
+
+    class Recording(SerialEvaluator):
+        seeds: list = []  # the population's (the first call; later ones evaluate the centre)
+
+        def evaluate(self, agent, infos, seeds):
+            if not Recording.seeds:
+                Recording.seeds = [list(s) for s in seeds]
+            return super().evaluate(agent, infos, seeds)
+
+    cfg = _config(family)
+    cfg.train.env_id = "CartPole-v1"
+    with Recording("CartPole-v1") as ev:
+        evokit.train(cfg, out_dir=str(tmp_path), model=mlp_path, max_generations=1, evaluator=ev,
+                     log=lambda s: None)
+    seeds = Recording.seeds
+    assert len(seeds) == 8
+    same = [seeds[2 * p] == seeds[2 * p + 1] for p in range(4)]
+    assert all(same) if family == "PGPE_SAMPLING" else not any(same)

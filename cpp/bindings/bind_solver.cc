@@ -154,6 +154,9 @@ void bind_solver(py::module_& m) {
       .def_property_readonly("corrects_older_samples", &Solver::corrects_older_samples,
                              "Whether samples of older iterations can be told (with the "
                              "centres of their iterations as history).")
+      .def_property_readonly("mirrored_pairs", &Solver::mirrored_pairs,
+                             "Whether members 2p and 2p + 1 are a mirrored pair (one noise, opposite "
+                             "signs), evaluated on the same episodes.")
       .def("save", &Solver::save, "The full state (draw counters included).")
       .def("load", &Solver::load, py::arg("state"),
            "Restore a state from save(); checks everything before changing anything.")

@@ -144,15 +144,15 @@ def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     k = wh.latest if iteration is None else iteration
     agent = wh.load_agent(k)
-    antithetic = agent.config.solver.antithetic
+    pairs = agent.solver.mirrored_pairs  # members 2p, 2p + 1 share a noise and their episodes
     if num_samples < 1:
         raise ValueError(f"num_samples must be >= 1, got {num_samples}")
     if episodes_per_sample < 1:
         raise ValueError(f"episodes per sample must be >= 1, got {episodes_per_sample}")
-    if antithetic and num_samples % 2:
-        raise ValueError(f"num_samples must be even with antithetic sampling, got {num_samples}")
-    if chunk_size < 1 or (antithetic and chunk_size % 2):
-        raise ValueError(f"chunk_size must be >= 1{' and even (antithetic sampling)' if antithetic else ''}, "
+    if pairs and num_samples % 2:
+        raise ValueError(f"num_samples must be even with mirrored pairs ({agent.sampling_type}), got {num_samples}")
+    if chunk_size < 1 or (pairs and chunk_size % 2):
+        raise ValueError(f"chunk_size must be >= 1{' and even (mirrored pairs)' if pairs else ''}, "
                          f"got {chunk_size}")
     workers = agent.config.train.num_workers if num_workers is None else num_workers
     log = os.fspath(log)
@@ -173,7 +173,7 @@ def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
             count = min(chunk_size, num_samples - first)
             infos = agent.draw_members(count, first)
             index = np.arange(first, first + count)
-            seeds = episode_seed_table(seed, k, index // 2 if antithetic else index, episodes_per_sample,
+            seeds = episode_seed_table(seed, k, index // 2 if pairs else index, episodes_per_sample,
                                        SAMPLER_TAG)
             result = evaluator.evaluate(agent, infos, seeds)
             each = (result.sample_steps if result.sample_steps is not None

@@ -7,7 +7,8 @@ reaches ``train.target_return`` (or after ``train.max_generations``).
 
 Everything random is a pure function of the config: the initial policy of
 ``train.seed``, the noise keys of the sampling seed and ``train.seed``, the
-episode seeds of ``train.seed``, the generation and the sample. The same config
+episode seeds of ``train.seed``, the generation and the sample (the pair, for
+a solver whose members are mirrored pairs: ``Solver.mirrored_pairs``). The same config
 and seed therefore give the same model, bit for bit, for any number of workers
 and threads.
 
@@ -472,12 +473,12 @@ def _generation(run: _Run, generation: int, agent: ESAgent, evaluator: Evaluator
     """Sample, evaluate and update once; evaluate the centre when due.
     Returns the metrics row (written) and the seconds of each phase."""
     t = cfg.train
-    antithetic = cfg.solver.antithetic
+    pairs = agent.solver.mirrored_pairs  # the solver says which members are mirrored pairs
     tick = time.perf_counter()
     # The solver draws the population as clones 0 .. N-1 would (its draw
     # counters are in solver.pb, so a resumed run draws the same members).
     infos = agent.draw_members(cfg.solver.population_size)
-    seeds = [episode_seeds(t.seed, generation, i // 2 if antithetic else i,
+    seeds = [episode_seeds(t.seed, generation, i // 2 if pairs else i,
                            t.episodes_per_sample, SAMPLE_TAG) for i in range(len(infos))]
     evaluator.obs_norm = _normalizer(run.obs_stat, t)
     result = evaluator.evaluate(agent, infos, seeds)

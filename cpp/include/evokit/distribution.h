@@ -209,6 +209,7 @@ class DistributionSolver final : public StrategySolver {
                      const std::vector<float>& x0);
   DistributionStrategy& strategy() noexcept { return *strategy_; }
   const DistributionStrategy& strategy() const noexcept { return *strategy_; }
+  bool mirrored_pairs() const noexcept override { return strategy_->mirrored(); }
   // A worker gets whichever is smaller: the full state or the member rows.
   SolverState sampling_state() const override;
   void load_sampling_state(const SolverState& state) override;

@@ -88,6 +88,7 @@ class GaussianSolver final : public Solver {
   Population population(const std::vector<const SamplingInfo*>& members,
                         int num_threads) const override;
   bool corrects_older_samples() const noexcept override { return true; }
+  bool mirrored_pairs() const noexcept override { return options_.antithetic; }
   UpdateStats update(const std::vector<SamplingInfo>& infos, const std::vector<double>& rewards,
                      const ParamsLookup& history = nullptr) override;
   SolverState save() const override;

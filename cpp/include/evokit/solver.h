@@ -142,6 +142,10 @@ class Solver {
   // Whether samples drawn at older iterations can be told (given the
   // centres of their iterations as history), or only the current one's.
   virtual bool corrects_older_samples() const noexcept { return false; }
+  // Whether members 2p and 2p + 1 of a generation are a mirrored pair (one
+  // noise, opposite signs), which the training loop and the online sampler
+  // then evaluate on the same episodes.
+  virtual bool mirrored_pairs() const noexcept { return false; }
   // Tells the rewards (larger is better) of `infos`. Everything is checked
   // first (errors name the sample); the state is unchanged on error.
   virtual UpdateStats update(const std::vector<SamplingInfo>& infos,
