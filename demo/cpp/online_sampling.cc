@@ -19,7 +19,8 @@
 // --seed names this sampler (SampleRecord.sampler_id and the agents'
 // sampling stream): samplers that run at the same iteration need distinct
 // seeds. Keys and episodes are pure functions of (config, iteration, seed,
-// sample): the episode of sample i (of pair i with antithetic sampling)
+// sample): the episode of sample i (of pair i when the solver's members
+// are mirrored pairs, Solver::mirrored_pairs)
 // starts where gymnasium's reset(seed=...) starts with the seed `evokit
 // sample` gives it (evokit/episode_seeds.h), so the samples, keys and
 // rewards are those of `evokit sample --seed S --num-samples N` at the same
@@ -68,9 +69,9 @@ struct Samples {
 // CartPole-v1 episode each on `threads` threads.
 Samples sample(evokit::io::ESAgent& agent, std::size_t num_samples, std::uint64_t seed,
                int threads) {
-  const bool antithetic = agent.config().solver().antithetic();
-  if (antithetic && num_samples % 2 != 0) {
-    throw std::invalid_argument("--num-samples must be even with antithetic sampling, got " +
+  const bool pairs = agent.core().solver().mirrored_pairs();
+  if (pairs && num_samples % 2 != 0) {
+    throw std::invalid_argument("--num-samples must be even with mirrored pairs, got " +
                                 std::to_string(num_samples));
   }
   if (agent.obs_size() != evokit_demo::CartPole::kObsDim ||
@@ -105,7 +106,7 @@ Samples sample(evokit::io::ESAgent& agent, std::size_t num_samples, std::uint64_
       const evokit::io::ESAgent& clone = clones[s];
       evokit_demo::CartPole env(0);
       const std::uint64_t episode =
-          evokit::episode_seed(seed, k, antithetic ? s / 2 : s, evokit::kSamplerEpisodeTag, 0);
+          evokit::episode_seed(seed, k, pairs ? s / 2 : s, evokit::kSamplerEpisodeTag, 0);
       out.episodes[s] = evokit_demo::run_episode(
           env, episode, [&clone](const std::vector<float>& obs) { return clone.predict(obs); });
     } catch (...) {
