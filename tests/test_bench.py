@@ -120,6 +120,17 @@ def test_online_pipeline_writes_its_result_files(bench_module, tmp_path):
     assert rows["sample, trained"]["env_steps"] > rows["sample, iteration 0"]["env_steps"]
 
 
+def test_serial_share_writes_its_result_files(bench_module, tmp_path):
+    args = ["--tasks", "Hopper-v5", "--generations", "1", "--threads", "2", "--out", str(tmp_path)]
+    share = bench_module("serial_share", *args)
+    assert share.main(args) == 0
+    data = assert_result_files(tmp_path, "serial_share", "python bench/serial_share.py --tasks Hopper-v5")
+    rows = data["results"]
+    assert [(r["task"], r["threads"]) for r in rows] == [("Hopper-v5", 1), ("Hopper-v5", 2)]
+    assert rows[0]["env_steps"] == rows[1]["env_steps"] > 0  # the same episodes on any thread count
+    assert all(0 < r["rollout_s"] < r["wall_s"] and 0 < r["serial_share"] < 1 for r in rows)
+
+
 def test_numpy_reference_is_gymnasium(bench):
     """The NumPy CartPole and seeding equal gymnasium's step for step."""
     import gymnasium
