@@ -188,9 +188,14 @@ class VectorEvaluator(PooledEvaluator):
         if self._fitted_policy is not policy:
             self._runner.fit(policy, self._env)
             self._fitted_policy = policy
-        seeds = [list(map(int, s)) for s in seeds]
+        if isinstance(seeds, np.ndarray) and seeds.ndim == 2:  # a table: every sample the same episodes
+            seeds = seeds.astype(np.int64, copy=False)
+        else:
+            seeds = [list(map(int, s)) for s in seeds]
         if len(seeds) != len(infos):
             raise ValueError(f"got {len(infos)} sampling infos and {len(seeds)} seed lists")
+        if self.vectorization_mode != "native" and isinstance(seeds, np.ndarray):
+            seeds = seeds.tolist()
         in_process = (self.vectorization_mode == "native" or self.num_workers == 1
                       or len(infos) == 1)
         if in_process:
@@ -216,9 +221,13 @@ class VectorEvaluator(PooledEvaluator):
         """Every episode in the core; sample i's reward is the mean of its
         episodes' float64 returns (each summed step by step, in order), its
         observation statistics the sum of its episodes' in episode order."""
-        counts = np.fromiter((len(s) for s in seeds), np.int64, len(seeds))
+        if isinstance(seeds, np.ndarray):
+            counts = np.full(len(seeds), seeds.shape[1], np.int64)
+            flat = seeds.reshape(-1)
+        else:
+            counts = np.fromiter((len(s) for s in seeds), np.int64, len(seeds))
+            flat = [x for s in seeds for x in s]
         members = np.repeat(np.arange(len(seeds), dtype=np.int64), counts)
-        flat = [x for s in seeds for x in s]
         threads = max(self.num_threads, self.num_workers)
         max_steps = self._native.max_steps
         norm = self.obs_norm
@@ -236,9 +245,20 @@ class VectorEvaluator(PooledEvaluator):
         returns, lengths, sums, sumsqs = _core.env_rollouts(
             env, native.graph, population, members, max_steps, threads, **starts, **normalise)
         n = len(seeds)
+        stats = None if sums is None else ObsStats(n, native.graph.obs_size)
+        if n and (counts == counts[0]).all() and counts[0] > 0:
+            # Every sample the same number of episodes: its mean, steps and
+            # sums along rows (numpy reduces each row as it reduces a slice).
+            c = int(counts[0])
+            rewards = returns.reshape(n, c).mean(axis=1)
+            sample_steps = lengths.reshape(n, c).sum(axis=1).astype(np.int64)
+            if stats is not None:
+                stats.count[:] = sample_steps
+                stats.sum[:] = 0.0 + sums.reshape(n, c, -1).sum(axis=1)
+                stats.sumsq[:] = 0.0 + sumsqs.reshape(n, c, -1).sum(axis=1)
+            return EvalResult(rewards, int(lengths.sum()), stats, sample_steps)
         rewards = np.zeros(n)
         sample_steps = np.zeros(n, np.int64)
-        stats = None if sums is None else ObsStats(n, native.graph.obs_size)
         start = 0
         for i, c in enumerate(counts):
             if c:
