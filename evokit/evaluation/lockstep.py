@@ -10,6 +10,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import _core
 from ..errors import EnvError
 from .base import EvalResult
 from .envs import check_policy_fits
@@ -20,15 +21,12 @@ __all__ = ["Lockstep"]
 
 def _cartpole_seeded_reset(env, seeds: Sequence[int]) -> np.ndarray:
     """Start member i of a ``CartPoleVectorEnv`` where ``CartPoleEnv.reset(
-    seed=seeds[i])`` starts: its state drawn by its own seeded generator,
-    uniform(-0.05, 0.05) in each of the 4 coordinates. The dynamics of the two
-    classes are the same float64 arithmetic, so trajectories are the same bits."""
-    from gymnasium.utils import seeding
-
+    seed=seeds[i])`` starts: the core's CartPole-v1 reset (``_core.cartpole_reset``,
+    numpy's generator ported). The dynamics of the two classes are the same
+    float64 arithmetic, so trajectories are the same bits."""
     base = env.unwrapped
     env.reset(seed=int(seeds[0]))  # clears the step counters and autoreset flags
-    base.state = np.stack([seeding.np_random(int(s))[0].uniform(low=-0.05, high=0.05, size=(4,))
-                           for s in seeds], axis=1)
+    base.state = np.stack([_core.cartpole_reset(int(s)) for s in seeds], axis=1)
     return base.state.T.astype(np.float32)
 
 
