@@ -284,10 +284,15 @@ def cells(suite: str, functions: Sequence[int], dims: Sequence[int], instances: 
 
 
 def shard_of(all_cells: List[tuple], shard: str) -> List[tuple]:
+    """Shard i of k: the i-th, (i+k)-th, ... problem (suite, function,
+    dimension, instance) with every library on it, so that each shard runs
+    the libraries side by side."""
     i, k = (int(v) for v in shard.split("/"))
     if not 0 <= i < k:
         raise SystemExit(f"--shard must be i/k with 0 <= i < k, got {shard!r}")
-    return all_cells[i::k]
+    problems = list(dict.fromkeys(c[:4] for c in all_cells))
+    mine = set(problems[i::k])
+    return [c for c in all_cells if c[:4] in mine]
 
 
 def record_path(data: str, suite: str, library: str, cid: str) -> str:
