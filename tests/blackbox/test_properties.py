@@ -169,8 +169,13 @@ def test_bad_arguments_are_refused_in_one_line(name, sigma, x0, pop):
     assert x.size >= 1 and np.all(np.isfinite(x)), "a non-finite or empty x0 was accepted"
     assert math.isfinite(sigma) and sigma > 0, f"sigma0 = {sigma!r} was accepted"
     if not es.stop():
-        X = es.ask()
-        assert np.all(np.isfinite(X)) or sigma > 1e200, "the first ask() is not finite"
+        try:
+            X = es.ask()
+        except RuntimeError as e:  # x0 + sigma0 z overflowed: said so, by name
+            one_line(e)
+            assert sigma > 1e290 and "choose a smaller sigma0" in str(e), e
+            return
+        assert np.all(np.isfinite(X)), "the first ask() is not finite"
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
@@ -303,3 +308,28 @@ def test_nsga2_reference_point_and_hypervolume_of_values_near_the_largest_double
     F = np.array([[-1e308, 1e308], [0.0, 0.0], [1e308, -1e308], [1.0, -1.0]])
     d = crowding_distances(F, nondominated_ranks(F))
     assert not np.any(np.isnan(d))
+
+
+def test_cma_repaired_solution_on_the_mean_keeps_the_covariance_finite():
+    """A told (repaired) solution equal to the mean has a step of norm 0; its
+    active (negative) weight w n / ||C^-1/2 y||^2 was -inf and turned the
+    covariance NaN (tell raised 'the covariance matrix became invalid')."""
+    es = evokit.CMAES(np.zeros(4), 11.0, population_size=2, seed=0)
+    for _ in range(8):
+        X = np.array(es.ask())
+        es.tell(np.clip(X, -1, 1), [1.0, 2.0])  # from the 2nd generation on the mean sits on a corner
+        assert np.isfinite(es.sigma) and np.all(np.isfinite(es.result.stds))
+
+
+@pytest.mark.parametrize("cls", [evokit.SNES, evokit.XNES, evokit.CRFMNES, evokit.LMMAES, evokit.CEM, evokit.ARS,
+                                 evokit.CMAES, evokit.SepCMAES])
+def test_a_first_generation_that_overflows_names_sigma0(cls):
+    """sigma0 = 1.7e308 samples inf: the distribution families said 'an update
+    left the distribution non-finite' before any update, and CMA-ES handed
+    -inf to the objective."""
+    es = cls(np.zeros(2), 1.7e308, population_size=8, seed=0)
+    what = r"mean \+ sigma y overflows \(sigma = 1.7e\+308\)" if "CMA" in cls.__name__ else \
+        r"x0 \+ sigma0 z overflows before any update"
+    with pytest.raises(RuntimeError, match=r"generation 0's member \d+ has coordinate \d+ = -?inf: " + what
+                                           + r"; choose a smaller sigma0"):
+        es.ask()
