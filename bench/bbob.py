@@ -608,6 +608,9 @@ def cmd_timing(args) -> None:
 
     for lib in args.libraries.split(","):
         run = runner(lib)
+        warm = cocoex.Suite("bbob", "", "function_indices: 1 dimensions: 2 instance_indices: 1")
+        for problem in warm:  # imports and first calls, not timed
+            run(Objective(_Untargeted(problem), 20), 0)
         path = timing_path(args.data, lib)
         table = {}
         if os.path.exists(path):
@@ -619,8 +622,7 @@ def cmd_timing(args) -> None:
             evals = cpu = 0.0
             suite = cocoex.Suite("bbob", "", f"dimensions: {d} instance_indices: 1")
             for problem in suite:
-                obj = Objective(problem, int(args.budget * d))
-                obj.problem = _Untargeted(problem)
+                obj = Objective(_Untargeted(problem), int(args.budget * d))
                 c0 = time.process_time()
                 run(obj, d)
                 cpu += time.process_time() - c0
