@@ -386,6 +386,7 @@ def cmd_run(args) -> None:
     if args.shard:
         todo = shard_of(todo, args.shard)
     done = skipped = 0
+    header = results.header()  # machine, versions, date, load at the start
     t0 = time.perf_counter()
     for suite, f, d, i, lib in todo:
         cid = cell_id(suite, f, d, i)
@@ -399,6 +400,19 @@ def cmd_run(args) -> None:
                   f"{rec['independent_runs']:>3d} runs {rec['wall_s']:8.2f} s  best {rec['best_delta']:.2e}",
                   flush=True)
     print(f"{done} cells run, {skipped} already done, {time.perf_counter() - t0:.0f} s")
+    if done:
+        log_run(args.data, args.suite, {"command": results.command(), "shard": args.shard, "cells_run": done,
+                                        "cells_skipped": skipped, "wall_s": round(time.perf_counter() - t0, 1),
+                                        **{k: v for k, v in header.items() if k != "command"},
+                                        "load_average_end": [round(x, 2) for x in os.getloadavg()]})
+
+
+def log_run(data: str, suite: str, entry: dict) -> None:
+    """Appends a run's header (command, machine, versions, date, load) to
+    DATA/<suite>/runs.jsonl, which the summary reports."""
+    os.makedirs(os.path.join(data, suite), exist_ok=True)
+    with open(os.path.join(data, suite, "runs.jsonl"), "a") as f:
+        f.write(json.dumps(entry) + "\n")
 
 
 # ---- summary ----------------------------------------------------------------------------
@@ -536,6 +550,10 @@ def cmd_summary(args) -> None:
     maps = [_by_cell(records[lib]) for lib in libs]
     common = set.intersection(*(set(m) for m in maps)) if maps else set()
     budgets = {r["budget"] / r["dimension"] for recs in records.values() for r in recs}
+    for line in run_lines(args.data, args.suite, records):
+        report.print(line)
+    if args.note:
+        report.print(args.note + "\n")
     report.print(f"Cells every library ran: {len(common)}; budget {', '.join(f'{b:g}' for b in sorted(budgets))} "
                  f"x D evaluations; solved: f - f_opt < 1e-8 (runs solved / runs). ERT ratio: {first} / peer, "
                  f"geometric mean over the functions both solve in at least half the runs (their count in "
@@ -584,6 +602,33 @@ def cmd_summary(args) -> None:
                 f"{t[str(d)]['cpu_per_evaluation']:.2e}" if str(d) in t else "-" for d in dims) + " |")
     report.write(args.out, {"suite": args.suite, "comparison": cmp, "figures": figures, "timing": timing,
                             "data": os.path.relpath(os.path.abspath(args.data), results.ROOT)})
+
+
+def run_lines(data: str, suite: str, records: Dict[str, List[dict]]) -> List[str]:
+    """What the summary says of the runs: each logged run's command, date
+    and load (runs.jsonl), the span of the cell records' times, and each
+    library's CPU seconds."""
+    lines = []
+    path = os.path.join(data, suite, "runs.jsonl")
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                lines.append(f"- run `{r['command']}`: {r['date']}, {r['cells_run']} cells in {r['wall_s']:,.0f} s, "
+                             f"load average {r['load_average_start'][0]:.1f} at the start, "
+                             f"{r['load_average_end'][0]:.1f} at the end (EvoKit {r['versions'].get('evokit_commit')})")
+    times = [os.path.getmtime(os.path.join(data, suite, lib, "cells", cell_id(suite, r["function"], r["dimension"],
+                                                                              r["instance_index"]) + ".json"))
+             for lib, recs in records.items() for r in recs]
+    if times:
+        import datetime
+
+        fmt = "%Y-%m-%d %H:%M UTC"
+        first, last = (datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(fmt)
+                       for t in (min(times), max(times)))
+        cpu = ", ".join(f"{lib} {sum(r['cpu_s'] for r in recs):,.0f} s" for lib, recs in records.items())
+        lines.append(f"- cells recorded from {first} to {last}; CPU seconds per library: {cpu}")
+    return [*lines, ""] if lines else []
 
 
 # ---- timing ----------------------------------------------------------------------------------
@@ -666,6 +711,7 @@ def main(argv=None) -> None:
     s = sub.add_parser("summary", parents=[common], help="tables and ECDF figures from the records")
     results.add_out_argument(s, "bbob")
     s.add_argument("--no-figures", action="store_true")
+    s.add_argument("--note", default="", help="a line for the report (how the run was made)")
     t = sub.add_parser("timing", parents=[common], help="COCO's timing experiment")
     t.add_argument("--dims", default="2,3,5,10,20,40")
     t.add_argument("--budget", type=float, default=1e3, help="evaluations per dimension (default 1e3)")

@@ -293,6 +293,10 @@ def test_bbob_runner_runs_a_cell_resumes_and_summarises(bench_module, tmp_path, 
     assert d2["fisher_p_less"]["pycma-bipop"] == 1.0
     assert 0 < d2["groups"]["all"]["ert_ratio"]["pycma-bipop"] < 10
     assert (out / "bbob_ecdf_d2.png").stat().st_size > 0
+    runs = (data / "bbob" / "runs.jsonl").read_text().splitlines()  # the resumed run ran nothing: not logged
+    assert len(runs) == 1 and json.loads(runs[0])["cells_run"] == 2
+    md = (out / "bbob.md").read_text()
+    assert "- run `python bench/bbob.py run --data" in md and "CPU seconds per library: evokit-bipop" in md
     assert results["timing"]["evokit-bipop"]["2"]["evaluations"] >= 24 * 10  # every function, 5 x D each
 
 
