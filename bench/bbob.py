@@ -1,5 +1,6 @@
-"""COCO's suites (bbob and the others): EvoKit's ask/tell strategies and the
-peers a user would pick instead, run by COCO's protocol, side by side.
+"""COCO's suites (bbob, bbob-largescale, bbob-mixint): EvoKit's ask/tell
+strategies and the peers a user would pick instead, run by COCO's protocol,
+side by side.
 
 The protocol (COCO's example experiment, the same for every library): the
 first run starts at x0 = problem.initial_solution with sigma0 = 2 (the
@@ -71,7 +72,9 @@ TARGETS = tuple(10.0 ** (2 - 0.2 * k) for k in range(51))
 #: The bbob function groups.
 GROUPS = {"separable": range(1, 6), "moderate": range(6, 10), "ill-conditioned": range(10, 15),
           "multimodal": range(15, 20), "weakly structured": range(20, 25)}
-SUITES = ("bbob", "bbob-largescale", "bbob-mixint", "bbob-constrained", "bbob-biobj")
+#: The suites whose problems the libraries here can run (unconstrained, one objective;
+#: bbob-mixint's integer variables are not declared to the libraries, which treat them as real).
+SUITES = ("bbob", "bbob-largescale", "bbob-mixint")
 FIRST = "evokit-bipop"  # the library the ratios are of
 
 
@@ -349,6 +352,12 @@ def run_cell(data: str, suite: str, function: int, dimension: int, instance: int
     run = runner(library)
     fopt = fopt_of(suite, function, dimension, instance)
     s, problem = _problem(suite, function, dimension, instance)
+    if problem.number_of_objectives != 1 or problem.number_of_constraints:
+        problem.free()
+        s.free()
+        raise SystemExit(f"{suite}: constrained and multi-objective problems are not wired into this runner "
+                         f"(the libraries run unconstrained single-objective problems: bbob, bbob-largescale, "
+                         f"bbob-mixint)")
     observer = None
     if observe:
         # COCO writes to exdata/<result_folder> below the working directory
