@@ -171,7 +171,7 @@ def test_bad_arguments_are_refused_in_one_line(name, sigma, x0, pop):
     if not es.stop():
         try:
             X = es.ask()
-        except RuntimeError as e:  # x0 + sigma0 z overflowed: said so, by name
+        except RuntimeError as e:  # x0 + sigma0 z overflows: raised by name
             one_line(e)
             assert sigma > 1e290 and "choose a smaller sigma0" in str(e), e
             return
@@ -238,8 +238,8 @@ def test_nsga2_ask_tell_never_leaves_a_broken_state(data, n, m, pop, seed, nan_p
 
 def test_ars_step_is_the_same_for_rewards_beyond_2_to_the_512():
     """ARS's step is invariant to scaling the rewards: f-values near the
-    largest double (whose spread overflowed sigma_R to inf, the step to NaN)
-    give the step of the same values scaled down by 2^-1000."""
+    largest double (whose spread would overflow sigma_R to inf and the step
+    to NaN) give the step of the same values scaled down by 2^-1000."""
     huge = np.array([0.0, 0.0, 0.0, 1e308, 0.0, -3e307, 2.0, 0.0])
     means = []
     for v in (huge, np.ldexp(huge, -1000)):
@@ -263,9 +263,9 @@ def test_tolfun_of_values_near_the_largest_double_does_not_overflow(cls):
 
 
 def test_openes_ranks_f_values_beyond_float32():
-    """OpenES computes in float32: f-values beyond 3.4e38 are scaled by a power
-    of two (ranks and z-scores unchanged) instead of refused as '-inf'; with
-    fitness_shaping='raw' they are refused by name."""
+    """OpenES computes in float32: finite f-values beyond 3.4e38 are scaled by
+    a power of two (ranks and z-scores unchanged), not turned into -inf
+    rewards; with fitness_shaping='raw' they are refused by name."""
     v = np.array([0.0, 0.0, 0.0, 1e308])
     for shaping in ("centered_rank", "z_score"):
         centres = []
@@ -284,8 +284,8 @@ def test_openes_ranks_f_values_beyond_float32():
 
 @pytest.mark.parametrize("cls", [evokit.GA, evokit.OpenES])
 def test_float32_strategies_refuse_x0_and_sigma_beyond_float32(cls):
-    """GA and OpenES keep their solutions in float32: x0 = 3.5e38 became an
-    inf centre (with a NumPy warning) instead of an error."""
+    """GA and OpenES keep their solutions in float32: an x0 or sigma beyond
+    its range (which would be an inf centre) is refused by name."""
     with pytest.raises(ValueError, match=r"x0\[1\] = 3.5e\+38 exceeds float32's range \(3.4e38\), in which "
                                          + cls.__name__):
         cls(np.array([0.0, 3.5e38]), 1.0, population_size=4)
@@ -294,10 +294,10 @@ def test_float32_strategies_refuse_x0_and_sigma_beyond_float32(cls):
 
 
 def test_nsga2_reference_point_and_hypervolume_of_values_near_the_largest_double():
-    """The default reference point, worst + a tenth of the range, overflowed
-    to inf for objectives spanning -1e308..1e308 (result raised ValueError);
-    it is finite and above the worst, and the hypervolume is inf without a
-    warning; the crowding distances stay numbers."""
+    """For objectives spanning -1e308..1e308 (where worst + a tenth of the
+    range overflows) the default reference point is finite and at least the
+    worst, the hypervolume is inf without a warning, and the crowding
+    distances are numbers."""
     es = evokit.NSGA2(bounds=(np.zeros(2), np.ones(2)), population_size=4, seed=0)
     X = es.ask()
     es.tell(X, [[0.0, 1e308], [1e308, -1e308], [-1e308, 0.0], [5.0, 5.0]])
@@ -312,9 +312,9 @@ def test_nsga2_reference_point_and_hypervolume_of_values_near_the_largest_double
 
 
 def test_cma_repaired_solution_on_the_mean_keeps_the_covariance_finite():
-    """A told (repaired) solution equal to the mean has a step of norm 0; its
-    active (negative) weight w n / ||C^-1/2 y||^2 was -inf and turned the
-    covariance NaN (tell raised 'the covariance matrix became invalid')."""
+    """A told (repaired) solution equal to the mean has a step of norm 0,
+    whose active (negative) weight w n / ||C^-1/2 y||^2 would be -inf: it
+    adds nothing, and the covariance stays finite."""
     es = evokit.CMAES(np.zeros(4), 11.0, population_size=2, seed=0)
     for _ in range(8):
         X = np.array(es.ask())
@@ -325,9 +325,8 @@ def test_cma_repaired_solution_on_the_mean_keeps_the_covariance_finite():
 @pytest.mark.parametrize("cls", [evokit.SNES, evokit.XNES, evokit.CRFMNES, evokit.LMMAES, evokit.CEM, evokit.ARS,
                                  evokit.CMAES, evokit.SepCMAES])
 def test_a_first_generation_that_overflows_names_sigma0(cls):
-    """sigma0 = 1.7e308 samples inf: the distribution families said 'an update
-    left the distribution non-finite' before any update, and CMA-ES handed
-    -inf to the objective."""
+    """sigma0 = 1.7e308 samples inf: ask() raises, naming sigma0 (no update
+    has happened), and never hands inf to the objective."""
     es = cls(np.zeros(2), 1.7e308, population_size=8, seed=0)
     what = r"mean \+ sigma y overflows \(sigma = 1.7e\+308\)" if "CMA" in cls.__name__ else \
         r"x0 \+ sigma0 z overflows before any update"
