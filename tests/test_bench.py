@@ -284,3 +284,59 @@ def test_blackbox_bench_runs_every_strategy_small(bench_module, tmp_path, capsys
         assert (cell.group(2) is None) == (cell.group(1) == "4"), convergence
         overhead = rows[-1].split("|")
         assert overhead[4].strip().endswith(("us", "ms")), rows[-1]
+
+
+def test_bbob_runner_runs_a_cell_resumes_and_summarises(bench_module, tmp_path, capsys):
+    """bench/bbob.py small: f1 (sphere), D = 2, instance 1, budget 200 x D,
+    EvoKit's BIPOP CMA-ES beside pycma's (in the test extra): both reach
+    COCO's final target, COCO's observer wrote its data folder, a second run
+    skips the cells, and the summary writes its tables, figure and timing."""
+    data, out = tmp_path / "exdata", tmp_path / "results"
+    common = ["--data", str(data), "--libraries", "evokit-bipop,pycma-bipop"]
+    run = ["run", *common, "--functions", "1", "--dims", "2", "--instances", "1", "--budget", "200"]
+    module = bench_module("bbob", *run)
+    module.main(run)
+    assert "2 cells run, 0 already done" in capsys.readouterr().out
+    for lib in ("evokit-bipop", "pycma-bipop"):
+        with open(data / "bbob" / lib / "cells" / "bbob_f001_d02_x01.json") as f:
+            rec = json.load(f)
+        assert rec["problem"] == "bbob_f001_i01_d02" and rec["solved"] is True
+        assert 0 < rec["evaluations"] < 400 and rec["best_delta"] < 1e-8
+        hits = rec["target_hits"]  # the first evaluation reaching each of the 51 targets
+        assert len(hits) == 51 and all(h is not None for h in hits) and hits == sorted(hits)
+        coco = data / "bbob" / lib / "coco" / "exdata" / "bbob_f001_d02_x01"
+        assert (coco / "bbobexp_f1.info").exists()
+        assert (coco / "data_f1" / "bbobexp_f1_DIM2.dat").stat().st_size > 0
+    module.main(run)  # resumed: nothing left to run
+    assert "0 cells run, 2 already done" in capsys.readouterr().out
+    module.main(["timing", *common, "--dims", "2", "--budget", "5"])
+    module.main(["summary", *common, "--out", str(out)])
+    results = assert_result_files(out, "bbob", "python bench/bbob.py")["results"]
+    d2 = results["comparison"]["dimensions"]["2"]
+    assert d2["groups"]["separable"]["solved"] == {"evokit-bipop": 1, "pycma-bipop": 1}
+    assert d2["fisher_p_less"]["pycma-bipop"] == 1.0
+    assert 0 < d2["groups"]["all"]["ert_ratio"]["pycma-bipop"] < 10
+    assert (out / "bbob_ecdf_d2.png").stat().st_size > 0
+    runs = (data / "bbob" / "runs.jsonl").read_text().splitlines()  # the resumed run ran nothing: not logged
+    assert len(runs) == 1 and json.loads(runs[0])["cells_run"] == 2
+    md = (out / "bbob.md").read_text()
+    assert "- run `python bench/bbob.py run --data" in md and "CPU seconds per library: evokit-bipop" in md
+    assert results["timing"]["evokit-bipop"]["2"]["evaluations"] >= 24 * 10  # every function, 5 x D each
+
+
+def test_bbob_shards_cover_every_cell_once_with_each_problem_whole(bench_module):
+    module = bench_module("bbob")
+    cells = module.cells("bbob", [1, 2, 3], [2, 5], [1, 2], ["a", "b", "c"])
+    shards = [module.shard_of(cells, f"{i}/3") for i in range(3)]
+    assert sorted(c for s in shards for c in s) == sorted(cells)
+    for s in shards:  # every library of a problem in the same shard
+        assert {c[:4] for c in s} and all(sum(c[:4] == p for c in s) == 3 for p in {c[:4] for c in s})
+    with pytest.raises(SystemExit, match="--shard must be i/k"):
+        module.shard_of(cells, "3/3")
+
+
+@pytest.mark.parametrize("table, p", [((8, 2, 1, 5), 0.9991258741258742), ((300, 60, 341, 19), 5.697760242057033e-07),
+                                      ((10, 0, 10, 0), 1.0), ((0, 5, 5, 0), 0.003968253968253969)])
+def test_bbob_fisher_test_is_scipys_one_sided(bench_module, table, p):
+    """The values of scipy.stats.fisher_exact(table, alternative='less')."""
+    assert bench_module("bbob").fisher_less(*table) == pytest.approx(p, rel=1e-12)

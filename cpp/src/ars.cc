@@ -16,6 +16,10 @@
 //   the top b pairs by max(r+_p, r-_p) (ties: the earlier pair)   (line 6)
 //   sigma_R: the standard deviation of those 2b rewards (1 if 0)
 //   theta <- theta + alpha / (b sigma_R) sum_{top b} (r+_p - r-_p) delta_p   (line 7)
+// The step is invariant to scaling the rewards; rewards beyond 2^512 in
+// magnitude (where sigma_R^2 or a difference would overflow to inf and the
+// step to NaN) are scaled by a power of two first, which changes no other
+// bit of the computation.
 // Defaults: alpha (step_size) 0.02 and b = N (top_directions 0), as
 // ARS_SAMPLING's; population_size 4 + floor(3 ln n) rounded up to even
 // (EvoKit's; the paper tunes N per task).
@@ -23,6 +27,7 @@
 // Options: sigma0 (nu), population_size, seed, num_threads, step_size
 // (alpha, > 0), top_directions (b, >= 0; 0 or more than N: all N).
 // State: "ars.mean" (theta, n doubles).
+#include <algorithm>
 #include <cmath>
 
 #include "distribution_internal.h"
@@ -69,9 +74,10 @@ class ARS final : public DistributionStrategy {
       r_plus[p] = -values[2 * p];
       r_minus[p] = -values[2 * p + 1];
     }
-    const ArsSelection s = ars_select(r_plus, r_minus, top_);
+    ArsSelection s = ars_select(r_plus, r_minus, top_);
     // An infinite f-value among the top directions gives no step: refuse it
     // before changing anything.
+    double largest = 0.0;
     for (std::size_t p : s.top) {
       for (std::size_t k : {2 * p, 2 * p + 1}) {
         if (!std::isfinite(values[k])) {
@@ -79,7 +85,19 @@ class ARS final : public DistributionStrategy {
                                       detail::format_g(values[k]) +
                                       "; the members of the top directions need finite f-values");
         }
+        largest = std::max(largest, std::fabs(values[k]));
       }
+    }
+    if (largest > 0x1.0p512) {
+      // Scale by 2^-e (exact) so that the largest reward is below 1: the
+      // same selection, a finite sigma_R and finite differences.
+      int e = 0;
+      std::frexp(largest, &e);
+      for (std::size_t p = 0; p < pairs; ++p) {
+        r_plus[p] = std::ldexp(r_plus[p], -e);
+        r_minus[p] = std::ldexp(r_minus[p], -e);
+      }
+      s = ars_select(r_plus, r_minus, top_);
     }
     const double scale = step_size_ / (static_cast<double>(top_) * s.sigma_r);
     std::vector<double> step(n, 0.0);

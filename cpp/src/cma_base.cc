@@ -275,6 +275,16 @@ void CMABase::sample_population() {
   materialize_population(injected + (tpa_pair_due(injected) ? 2 : 0));
   place_injections();
   place_tpa_pair();
+  // mean + sigma y beyond the largest double (a huge sigma0, or a sigma
+  // grown so far): say so, by name, rather than hand inf to the objective.
+  const std::size_t n = num_params();
+  for (std::size_t i = 0; i < solutions_.size(); ++i) {
+    if (std::isfinite(solutions_[i])) continue;
+    throw std::runtime_error("CMA-ES: generation " + std::to_string(state_.generation) + "'s member " +
+                             std::to_string(i / n) + " has coordinate " + std::to_string(i % n) + " = " +
+                             detail::num(solutions_[i]) + ": mean + sigma y overflows (sigma = " +
+                             detail::num(state_.sigma) + "); choose a smaller sigma0");
+  }
   sampled_ = true;
 }
 
@@ -595,6 +605,9 @@ void CMABase::update(const double* z, const double* y, const double* x, const do
       const double* zi = z + order[i] * n;
       double z2 = 0.0;
       for (std::size_t j = 0; j < n; ++j) z2 += zi[j] * zi[j];
+      // A step of Mahalanobis norm 0 (a told solution repaired onto the
+      // mean) has no direction: it adds nothing, instead of -inf * 0 = NaN.
+      if (!std::isfinite(dn / z2)) continue;
       w *= dn / z2;
     }
     rows.push_back(y + order[i] * n);

@@ -103,11 +103,14 @@ void DistributionStrategy::materialize() {
     if (finite[k]) continue;
     std::size_t j = 0;
     while (std::isfinite(x_[k * n + j])) ++j;
+    // Generation 0 has had no update: x0 + sigma0 z itself overflowed.
+    const std::string why = generation_ == 0
+                                ? ": x0 + sigma0 z overflows before any update; choose a smaller sigma0"
+                                : ": an update left the distribution non-finite. Resume from a saved state, or "
+                                  "restart with another sigma0 or seed";
     throw std::runtime_error(family_ + ": generation " + std::to_string(generation_) + "'s member " +
                              std::to_string(k) + " has coordinate " + std::to_string(j) + " = " +
-                             detail::format_number(x_[k * n + j]) +
-                             ": an update left the distribution non-finite. Resume from a saved state, or "
-                             "restart with another sigma0 or seed");
+                             detail::format_number(x_[k * n + j]) + why);
   }
   sampled_ = true;
 }

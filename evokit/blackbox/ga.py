@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import _core
 from .replay import ReplayPickling
-from .tracked import TrackedStrategy, check_int
+from .tracked import TrackedStrategy, check_float32, check_int, check_x0
 
 __all__ = ["GA"]
 
@@ -58,6 +58,7 @@ class GA(ReplayPickling, TrackedStrategy):
                  ftarget: Optional[float] = None, tolfun: float = 1e-11,
                  stagnation_iterations: Optional[int] = None):
         population_size = check_int("population_size", population_size, 2)
+        check_float32("GA", check_x0(x0), sigma)  # the core's individuals are float32
         super().__init__(x0, sigma, population_size=population_size, nan_policy=nan_policy,
                          max_evaluations=max_evaluations, max_iterations=max_iterations,
                          ftarget=ftarget, tolfun=tolfun,

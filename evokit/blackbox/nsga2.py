@@ -391,8 +391,15 @@ class NSGA2(AskTellStrategy):
         if finite.size == 0:
             return None
         worst, best = finite.max(axis=0), finite.min(axis=0)
-        spread = worst - best
-        return worst + np.where(spread > 0, 0.1 * spread, 1.0)
+        with np.errstate(over="ignore"):  # near the largest double: handled below
+            spread = worst - best
+            ref = worst + np.where(spread > 0, 0.1 * spread, 1.0)
+            # the range overflowed: its tenth as 0.1 worst - 0.1 best
+            ref = np.where(np.isfinite(ref), ref, worst + (0.1 * worst - 0.1 * best))
+        # still beyond the largest double, or no larger than worst (1 lost in a
+        # huge worst): the next double above worst, the largest double at most
+        top = np.finfo(np.float64).max
+        return np.where(np.isfinite(ref) & (ref > worst), ref, np.minimum(np.nextafter(worst, np.inf), top))
 
     # ---- stop, result -----------------------------------------------------------
     def _stop(self) -> Dict[str, Any]:

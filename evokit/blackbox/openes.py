@@ -17,7 +17,7 @@ import numpy as np
 from .. import _core
 from ..config import FITNESS_SHAPING_NAMES
 from .replay import ReplayPickling
-from .tracked import TrackedStrategy, check_int, check_positive, check_x0
+from .tracked import FLOAT32_MAX, TrackedStrategy, check_float32, check_int, check_positive, check_x0
 
 __all__ = ["OpenES"]
 
@@ -62,7 +62,9 @@ class OpenES(ReplayPickling, TrackedStrategy):
                  ftarget: Optional[float] = None, tolfun: float = 1e-11,
                  stagnation_iterations: Optional[int] = None, sigma_decay: float = 1.0,
                  learning_rate_decay: float = 1.0):
-        n = check_x0(x0).size
+        x = check_x0(x0)
+        n = x.size
+        check_float32("OpenES", x, sigma)  # the centre and the noise live in float32
         for name, decay in (("sigma_decay", sigma_decay), ("learning_rate_decay", learning_rate_decay)):
             if isinstance(decay, bool) or not (0 < decay <= 1):
                 raise ValueError(f"{name} must be in (0, 1], got {decay!r}")
@@ -140,8 +142,24 @@ class OpenES(ReplayPickling, TrackedStrategy):
             raise ValueError("all f-values of this batch are NaN: OpenES has nothing to rank")
         return float(values.max())
 
+    def _rewards(self, values: np.ndarray) -> np.ndarray:
+        """-values as the float32 rewards of the core. Finite f-values beyond
+        float32's range (|f| > 3.4e38) are scaled by a power of two (exact,
+        so ranks and z-scores are unchanged) for the rank and z-score
+        shapings; 'raw' refuses them (its step is proportional to them)."""
+        rewards = -values
+        big = float(np.abs(rewards).max()) if rewards.size else 0.0
+        if big > FLOAT32_MAX:
+            if self._fitness_shaping == "raw":
+                rows = np.flatnonzero(np.abs(values) > FLOAT32_MAX).tolist()
+                raise ValueError(f"f-values of solutions {rows} exceed float32's range (3.4e38), in which "
+                                 f"OpenES with fitness_shaping='raw' computes its step; scale f, or use "
+                                 f"'centered_rank' or 'z_score'")
+            rewards = np.ldexp(rewards, 127 - math.frexp(big)[1])  # |rewards| < 2^127
+        return rewards.astype(np.float32)
+
     def _tell_strategy(self, values: np.ndarray) -> bool:
-        rewards = (-values).astype(np.float32)
+        rewards = self._rewards(values)
         weights = _core.shape_fitness(rewards, self._fitness_shaping)
         direction = self._sampler.descent_direction(self._keys, self._signs, weights, self._theta,
                                                     self._weight_decay, self._num_threads)

@@ -117,7 +117,11 @@ def _front_crowding(F: np.ndarray) -> np.ndarray:
         order = np.argsort(F[:, j], kind="stable")
         f = F[order, j]
         d[order[0]] = d[order[-1]] = np.inf
-        span = f[-1] - f[0]
+        with np.errstate(over="ignore"):
+            span = f[-1] - f[0]
+        if span == np.inf:  # values of opposite signs near the largest double: halved (exact)
+            f = 0.5 * f
+            span = f[-1] - f[0]
         if span > 0:
             d[order[1:-1]] += (f[2:] - f[:-2]) / span
     return d
@@ -127,7 +131,8 @@ def hypervolume(F, reference_point, *, samples: Optional[int] = None, seed: int 
     """The hypervolume of the points F [k, m] (minimised) with respect to
     reference_point [m]. Exact for m <= 3; with ``samples`` a Monte-Carlo
     estimate for any m (``samples`` uniform points, Philox-seeded by seed).
-    An empty F (shape (0, m)) has hypervolume 0."""
+    An empty F (shape (0, m)) has hypervolume 0; a volume beyond the
+    largest double is inf."""
     F = np.asarray(F, dtype=np.float64)
     ref = np.asarray(reference_point, dtype=np.float64)
     if ref.ndim != 1 or ref.size == 0 or not np.all(np.isfinite(ref)):
@@ -140,6 +145,12 @@ def hypervolume(F, reference_point, *, samples: Optional[int] = None, seed: int 
     if F.shape[1] != m:
         raise ValueError(f"F has {F.shape[1]} objectives but reference_point has {m}")
     P = F[np.all(F < ref, axis=1)]  # only points strictly better than ref add volume
+    with np.errstate(over="ignore"):  # a volume beyond the largest double is inf
+        return _hypervolume(P, ref, samples, seed)
+
+
+def _hypervolume(P: np.ndarray, ref: np.ndarray, samples: Optional[int], seed: int) -> float:
+    m = ref.size
     if samples is None:
         if m > EXACT_HYPERVOLUME_MAX_OBJECTIVES:
             raise ValueError(f"the exact hypervolume is implemented for at most "

@@ -35,6 +35,22 @@ def check_x0(x0) -> np.ndarray:
     return x
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_float32(cls: str, x0: np.ndarray, sigma) -> None:
+    """Refuses an x0 or sigma beyond float32's range (3.4e38) for the
+    strategies whose centre and noise live in float32 (GA, OpenES): there
+    they would turn into inf."""
+    big = np.flatnonzero(np.abs(x0) > FLOAT32_MAX)
+    if big.size:
+        raise ValueError(f"x0[{big[0]}] = {float(x0[big[0]])!r} exceeds float32's range (3.4e38), in which {cls} "
+                         f"keeps its solutions")
+    if isinstance(sigma, (int, float, np.integer, np.floating)) and not isinstance(sigma, bool) \
+            and math.isfinite(sigma) and abs(sigma) > FLOAT32_MAX:
+        raise ValueError(f"sigma = {sigma!r} exceeds float32's range (3.4e38), in which {cls} draws its noise")
+
+
 def check_positive(name: str, value, allow_none: bool = False):
     if value is None and allow_none:
         return None
@@ -155,7 +171,9 @@ class TrackedStrategy(AskTellStrategy):
             met["ftarget"] = self._ftarget
         if self._last_values is not None:
             recent = np.concatenate([self._last_values, self._best_history])
-            if np.all(np.isfinite(recent)) and recent.max() - recent.min() <= self._tolfun:
+            # max <= min + tolfun: the range without max - min, which overflows
+            # for f-values of opposite signs near the largest double
+            if np.all(np.isfinite(recent)) and recent.max() <= recent.min() + self._tolfun:
                 met["tolfun"] = self._tolfun
             if self._iterations - self._improved_at >= self._stagnation_iterations:
                 met["stagnation"] = self._stagnation_iterations

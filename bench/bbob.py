@@ -1,0 +1,732 @@
+"""COCO's suites (bbob, bbob-largescale, bbob-mixint): EvoKit's ask/tell
+strategies and the peers a user would pick instead, run by COCO's protocol,
+side by side.
+
+The protocol (COCO's example experiment, the same for every library): the
+first run starts at x0 = problem.initial_solution with sigma0 = 2 (the
+search domain is [-5, 5]^D); the library's own restart scheme runs (EvoKit
+CMA-ES: BIPOP with 9 large restarts, pycma's ``fmin2(..., restarts=9,
+bipop=True)``, CyberAgent cmaes: its IPOP loop, ModularCMAES: BIPOP); when
+it ends before the final target (f - f_opt < 1e-8,
+``problem.final_target_hit``) and the budget (``--budget`` x D evaluations),
+an independent restart follows from a uniform x0 in [-4, 4]^D. Every
+library stops as soon as the target is hit (checked after each generation).
+COCO's observer writes the standard data folders, which ``cocopp`` reads:
+
+    DATA/<suite>/<library>/coco/<cell>/   COCO's observer output of one cell
+    DATA/<suite>/<library>/cells/<cell>.json   this script's record of it
+
+A cell is (suite, function, dimension, instance, library); its record
+holds the evaluations used, whether the target was hit, the evaluation at
+which each of COCO's 51 targets 10^2 .. 10^-8 was first reached, restarts,
+and CPU and wall seconds. Cells with a record are skipped, so an
+interrupted run resumes, and ``--shard i/k`` runs every k-th cell from the
+i-th (libraries innermost, so that shards interleave them):
+
+    python bench/bbob.py run --dims 2,3,5 --instances 1-15 --libraries evokit-bipop,pycma-bipop --shard 0/2
+    python bench/bbob.py run --functions 15 --dims 5 --instances 3 --libraries evokit-bipop   # one cell
+    python bench/bbob.py summary --libraries evokit-bipop,pycma-bipop,cmaes-ipop,modcma-bipop
+    python bench/bbob.py timing --dims 2,5,10,20,40
+    python -m cocopp DATA/bbob/evokit-bipop DATA/bbob/pycma-bipop   # COCO's own figures
+
+``summary`` writes bench/results/bbob.json and .md (per dimension and
+function group: runs solved, the ERT ratio against each peer; per
+dimension: a one-sided Fisher test of EvoKit's solved runs against each
+peer's) and bench/results/bbob_ecdf_d<D>.png (the fraction of (run,
+target) pairs reached against evaluations / D). ``timing`` is COCO's timing
+experiment: CPU seconds per evaluation against the dimension, per library.
+
+Libraries: ``evokit-bipop`` (CMAES, BIPOP), ``evokit-ipop``, and
+``evokit-<strategy>`` for any other EvoKit ask/tell strategy (sep-cma,
+snes, xnes, crfmnes, lmmaes, pgpe, cem, openes, ars, ga: independent
+restarts only); peers: ``pycma-bipop``, ``cmaes-ipop``, ``modcma-bipop``,
+``nevergrad`` (NGOpt). Peers are imported only when run:
+``pip install coco-experiment cocopp cma cmaes modcma``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import results  # noqa: E402  (bench/results.py)
+
+DEFAULT_DATA = os.path.join(os.path.dirname(HERE), "exdata")
+SIGMA0 = 2.0
+#: COCO's 51 targets f - f_opt: 10^2 .. 10^-8 in steps of 10^0.2.
+TARGETS = tuple(10.0 ** (2 - 0.2 * k) for k in range(51))
+#: The bbob function groups.
+GROUPS = {"separable": range(1, 6), "moderate": range(6, 10), "ill-conditioned": range(10, 15),
+          "multimodal": range(15, 20), "weakly structured": range(20, 25)}
+#: The suites whose problems the libraries here can run (unconstrained, one objective;
+#: bbob-mixint's integer variables are not declared to the libraries, which treat them as real).
+SUITES = ("bbob", "bbob-largescale", "bbob-mixint")
+FIRST = "evokit-bipop"  # the library the ratios are of
+
+
+# ---- the objective as the libraries see it ------------------------------------------
+class Objective:
+    """problem(x) for one cell, counting evaluations and, for single-objective
+    suites, when each target of TARGETS was first reached."""
+
+    def __init__(self, problem, budget: int, fopt: float = math.nan):
+        self.problem, self.budget = problem, budget
+        self.dimension = problem.dimension
+        self.single = problem.number_of_objectives == 1 and math.isfinite(fopt)
+        self.fopt = fopt
+        self.evaluations = 0
+        self.best = math.inf
+        self.hits: List[Optional[int]] = [None] * len(TARGETS)
+        self._next = 0  # index of the first target not reached yet
+
+    def __call__(self, x) -> float:
+        x = np.asarray(x, dtype=np.float64)
+        f = self.problem(x)
+        self.evaluations += 1
+        if self.single:
+            delta = f - self.fopt
+            if delta < self.best:
+                self.best = delta
+                while self._next < len(TARGETS) and delta < TARGETS[self._next]:
+                    self.hits[self._next] = self.evaluations
+                    self._next += 1
+        return f
+
+    def batch(self, X) -> List[float]:
+        return [self(x) for x in X]
+
+    @property
+    def done(self) -> bool:
+        return self.problem.final_target_hit or self.evaluations >= self.budget
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.budget - self.evaluations)
+
+    def restart_x0(self, rng: np.random.Generator) -> np.ndarray:
+        """x0 of an independent restart: uniform in [-4, 4]^D, within the problem's box."""
+        lo = np.maximum(self.problem.lower_bounds, -4.0)
+        hi = np.minimum(self.problem.upper_bounds, 4.0)
+        return lo + rng.random(self.dimension) * (hi - lo)
+
+
+def _seed(seed: int, run: int) -> int:
+    """The seed of a cell's run-th independent run (in [1, 2^31), which every library takes)."""
+    return (seed + 7919 * run) % (2 ** 31 - 1) + 1
+
+
+# ---- the libraries --------------------------------------------------------------------
+def _evokit_strategy(name: str):
+    import evokit
+
+    table = {"sep-cma": evokit.SepCMAES, "snes": evokit.SNES, "xnes": evokit.XNES, "crfmnes": evokit.CRFMNES,
+             "lmmaes": evokit.LMMAES, "pgpe": evokit.PGPE, "cem": evokit.CEM, "openes": evokit.OpenES,
+             "ars": evokit.ARS, "ga": evokit.GA}
+    if name not in table:
+        raise SystemExit(f"unknown EvoKit strategy {name!r}: one of bipop, ipop, {', '.join(table)}")
+    return table[name]
+
+
+def run_evokit(obj: Objective, seed: int, variant: str) -> int:
+    """EvoKit: CMAES with BIPOP or IPOP (9 counted restarts, as pycma's
+    fmin2), or any other ask/tell strategy with its defaults; then
+    independent restarts. Returns the restarts done."""
+    import evokit
+
+    rng = np.random.default_rng(seed)
+    x0 = np.array(obj.problem.initial_solution, dtype=np.float64)
+    run = 0
+    while not obj.done:
+        s = _seed(seed, run)
+        if variant in ("bipop", "ipop"):
+            es = evokit.CMAES(x0, SIGMA0, seed=s, restarts=9, restart_strategy=variant,
+                              max_evaluations=obj.remaining)
+        else:
+            cls = _evokit_strategy(variant)
+            es = cls(x0, SIGMA0, seed=s, max_evaluations=obj.remaining)
+        while not es.stop():
+            X = es.ask()
+            es.tell(X, obj.batch(X))
+            if obj.done:
+                break
+        run += 1
+        x0 = obj.restart_x0(rng)
+    return run
+
+
+def run_pycma(obj: Objective, seed: int) -> int:
+    """pycma: fmin2(..., restarts=9, bipop=True), then independent restarts."""
+    import cma
+
+    rng = np.random.default_rng(seed)
+    x0 = np.array(obj.problem.initial_solution, dtype=np.float64)
+    run = 0
+    while not obj.done:
+        opts = {"maxfevals": obj.remaining, "verbose": -9, "seed": _seed(seed, run),
+                "termination_callback": lambda es: obj.problem.final_target_hit}
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            _, es = cma.fmin2(obj, x0, SIGMA0, opts, restarts=9, bipop=True)
+        run += 1
+        x0 = obj.restart_x0(rng)
+    return run
+
+
+def run_cmaes(obj: Objective, seed: int) -> int:
+    """CyberAgent cmaes: CMA with its IPOP loop (population doubled at each
+    restart, a uniform restart mean), the first run from x0."""
+    from cmaes import CMA
+
+    rng = np.random.default_rng(seed)
+    mean = np.array(obj.problem.initial_solution, dtype=np.float64)
+    popsize, run = None, 0
+    while not obj.done:
+        opt = CMA(mean=mean, sigma=SIGMA0, seed=_seed(seed, run), population_size=popsize)
+        popsize = opt.population_size
+        run += 1
+        while not obj.done:
+            sols = []
+            for _ in range(opt.population_size):
+                x = opt.ask()
+                sols.append((x, obj(x)))
+            opt.tell(sols)
+            if opt.should_stop():
+                break
+        popsize *= 2
+        mean = obj.restart_x0(rng)
+    return run
+
+
+def run_modcma(obj: Objective, seed: int) -> int:
+    """ModularCMAES with local_restart='BIPOP' until the budget, then
+    independent restarts."""
+    from modcma import ModularCMAES
+
+    rng = np.random.default_rng(seed)
+    x0 = np.array(obj.problem.initial_solution, dtype=np.float64)
+    run = 0
+    np.random.seed(seed % 2 ** 32)  # modcma draws from NumPy's global generator
+    while not obj.done:
+        c = ModularCMAES(obj, d=obj.dimension, budget=obj.remaining, x0=x0.reshape(-1, 1),
+                         sigma0=SIGMA0, local_restart="BIPOP")
+        run += 1
+        while not obj.done and c.step():
+            pass
+        x0 = obj.restart_x0(rng)
+    return run
+
+
+def run_nevergrad(obj: Objective, seed: int) -> int:
+    """nevergrad's default optimiser (NGOpt) with the whole budget."""
+    import nevergrad as ng
+
+    param = ng.p.Array(init=np.array(obj.problem.initial_solution, dtype=np.float64))
+    param.random_state = np.random.RandomState(seed % 2 ** 32)
+    opt = ng.optimizers.NGOpt(parametrization=param, budget=obj.budget)
+    while not obj.done:
+        cand = opt.ask()
+        opt.tell(cand, obj(cand.value))
+    return 1
+
+
+def runner(library: str) -> Callable[[Objective, int], int]:
+    if library.startswith("evokit-"):
+        variant = library[len("evokit-"):]
+        if variant not in ("bipop", "ipop"):
+            _evokit_strategy(variant)  # the name is checked before any run
+        return lambda obj, seed: run_evokit(obj, seed, variant)
+    table = {"pycma-bipop": run_pycma, "cmaes-ipop": run_cmaes, "modcma-bipop": run_modcma,
+             "nevergrad": run_nevergrad}
+    if library not in table:
+        raise SystemExit(f"unknown library {library!r}: evokit-<strategy> or one of {', '.join(table)}")
+    return table[library]
+
+
+# ---- cells ----------------------------------------------------------------------------
+def parse_ints(text: str) -> List[int]:
+    """'1-5,7' -> [1, 2, 3, 4, 5, 7]."""
+    out: List[int] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            a, b = part.split("-", 1)
+            out.extend(range(int(a), int(b) + 1))
+        else:
+            out.append(int(part))
+    return out
+
+
+def cell_id(suite: str, function: int, dimension: int, instance: int) -> str:
+    """A cell's name: the suite, function, dimension and instance INDEX (1-based
+    position in the suite's instance list; the record holds COCO's problem id)."""
+    return f"{suite}_f{function:03d}_d{dimension:02d}_x{instance:02d}"
+
+
+def cells(suite: str, functions: Sequence[int], dims: Sequence[int], instances: Sequence[int],
+          libraries: Sequence[str]) -> List[tuple]:
+    """Every (suite, function, dimension, instance, library): dimension by
+    dimension, instance by instance (a run cut short has every function of
+    its first instances), libraries innermost."""
+    return [(suite, f, d, i, lib) for d in dims for i in instances for f in functions for lib in libraries]
+
+
+def shard_of(all_cells: List[tuple], shard: str) -> List[tuple]:
+    """Shard i of k: the i-th, (i+k)-th, ... problem (suite, function,
+    dimension, instance) with every library on it, so that each shard runs
+    the libraries side by side."""
+    i, k = (int(v) for v in shard.split("/"))
+    if not 0 <= i < k:
+        raise SystemExit(f"--shard must be i/k with 0 <= i < k, got {shard!r}")
+    problems = list(dict.fromkeys(c[:4] for c in all_cells))
+    mine = set(problems[i::k])
+    return [c for c in all_cells if c[:4] in mine]
+
+
+def record_path(data: str, suite: str, library: str, cid: str) -> str:
+    return os.path.join(data, suite, library, "cells", cid + ".json")
+
+
+def _write_json(path: str, obj) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(obj, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _problem(suite: str, function: int, dimension: int, instance: int):
+    """(the suite, its one problem) of a cell; the suite must outlive the problem."""
+    import cocoex
+
+    opts = f"function_indices: {function} dimensions: {dimension} instance_indices: {instance}"
+    s = cocoex.Suite(suite, "", opts)
+    if len(s.ids()) != 1:
+        raise SystemExit(f"{suite} has no problem f{function} D={dimension} instance index {instance}")
+    return s, next(iter(s))
+
+
+def fopt_of(suite: str, function: int, dimension: int, instance: int) -> float:
+    """f_opt of a single-objective bbob-type problem: f at its optimum, which
+    COCO writes to a file (nan where it does not)."""
+    s, p = _problem(suite, function, dimension, instance)
+    try:
+        if p.number_of_objectives != 1 or p.number_of_constraints:
+            return math.nan
+        with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+            with contextlib.redirect_stdout(io.StringIO()):
+                p._best_parameter("print")
+            name = "._bbob_problem_best_parameter.txt"
+            if not os.path.exists(name):
+                return math.nan
+            xopt = np.loadtxt(name, ndmin=1)
+        return float(p(xopt)) if xopt.size == dimension else math.nan
+    finally:
+        p.free()
+        s.free()
+
+
+def run_cell(data: str, suite: str, function: int, dimension: int, instance: int, library: str,
+             budget_multiplier: float, observe: bool = True) -> dict:
+    """Runs one cell with COCO's observer and writes its record; returns it."""
+    import cocoex
+
+    cid = cell_id(suite, function, dimension, instance)
+    run = runner(library)
+    fopt = fopt_of(suite, function, dimension, instance)
+    s, problem = _problem(suite, function, dimension, instance)
+    if problem.number_of_objectives != 1 or problem.number_of_constraints:
+        problem.free()
+        s.free()
+        raise SystemExit(f"{suite}: constrained and multi-objective problems are not wired into this runner "
+                         f"(the libraries run unconstrained single-objective problems: bbob, bbob-largescale, "
+                         f"bbob-mixint)")
+    observer = None
+    if observe:
+        # COCO writes to exdata/<result_folder> below the working directory
+        base = os.path.abspath(os.path.join(data, suite, library, "coco"))
+        folder = os.path.join(base, "exdata", cid)
+        if os.path.exists(folder):  # an interrupted cell: its data is redone
+            shutil.rmtree(folder)
+        os.makedirs(base, exist_ok=True)
+        with contextlib.chdir(base):
+            observer = cocoex.Observer(suite, f"result_folder: {cid} algorithm_name: {library}")
+            problem.observe_with(observer)
+    budget = int(budget_multiplier * dimension)
+    obj = Objective(problem, budget, fopt)
+    seed = (1000003 * function + 1009 * dimension + instance) % 2 ** 31
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    with contextlib.chdir(os.path.join(data, suite, library, "coco") if observe else os.getcwd()):
+        runs = run(obj, seed)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    rec = {"suite": suite, "function": function, "dimension": dimension, "instance_index": instance,
+           "library": library, "problem": problem.id, "budget": budget, "evaluations": obj.evaluations,
+           "solved": bool(problem.final_target_hit), "best_delta": obj.best, "target_hits": obj.hits,
+           "independent_runs": runs, "cpu_s": round(cpu, 4), "wall_s": round(wall, 4), "seed": seed}
+    problem.free()  # finishes COCO's files of the cell
+    s.free()
+    del observer
+    _write_json(record_path(data, suite, library, cid), rec)
+    return rec
+
+
+def cmd_run(args) -> None:
+    todo = cells(args.suite, parse_ints(args.functions), parse_ints(args.dims), parse_ints(args.instances),
+                 args.libraries.split(","))
+    for lib in {c[4] for c in todo}:
+        runner(lib)  # unknown names fail before any run
+    if args.shard:
+        todo = shard_of(todo, args.shard)
+    done = skipped = 0
+    header = results.header()  # machine, versions, date, load at the start
+    t0 = time.perf_counter()
+    for suite, f, d, i, lib in todo:
+        cid = cell_id(suite, f, d, i)
+        if os.path.exists(record_path(args.data, suite, lib, cid)):
+            skipped += 1
+            continue
+        rec = run_cell(args.data, suite, f, d, i, lib, args.budget)
+        done += 1
+        if not args.quiet:
+            print(f"{cid} {lib:14s} {'solved' if rec['solved'] else 'missed'} {rec['evaluations']:>8d} evals "
+                  f"{rec['independent_runs']:>3d} runs {rec['wall_s']:8.2f} s  best {rec['best_delta']:.2e}",
+                  flush=True)
+    print(f"{done} cells run, {skipped} already done, {time.perf_counter() - t0:.0f} s")
+    if done:
+        log_run(args.data, args.suite, {"command": results.command(), "shard": args.shard, "cells_run": done,
+                                        "cells_skipped": skipped, "wall_s": round(time.perf_counter() - t0, 1),
+                                        **{k: v for k, v in header.items() if k != "command"},
+                                        "load_average_end": [round(x, 2) for x in os.getloadavg()]})
+
+
+def log_run(data: str, suite: str, entry: dict) -> None:
+    """Appends a run's header (command, machine, versions, date, load) to
+    DATA/<suite>/runs.jsonl, which the summary reports."""
+    os.makedirs(os.path.join(data, suite), exist_ok=True)
+    with open(os.path.join(data, suite, "runs.jsonl"), "a") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+# ---- summary ----------------------------------------------------------------------------
+def load_records(data: str, suite: str, libraries: Sequence[str]) -> Dict[str, List[dict]]:
+    out = {}
+    for lib in libraries:
+        folder = os.path.join(data, suite, lib, "cells")
+        recs = []
+        if os.path.isdir(folder):
+            for name in sorted(os.listdir(folder)):
+                if name.endswith(".json"):
+                    with open(os.path.join(folder, name)) as f:
+                        recs.append(json.load(f))
+        out[lib] = recs
+    return out
+
+
+def ert(runs: Sequence[dict]) -> float:
+    """Expected running time to the final target: evaluations of all runs / runs solved."""
+    solved = sum(r["solved"] for r in runs)
+    return sum(r["evaluations"] for r in runs) / solved if solved else math.inf
+
+
+def fisher_less(a: int, b: int, c: int, d: int) -> float:
+    """One-sided Fisher exact test of [[a, b], [c, d]] (alternative 'less',
+    scipy.stats.fisher_exact's): P(X <= a) for X hypergeometric with the
+    table's margins, the probability that the first row solves so few
+    given the second's."""
+    row1, col1, n = a + b, a + c, a + b + c + d
+    lo = max(0, row1 + col1 - n)
+    total = math.comb(n, row1)
+    return min(1.0, sum(math.comb(col1, x) * math.comb(n - col1, row1 - x) for x in range(lo, a + 1)) / total)
+
+
+def _by_cell(recs: Sequence[dict]) -> Dict[tuple, dict]:
+    return {(r["function"], r["dimension"], r["instance_index"]): r for r in recs}
+
+
+def compare(records: Dict[str, List[dict]], first: str = FIRST) -> dict:
+    """Per dimension and function group: runs solved by each library and
+    the geometric-mean ERT ratio first / peer over the functions both solve
+    in at least half the runs; per dimension also the one-sided Fisher p of
+    first's solved runs against each peer's. Only the cells every library
+    ran are compared."""
+    libs = list(records)
+    maps = {lib: _by_cell(records[lib]) for lib in libs}
+    common = set.intersection(*(set(m) for m in maps.values())) if maps else set()
+    dims = sorted({k[1] for k in common})
+    out = {"libraries": libs, "dimensions": {}}
+    for d in dims:
+        keys = [k for k in common if k[1] == d]
+        functions = sorted({k[0] for k in keys})
+        instances = sorted({k[2] for k in keys})
+        per_f = {}
+        for f in functions:
+            ks = [k for k in keys if k[0] == f]
+            per_f[f] = {lib: {"runs": len(ks), "solved": sum(maps[lib][k]["solved"] for k in ks),
+                              "ert": ert([maps[lib][k] for k in ks])} for lib in libs}
+        rows = {}
+        for group, members in [*GROUPS.items(), ("all", range(1, 10 ** 6))]:
+            fs = [f for f in functions if f in members]
+            if not fs:
+                continue
+            row = {"functions": fs, "runs": sum(per_f[f][libs[0]]["runs"] for f in fs),
+                   "solved": {lib: sum(per_f[f][lib]["solved"] for f in fs) for lib in libs},
+                   "ert_ratio": {}, "ert_ratio_functions": {}}
+            for peer in libs:
+                if peer == first or first not in libs:
+                    continue
+                both = [f for f in fs if 2 * per_f[f][first]["solved"] >= per_f[f][first]["runs"]
+                        and 2 * per_f[f][peer]["solved"] >= per_f[f][peer]["runs"]]
+                logs = [math.log(per_f[f][first]["ert"] / per_f[f][peer]["ert"]) for f in both]
+                row["ert_ratio"][peer] = math.exp(sum(logs) / len(logs)) if logs else None
+                row["ert_ratio_functions"][peer] = both
+            rows[group] = row
+        fisher = {}
+        if first in libs:
+            n = rows["all"]["runs"]
+            s1 = rows["all"]["solved"][first]
+            for peer in libs:
+                if peer != first:
+                    s2 = rows["all"]["solved"][peer]
+                    fisher[peer] = fisher_less(s1, n - s1, s2, n - s2)
+        out["dimensions"][str(d)] = {"instances": instances, "functions": per_f, "groups": rows,
+                                     "fisher_p_less": fisher}
+    return out
+
+
+def ecdf_curves(records: Dict[str, List[dict]], dimension: int, common: set) -> Dict[str, tuple]:
+    """Per library: (evaluations / D, fraction of (run, target) pairs reached)."""
+    curves = {}
+    for lib, recs in records.items():
+        rs = [r for r in recs if r["dimension"] == dimension and
+              (r["function"], r["dimension"], r["instance_index"]) in common]
+        hits = sorted(h / dimension for r in rs for h in r["target_hits"] if h is not None)
+        total = len(rs) * len(TARGETS)
+        if total:
+            curves[lib] = (np.array(hits), np.arange(1, len(hits) + 1) / total)
+    return curves
+
+
+def draw_ecdf(records, dimension: int, common: set, path: str, budget: float) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for lib, (x, y) in ecdf_curves(records, dimension, common).items():
+        ax.step(np.concatenate([[1.0], x, [budget]]), np.concatenate([[0.0], y, [y[-1] if len(y) else 0.0]]),
+                where="post", label=lib)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("evaluations / dimension")
+    ax.set_ylabel("fraction of (run, target) pairs")
+    n_f = len({k[0] for k in common if k[1] == dimension})
+    ax.set_title(f"bbob, D = {dimension}: {n_f} functions, 51 targets 1e2..1e-8")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _fmt_ratio(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def cmd_summary(args) -> None:
+    libs = args.libraries.split(",")
+    report = results.Report("bbob", f"COCO {args.suite}: {', '.join(libs)}", quiet=args.quiet)
+    records = load_records(args.data, args.suite, libs)
+    cmp = compare(records, FIRST if FIRST in libs else libs[0])
+    first = FIRST if FIRST in libs else libs[0]
+    peers = [lib for lib in libs if lib != first]
+    maps = [_by_cell(records[lib]) for lib in libs]
+    common = set.intersection(*(set(m) for m in maps)) if maps else set()
+    budgets = {r["budget"] / r["dimension"] for recs in records.values() for r in recs}
+    for line in run_lines(args.data, args.suite, records):
+        report.print(line)
+    if args.note:
+        report.print(args.note + "\n")
+    report.print(f"Cells every library ran: {len(common)}; budget {', '.join(f'{b:g}' for b in sorted(budgets))} "
+                 f"x D evaluations; solved: f - f_opt < 1e-8 (runs solved / runs). ERT ratio: {first} / peer, "
+                 f"geometric mean over the functions both solve in at least half the runs (their count in "
+                 f"brackets); Fisher p: one-sided (alternative 'less'), {first}'s solved runs against the "
+                 f"peer's.\n")
+    head = ["D", "group", "runs", *libs, *[f"ERT {first}/{p}" for p in peers]]
+    report.print("| " + " | ".join(head) + " |")
+    report.print("|" + "---|" * len(head))
+    for d, entry in cmp["dimensions"].items():
+        for group, row in entry["groups"].items():
+            cells_ = [d, group, str(row["runs"]), *[str(row["solved"][lib]) for lib in libs],
+                      *[f"{_fmt_ratio(row['ert_ratio'].get(p))} ({len(row['ert_ratio_functions'].get(p, []))})"
+                        for p in peers]]
+            report.print("| " + " | ".join(cells_) + " |")
+    report.print()
+    if peers:
+        report.print("| D | " + " | ".join(f"Fisher p {first} < {p}" for p in peers) + " |")
+        report.print("|---|" + "---|" * len(peers))
+        for d, entry in cmp["dimensions"].items():
+            report.print(f"| {d} | " + " | ".join(f"{entry['fisher_p_less'][p]:.3f}" for p in peers) + " |")
+        report.print()
+    report.print("Per function (solved / runs, ERT in evaluations):\n")
+    report.print("| D | f | " + " | ".join(libs) + " |")
+    report.print("|---|---|" + "---|" * len(libs))
+    for d, entry in cmp["dimensions"].items():
+        for f, row in entry["functions"].items():
+            report.print(f"| {d} | {f} | " + " | ".join(
+                f"{row[lib]['solved']}/{row[lib]['runs']} {row[lib]['ert']:,.0f}" if row[lib]["solved"]
+                else f"0/{row[lib]['runs']}" for lib in libs) + " |")
+    figures = []
+    if not args.no_figures:
+        for d in cmp["dimensions"]:
+            path = os.path.join(args.out, f"bbob_ecdf_d{int(d)}.png")
+            os.makedirs(args.out, exist_ok=True)
+            draw_ecdf(records, int(d), common, path, max(budgets) if budgets else 1e4)
+            figures.append(os.path.relpath(path, args.out))
+        report.print("\nECDF figures: " + ", ".join(figures))
+    timing = load_timing(args.data, libs)
+    if timing:
+        report.print("\nTiming (COCO's timing experiment): CPU seconds per evaluation\n")
+        dims = sorted({int(d) for t in timing.values() for d in t})
+        report.print("| library | " + " | ".join(f"D={d}" for d in dims) + " |")
+        report.print("|---|" + "---|" * len(dims))
+        for lib, t in timing.items():
+            report.print(f"| {lib} | " + " | ".join(
+                f"{t[str(d)]['cpu_per_evaluation']:.2e}" if str(d) in t else "-" for d in dims) + " |")
+    report.write(args.out, {"suite": args.suite, "comparison": cmp, "figures": figures, "timing": timing,
+                            "data": os.path.relpath(os.path.abspath(args.data), results.ROOT)})
+
+
+def run_lines(data: str, suite: str, records: Dict[str, List[dict]]) -> List[str]:
+    """What the summary says of the runs: each logged run's command, date
+    and load (runs.jsonl), the span of the cell records' times, and each
+    library's CPU seconds."""
+    lines = []
+    path = os.path.join(data, suite, "runs.jsonl")
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                lines.append(f"- run `{r['command']}`: {r['date']}, {r['cells_run']} cells in {r['wall_s']:,.0f} s, "
+                             f"load average {r['load_average_start'][0]:.1f} at the start, "
+                             f"{r['load_average_end'][0]:.1f} at the end (EvoKit {r['versions'].get('evokit_commit')})")
+    times = [os.path.getmtime(os.path.join(data, suite, lib, "cells", cell_id(suite, r["function"], r["dimension"],
+                                                                              r["instance_index"]) + ".json"))
+             for lib, recs in records.items() for r in recs]
+    if times:
+        import datetime
+
+        fmt = "%Y-%m-%d %H:%M UTC"
+        first, last = (datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(fmt)
+                       for t in (min(times), max(times)))
+        cpu = ", ".join(f"{lib} {sum(r['cpu_s'] for r in recs):,.0f} s" for lib, recs in records.items())
+        lines.append(f"- cells recorded from {first} to {last}; CPU seconds per library: {cpu}")
+    return [*lines, ""] if lines else []
+
+
+# ---- timing ----------------------------------------------------------------------------------
+def timing_path(data: str, library: str) -> str:
+    return os.path.join(data, "timing", library + ".json")
+
+
+def load_timing(data: str, libraries: Sequence[str]) -> dict:
+    out = {}
+    for lib in libraries:
+        p = timing_path(data, lib)
+        if os.path.exists(p):
+            with open(p) as f:
+                out[lib] = json.load(f)
+    return out
+
+
+def cmd_timing(args) -> None:
+    """COCO's timing experiment: every bbob function, instance 1, a budget
+    of --budget x D, no target stop; CPU seconds / evaluations per D."""
+    import cocoex
+
+    for lib in args.libraries.split(","):
+        run = runner(lib)
+        warm = cocoex.Suite("bbob", "", "function_indices: 1 dimensions: 2 instance_indices: 1")
+        for problem in warm:  # imports and first calls, not timed
+            run(Objective(_Untargeted(problem), 20), 0)
+        path = timing_path(args.data, lib)
+        table = {}
+        if os.path.exists(path):
+            with open(path) as f:
+                table = json.load(f)
+        for d in parse_ints(args.dims):
+            if str(d) in table:
+                continue
+            evals = cpu = 0.0
+            suite = cocoex.Suite("bbob", "", f"dimensions: {d} instance_indices: 1")
+            for problem in suite:
+                obj = Objective(_Untargeted(problem), int(args.budget * d))
+                c0 = time.process_time()
+                run(obj, d)
+                cpu += time.process_time() - c0
+                evals += obj.evaluations
+                problem.free()
+            table[str(d)] = {"evaluations": int(evals), "cpu_s": round(cpu, 3), "cpu_per_evaluation": cpu / evals}
+            print(f"{lib:14s} D={d:3d} {cpu / evals:.2e} s per evaluation ({int(evals)} evaluations)", flush=True)
+            _write_json(path, table)
+
+
+class _Untargeted:
+    """A problem whose final target never counts as hit: the timing
+    experiment uses the whole budget."""
+
+    def __init__(self, problem):
+        self._p = problem
+        self.final_target_hit = False
+
+    def __call__(self, x):
+        return self._p(x)
+
+    def __getattr__(self, name):
+        return getattr(self._p, name)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data", default=DEFAULT_DATA, help="COCO data and cell records (default: exdata/)")
+    common.add_argument("--suite", default="bbob", choices=SUITES)
+    common.add_argument("--libraries", default="evokit-bipop,pycma-bipop",
+                        help="comma-separated: evokit-<strategy>, pycma-bipop, cmaes-ipop, modcma-bipop, nevergrad")
+    common.add_argument("--quiet", action="store_true")
+    p = sub.add_parser("run", parents=[common], help="run cells (resumable)")
+    p.add_argument("--functions", default="1-24")
+    p.add_argument("--dims", default="2,3,5")
+    p.add_argument("--instances", default="1-15", help="instance indices of the suite (1-based)")
+    p.add_argument("--budget", type=float, default=1e4, help="evaluations per dimension (default 1e4)")
+    p.add_argument("--shard", help="i/k: every k-th cell from the i-th")
+    s = sub.add_parser("summary", parents=[common], help="tables and ECDF figures from the records")
+    results.add_out_argument(s, "bbob")
+    s.add_argument("--no-figures", action="store_true")
+    s.add_argument("--note", default="", help="a line for the report (how the run was made)")
+    t = sub.add_parser("timing", parents=[common], help="COCO's timing experiment")
+    t.add_argument("--dims", default="2,3,5,10,20,40")
+    t.add_argument("--budget", type=float, default=1e3, help="evaluations per dimension (default 1e3)")
+    args = parser.parse_args(argv)
+    {"run": cmd_run, "summary": cmd_summary, "timing": cmd_timing}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
