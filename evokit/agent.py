@@ -313,7 +313,7 @@ class ESAgent:
         """Take the member ``info`` names (e.g. to re-evaluate a logged sample)."""
         if self._parent is None:
             raise RuntimeError("set_noise() is for sampling agents: call it on agent.clone()")
-        self._core.set_noise(_to_core(info))
+        self._core.set_noise(core_info(info))
         self._state = None
         self._info = pb.SamplingInfo()
         self._info.CopyFrom(info)
@@ -330,12 +330,12 @@ class ESAgent:
     def check_member(self, info: pb.SamplingInfo) -> None:
         """Raise (``ValueError`` or ``IndexError``, naming the problem) unless
         the solver can rebuild ``info`` now."""
-        self.solver.check_member(_to_core(info))
+        self.solver.check_member(core_info(info))
 
     def population(self, infos, num_threads: int = 1):
         """A ``_core.Population`` of these members (None = the centre) for
         the batched forward pass of ``NativePolicy``."""
-        return self.solver.population([None if i is None else _to_core(i) for i in infos],
+        return self.solver.population([None if i is None else core_info(i) for i in infos],
                                       num_threads)
 
     # ------------------------------------------------------------ inference
@@ -415,9 +415,9 @@ class ESAgent:
             raise ValueError(f"rewards must be a 1-D sequence, got shape {rewards.shape}")
         core_infos = []
         for i, info in enumerate(infos):
-            if not isinstance(info, pb.SamplingInfo):
+            if not isinstance(info, (pb.SamplingInfo, _core.SamplingInfo)):
                 raise TypeError(f"sampling info {i} is a {type(info).__name__}, expected SamplingInfo")
-            core_infos.append(_to_core(info))
+            core_infos.append(core_info(info))
         return core_infos, rewards
 
     # -------------------------------------------------------------- save/load
@@ -567,7 +567,11 @@ def params_fingerprint(policy: OnnxPolicy, params: np.ndarray,
     return params_digest(policy.fingerprint(version), params)
 
 
-def _to_core(info: pb.SamplingInfo):
+def core_info(info):
+    """A SamplingInfo as the core's ``_core.SamplingInfo`` (one of those is returned as it is):
+    a few dozen bytes, where a protobuf message read from a log keeps its whole record alive."""
+    if isinstance(info, _core.SamplingInfo):
+        return info
     return _core.SamplingInfo(key=list(info.key), model_iter_id=int(info.model_iter_id),
                               mirrored=bool(info.mirrored))
 

@@ -52,13 +52,13 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from .. import evokit_pb2 as pb
-from ..agent import ESAgent
+from ..agent import ESAgent, core_info
 from ..config import parse_config
 from ..errors import LogError
 from ..evaluation.base import Evaluator
 from ..evaluation.factory import make_evaluator
 from ..evaluation.seeds import SAMPLER_TAG, episode_seed_table
-from .samplelog import Skipped, append_records, read_log
+from .samplelog import Skipped, append_records, iter_log, read_log
 from .warehouse import INFO_FILE, Consumed, Warehouse
 
 # Rewards are float32 in the Gaussian update: a larger one would abort the
@@ -248,12 +248,11 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
     infos, rewards, ids, seen = [], [], [], {}
     for path in logs:
         try:
-            result = read_log(path)
+            records = iter_log(path, report.skipped)
         except LogError as exc:
             report.log_errors.append(str(exc))
             continue
-        report.skipped.extend(result.skipped)
-        for rec in result.records:
+        for rec in records:  # of each record, only what the update needs is kept
             r = rec.record
             it = r.info.model_iter_id
             if r.config_fingerprint != wh.info.config_fingerprint:
@@ -276,11 +275,11 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
                 dropped["reward is not finite"] += 1
             elif abs(r.reward) > _FLOAT32_MAX:
                 dropped["reward beyond the float32 range (|reward| > 3.4e38)"] += 1
-            elif not _rebuildable(agent, r.info):
+            elif not _rebuildable(agent, info := core_info(r.info)):
                 dropped["invalid key"] += 1
             else:
                 seen[rec.identity] = rec.record_id
-                infos.append(r.info)
+                infos.append(info)
                 rewards.append(r.reward)
                 ids.append(rec.identity)
     report.dropped = dict(dropped)
@@ -299,7 +298,7 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
     return report
 
 
-def _rebuildable(agent, info: pb.SamplingInfo) -> bool:
+def _rebuildable(agent, info) -> bool:
     """Whether the solver can rebuild ``info`` (a key in range; for CMA / GA
     a member of the current generation)."""
     try:

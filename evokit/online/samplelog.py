@@ -60,7 +60,7 @@ from ..errors import LogError
 
 __all__ = [
     "HEADER_SIZE", "MAGIC", "MAX_PAYLOAD", "LogRecord", "LogWriter", "ReadResult",
-    "Skipped", "append_records", "encode_record", "read_log", "read_logs",
+    "Skipped", "append_records", "encode_record", "iter_log", "read_log", "read_logs",
 ]
 
 MAGIC: bytes = _core.RECORD_MAGIC  # b"EKR1"
@@ -267,10 +267,16 @@ def _parse_records(data: bytes, path: str, result: ReadResult) -> None:
 
 
 def _parse_spans(data: bytes, path: str, result: ReadResult) -> None:
+    result.records.extend(_records(data, path, result.skipped))
+
+
+def _records(data: bytes, path: str, skipped: list):
+    """The good records of a log's bytes, one at a time; each bad stretch is
+    appended to ``skipped`` as it is met."""
     spans, _ = _core.scan_record_log(data)
     for offset, length, reason in spans:
         if reason is not None:
-            result.skipped.append(Skipped(path, offset, length, reason))
+            skipped.append(Skipped(path, offset, length, reason))
             continue
         payload = data[offset + HEADER_SIZE:offset + length]
         record = evokit_pb2.SampleRecord()
@@ -279,9 +285,9 @@ def _parse_spans(data: bytes, path: str, result: ReadResult) -> None:
         except DecodeError as exc:
             # Both checksums hold, so the frame itself is sound: skip exactly
             # this record.
-            result.skipped.append(Skipped(path, offset, length, f"payload is not a SampleRecord: {exc}"))
+            skipped.append(Skipped(path, offset, length, f"payload is not a SampleRecord: {exc}"))
         else:
-            result.records.append(LogRecord(record, path, offset, _record_id(payload)))
+            yield LogRecord(record, path, offset, _record_id(payload))
 
 
 def read_log(path: PathLike) -> ReadResult:
@@ -293,6 +299,15 @@ def read_log(path: PathLike) -> ReadResult:
     result = ReadResult()
     _parse_records(_read_bytes(path), path, result)
     return result
+
+
+def iter_log(path: PathLike, skipped: list):
+    """:func:`read_log`'s records one at a time, for a reader that keeps only
+    what it needs of each: the file is read now (:class:`LogError` as
+    read_log raises it), each record parsed as the iterator reaches it, and
+    each skipped stretch appended to ``skipped`` as it is met."""
+    path = os.fspath(path)
+    return _records(_read_bytes(path), path, skipped)
 
 
 def read_logs(paths: Iterable[PathLike]) -> ReadResult:
