@@ -28,7 +28,7 @@ SAMPLER_TAG: int = _core.SAMPLER_EPISODE_TAG  # 2
 def episode_seeds(seed: int, generation: int, index: int, count: int, tag: int) -> List[int]:
     """Episode seeds of sample ``index`` of ``generation``: a pure function of
     its arguments (``tag`` separates sample episodes from centre evaluations)."""
-    return [int(_core.episode_seed(seed, generation, index, tag, j)) for j in range(count)]
+    return episode_seed_table(seed, generation, [index], count, tag)[0].tolist()
 
 
 def episode_seed_table(seed: int, generation: int, indices, count: int, tag: int) -> np.ndarray:

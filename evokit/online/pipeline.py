@@ -58,7 +58,7 @@ from ..errors import LogError
 from ..evaluation.base import Evaluator
 from ..evaluation.factory import make_evaluator
 from ..evaluation.seeds import SAMPLER_TAG, episode_seed_table
-from .samplelog import Skipped, append_records, iter_log, read_log
+from .samplelog import Skipped, append_records, iter_log
 from .warehouse import INFO_FILE, Consumed, Warehouse
 
 # Rewards are float32 in the Gaussian update: a larger one would abort the
@@ -204,7 +204,7 @@ def _samples_written(log: str, sampler: int, iteration: int) -> int:
     if not os.path.exists(log):
         return 0
     count, unnumbered = 0, 0
-    for rec in read_log(log).records:
+    for rec in iter_log(log, []):  # one record at a time: a long log is not held whole
         r = rec.record
         if r.sampler_id != sampler or r.info.model_iter_id != iteration:
             continue
