@@ -135,6 +135,10 @@ TEST(FormatsOnnxModel, RefusalsNameTheModelAndWhat) {
             "m.onnx: no float32 initializer matches param_pattern 'v' (float32 initializers: 'w', 'b')");
   EXPECT_EQ(MessageOf<std::invalid_argument>([] { read_onnx_layout("", ".*", "m.onnx"); }),
             "m.onnx: not a valid ONNX model (no graph nodes)");
+  // Outputs of another wire type under the outputs' field number are no outputs.
+  const std::string varint_outputs = field(7, field(1, node("Relu", {"x"}, "y")) + field_varint(12, 1));
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { read_onnx_layout(varint_outputs, ".*", "m.onnx"); }),
+            "m.onnx: not a valid ONNX model (graph has no outputs)");
   EXPECT_EQ(MessageOf<std::invalid_argument>([] { read_onnx_layout(policy_model().substr(0, 30), ".*", "m.onnx"); }),
             "m.onnx: not a valid ONNX model (the bytes do not parse as an ONNX ModelProto)");
   // The native backend cannot run it: UnsupportedModel, so that Python falls back to onnxruntime.

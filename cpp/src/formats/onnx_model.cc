@@ -360,10 +360,10 @@ OnnxLayout read_onnx_layout(std::string_view bytes, const std::string& param_pat
   try {
     const Message model = parse_model(bytes, source);
     const Message graph = model.message(wire::model::kGraph);
-    if (!model.has(wire::model::kGraph) || !graph.has(wire::graph::kNode)) {
-      refuse(source + ": not a valid ONNX model (no graph nodes)");
-    }
-    if (!graph.has(wire::graph::kOutput)) refuse(source + ": not a valid ONNX model (graph has no outputs)");
+    // Counted as messages: a field of another wire type under the number is no node or output.
+    if (graph.repeated_bytes(wire::graph::kNode).empty()) refuse(source + ": not a valid ONNX model (no graph nodes)");
+    const std::vector<Message> outputs = graph.repeated_messages(wire::graph::kOutput);
+    if (outputs.empty()) refuse(source + ": not a valid ONNX model (graph has no outputs)");
     layout.ir_version = model.int64(wire::model::kIrVersion);
     for (const Message& op : model.repeated_messages(wire::model::kOpsetImport)) {
       if (default_domain(op.bytes(wire::opset::kDomain))) {
@@ -413,7 +413,7 @@ OnnxLayout read_onnx_layout(std::string_view bytes, const std::string& param_pat
       refuse(source + ": observation input " + quoted(layout.input.name) +
              " is a scalar; expected shape (batch, ...)");
     }
-    layout.output_name = std::string(graph.repeated_messages(wire::graph::kOutput)[0].bytes(wire::value_info::kName));
+    layout.output_name = std::string(outputs[0].bytes(wire::value_info::kName));
     pair_state(graph, std::vector<DeclaredValue>(data_inputs.begin() + 1, data_inputs.end()), layout);
   } catch (const wire::BadWire&) {
     refuse(source + ": not a valid ONNX model (the bytes do not parse as an ONNX ModelProto)");
