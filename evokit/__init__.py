@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from . import evokit_pb2 as proto
 from ._core import __version__
 from .blackbox.cmaes import CMAES, SepCMAES
-from .blackbox.distribution import ARS, CEM, CRFMNES, LMMAES, PGPE, SNES, XNES
+from .blackbox.distribution import ARS, CEM, CRFMNES, LMMAES, MAES, PGPE, SNES, XNES
 from .blackbox.ga import GA
 from .blackbox.nsga2 import NSGA2
 from .blackbox.openes import OpenES
@@ -68,7 +68,7 @@ def __dir__():
 
 
 __all__ = [
-    "CMAES", "SepCMAES", "SNES", "XNES", "CRFMNES", "LMMAES", "PGPE", "CEM", "ARS", "NSGA2",
+    "CMAES", "SepCMAES", "SNES", "XNES", "CRFMNES", "LMMAES", "MAES", "PGPE", "CEM", "ARS", "NSGA2",
     "ConfigError", "ESAgent", "EvoKitConfig", "GA", "OpenES", "ModelError", "NativePolicy", "OnnxPolicy", "SamplingInfo",
     "SolverFileError", "__version__", "init_model", "load_config", "parse_config", "policy_for_env",
     "proto", "train", "TrainResult",

@@ -209,7 +209,7 @@ def crfmnes_generation(state, z, values, eta_m=1.0):
 def lmmaes_defaults(n):
     lam = 4 + int(np.floor(3 * np.log(n)))
     mu = lam // 2
-    w = np.log(mu + 0.5) - np.log(np.arange(1, mu + 1))
+    w = np.log((lam + 1) / 2) - np.log(np.arange(1, mu + 1))
     w /= w.sum()
     m = 4 + int(np.floor(3 * np.log(n)))
     return {"population_size": lam, "mu": mu, "weights": w, "mu_w": 1 / np.sum(w ** 2),
@@ -251,6 +251,29 @@ def lmmaes_stds(state, p):
         m = state["M"][j]
         A = ((1 - p["c_d"][j]) * np.eye(n) + p["c_d"][j] * np.outer(m, m)) @ A
     return state["sigma"] * np.sqrt(np.diag(A @ A.T))
+
+
+# ---- MA-ES: Beyer, Sendhoff 2017, Fig. 3 ------------------------------------------
+
+def maes_generation(state, z, values, p):
+    """One generation of Fig. 3 as printed: the n x n bracket built and
+    multiplied. state: dict y, sigma, s, M; p: CMA-ES's parameters
+    (cma_reference.default_params)."""
+    y, sigma, s, M = state["y"], state["sigma"], state["s"], state["M"]
+    n = len(y)
+    mu = p["mu"]
+    w = p["weights"][:mu]
+    order = ranking(values)[:mu]
+    zs = z[order]
+    ds = zs @ M.T
+    y = y + sigma * (w @ ds)                                                         # (8)
+    cs = p["c_sigma"]
+    s = (1 - cs) * s + np.sqrt(p["mueff"] * cs * (2 - cs)) * (w @ zs)                 # (9)
+    zz = sum(wi * np.outer(zi, zi) for wi, zi in zip(w, zs))
+    M = M @ (np.eye(n) + p["c1"] / 2 * (np.outer(s, s) - np.eye(n))
+             + p["cmu"] / 2 * (zz - np.eye(n)))                                     # (10)
+    sigma = sigma * np.exp(cs / p["d_sigma"] * (np.linalg.norm(s) / p["chi_n"] - 1))  # (11)
+    return {"y": y, "sigma": sigma, "s": s, "M": M}
 
 
 # ---- PGPE (Sehnke et al. 2010) with ClipUp (Toklu et al. 2020) ---------------------

@@ -63,6 +63,7 @@ SOLVERS = {
     "lmmaes": ("LMMAES_SAMPLING", "SGD"),
     "pgpe": ("PGPE_SAMPLING", "SGD"),
     "cem": ("CEM_SAMPLING", "SGD"),
+    "maes": ("MAES_SAMPLING", "SGD"),
 }
 #: The warehouse's logs, in the order the next update reads them: the first
 #: two were applied already, sample_1_seed1 is from the older iteration 1

@@ -98,17 +98,26 @@ def test_every_family_runs_behind_the_same_calls(family, mlp_path):
 
 
 @pytest.mark.parametrize("family", sorted(CONFIGS))
-def test_draw_members_is_what_the_clones_would_draw(family, mlp_path):
+def test_a_generation_built_at_once_updates_as_one_built_member_by_member(family, mlp_path):
+    # draw_members draws what the clones would draw; population() of a
+    # whole generation materialises it in the strategy once (batched), and
+    # the update reuses it; clones rebuild each member on its own. Both give
+    # the same members and the same updates, bit for bit.
     a = evokit.ESAgent(_config(family), mlp_path)
     b = evokit.ESAgent(_config(family), mlp_path)
     clones = [b.clone() for _ in range(8)]
-    for _ in range(2):
+    for g in range(4):
         drawn = a.draw_members(8)
-        assert drawn == [c.add_noise() for c in clones]
-        rewards = [float(i) for i in range(8)]
+        population = a.population(drawn)
+        rows = np.array([population.params(i) for i in range(len(population))])
+        assert [c.add_noise() for c in clones] == drawn  # what the clones would draw
+        for row, c in zip(rows, clones):
+            np.testing.assert_array_equal(row, c.params)
+        rewards = [float(-np.sum((row.astype(np.float64) - 0.3) ** 2)) for row in rows]
         if a.shortfall(drawn, rewards) is None:
             a.update(drawn, rewards)
             b.update(drawn, rewards)
+            assert a.params.tobytes() == b.params.tobytes(), g
 
 
 @pytest.mark.parametrize("family,cached,elite", [

@@ -339,7 +339,20 @@ void bind_policy(py::module_& m) {
           py::arg("params"),
           "Explicit members: member i is row i of params (num_members, num_params), copied once.")
       .def("__len__", &Population::size)
-      .def_property_readonly("num_params", &Population::num_params);
+      .def_property_readonly("num_params", &Population::num_params)
+      .def(
+          "params",
+          [](const Population& population, std::size_t i) {
+            const ParamView& view = population.member(i);
+            py::array_t<float> out(static_cast<py::ssize_t>(population.num_params()));
+            float* o = out.mutable_data();
+            for (std::size_t j = 0; j < population.num_params(); ++j) {
+              o[j] = view.noise == nullptr ? view.base[j] : view.base[j] + view.scale * view.noise[j];
+            }
+            return out;
+          },
+          py::arg("i"),
+          "Member i's parameters as the forward pass reads them (base + scale * noise, rounded to float).");
 }
 
 }  // namespace evokit::bindings

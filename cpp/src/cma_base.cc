@@ -556,16 +556,9 @@ void CMABase::update(const double* z, const double* y, const double* x, const do
   std::vector<double>& white = scratch_.white;
   white.resize(n);
   whiten(z_w.data(), white.data());
-  const double ps_coef = std::sqrt(p.c_sigma * (2.0 - p.c_sigma) * p.mueff);
-  double ps_norm2 = 0.0;
-  for (std::size_t j = 0; j < n; ++j) {
-    s.p_sigma[j] = (1.0 - p.c_sigma) * s.p_sigma[j] + ps_coef * white[j];
-    ps_norm2 += s.p_sigma[j] * s.p_sigma[j];
-  }
-  const double ps_norm = std::sqrt(ps_norm2);
+  const double ps_norm = cma_update_sigma_path(p, s.p_sigma.data(), white.data());
   if (!tpa_) {
-    // Eq. (44)
-    s.sigma = sigma * std::exp(p.c_sigma / p.d_sigma * (ps_norm / p.chi_n - 1.0));
+    s.sigma = cma_csa_step_size(p, sigma, ps_norm);  // Eq. (44)
   } else if (tpa_row_ < lambda) {
     // TPA: the rank difference of the pair, z in [-1, 1] (> 0: the member
     // along the shift is better).

@@ -130,4 +130,18 @@ CMAParams cma_default_params(std::size_t n, std::size_t lambda, bool separable) 
   return p;
 }
 
+double cma_update_sigma_path(const CMAParams& p, double* p_sigma, const double* white) {
+  const double ps_coef = std::sqrt(p.c_sigma * (2.0 - p.c_sigma) * p.mueff);
+  double ps_norm2 = 0.0;
+  for (std::size_t j = 0; j < p.num_params; ++j) {
+    p_sigma[j] = (1.0 - p.c_sigma) * p_sigma[j] + ps_coef * white[j];
+    ps_norm2 += p_sigma[j] * p_sigma[j];
+  }
+  return std::sqrt(ps_norm2);
+}
+
+double cma_csa_step_size(const CMAParams& p, double sigma, double ps_norm) {
+  return sigma * std::exp(p.c_sigma / p.d_sigma * (ps_norm / p.chi_n - 1.0));
+}
+
 }  // namespace evokit

@@ -1,5 +1,6 @@
 // CMA-ES as the solver of a policy agent (CMA_SAMPLING); see
 // evokit/strategy_solver.h.
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -54,7 +55,21 @@ std::vector<std::vector<std::int64_t>> CMASolver::members() const {
   return keys;
 }
 
+void CMASolver::prepare_generation() const {
+  if (cma_->sampled_population() == nullptr) cma_->ask();
+}
+
 void CMASolver::rebuild_member(const std::vector<std::int64_t>& key, float* out) const {
+  const std::size_t n = num_params();
+  if (const std::vector<double>* asked = cma_->sampled_population()) {  // ask()'s row: the same bits
+    const auto& keys = cma_->keys();
+    const auto at = std::find(keys.begin(), keys.end(), key.at(0));
+    if (at != keys.end()) {
+      const double* row = asked->data() + static_cast<std::size_t>(at - keys.begin()) * n;
+      for (std::size_t j = 0; j < n; ++j) out[j] = static_cast<float>(row[j]);
+      return;
+    }
+  }
   const std::vector<double> x = cma_->regenerate(key.at(0));
   for (std::size_t j = 0; j < x.size(); ++j) out[j] = static_cast<float>(x[j]);
 }
@@ -76,7 +91,12 @@ void CMASolver::tell(const std::vector<std::vector<double>>& per_member) {
     for (double r : per_member[m]) sum += r;
     values[m] = -(sum / static_cast<double>(per_member[m].size()));  // CMA minimises
   }
-  cma_->tell_keys(k.data(), values.data(), k.size());
+  if (cma_->sampled_population() != nullptr && cma_->keys() == k) {
+    cma_->ask();  // pending again if need be: the materialised generation, not a new one
+    cma_->tell(values.data(), values.size());  // its samples, as tell_keys would rebuild them
+  } else {
+    cma_->tell_keys(k.data(), values.data(), k.size());
+  }
 }
 
 void CMASolver::compute_center(float* out) const {

@@ -277,6 +277,28 @@ const std::vector<double>& finite_entry(const SolverState& state, const std::str
 
 }  // namespace detail
 
+void DistributionStrategy::save_state(SolverState& state, const std::string& prefix) const {
+  // state_entries() hands out pointers to write through; saving only reads them.
+  for (const StateEntry& e : const_cast<DistributionStrategy*>(this)->state_entries()) {
+    state.doubles[prefix + e.name] = e.values != nullptr ? *e.values : std::vector<double>{*e.scalar};
+  }
+}
+
+void DistributionStrategy::load_state(const SolverState& state, const std::string& prefix) {
+  const std::vector<StateEntry> entries = state_entries();
+  std::vector<const std::vector<double>*> checked;
+  for (const StateEntry& e : entries) {
+    checked.push_back(&detail::finite_entry(state, prefix, e.name, e.n, e.positive));
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].values != nullptr) {
+      *entries[i].values = *checked[i];
+    } else {
+      *entries[i].scalar = (*checked[i])[0];
+    }
+  }
+}
+
 // ---- the registry ----------------------------------------------------------------
 
 const DistributionFamily& distribution_family(const std::string& name) {

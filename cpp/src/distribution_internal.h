@@ -20,6 +20,7 @@ DistributionFamily crfmnes_family();
 DistributionFamily lmmaes_family();
 DistributionFamily pgpe_family();
 DistributionFamily cem_family();
+DistributionFamily maes_family();
 DistributionFamily ars_family();
 
 namespace detail {

@@ -13,6 +13,7 @@ const std::vector<DistributionFamily>& distribution_families() {
       lmmaes_family(),
       pgpe_family(),
       cem_family(),
+      maes_family(),
       ars_family(),  // ask/tell only (sampling_type nullptr): the policy family is ARS_SAMPLING
   };
   return families;

@@ -20,8 +20,8 @@
 //                                                      (j = 1..m)  (12, 13)
 //   sigma <- sigma exp(c_s / d_s (||p_s||^2 / n - 1))            (14)
 // Defaults (Algorithm 1, line 1): lambda = 4 + floor(3 ln n),
-// mu = floor(lambda / 2), w_i = (ln(mu + 1/2) - ln i) / sum_j (ln(mu + 1/2) - ln j)
-// (CMA-ES's weights), mu_w = 1 / sum w_i^2, m = 4 + floor(3 ln n),
+// mu = floor(lambda / 2), w_i = (ln((lambda + 1) / 2) - ln i) / sum_j (ln((lambda + 1) / 2) - ln j)
+// (CMA-ES's weights: cma_default_params' positive ones), mu_w = 1 / sum w_i^2, m = 4 + floor(3 ln n),
 // c_s = 2 lambda / n, c_d,j = 1 / (1.5^(j-1) n), c_c,j = lambda / (4^(j-1) n),
 // d_s = 2. The rates 2 lambda / n and lambda / n exceed 1 below
 // n = 2 lambda (the paper's experiments start at n = 128); EvoKit caps the
@@ -61,17 +61,12 @@ class LMMAES final : public DistributionStrategy {
         damping_(damping) {
     const double n = static_cast<double>(mean_.size());
     const double lambda = static_cast<double>(population_size());
-    mu_ = population_size() / 2;
-    weights_.resize(mu_);
-    double sum = 0.0, sum_sq = 0.0;
-    for (std::size_t i = 0; i < mu_; ++i) {
-      weights_[i] = std::log(static_cast<double>(mu_) + 0.5) - std::log(static_cast<double>(i + 1));
-      sum += weights_[i];
-    }
-    for (double& w : weights_) {
-      w /= sum;
-      sum_sq += w * w;
-    }
+    // CMA-ES's recombination weights: the positive ones, on the best mu.
+    const CMAParams cma = cma_default_params(mean_.size(), population_size(), false);
+    mu_ = cma.mu;
+    weights_.assign(cma.weights.begin(), cma.weights.begin() + static_cast<std::ptrdiff_t>(mu_));
+    double sum_sq = 0.0;
+    for (double w : weights_) sum_sq += w * w;
     mu_w_ = 1.0 / sum_sq;
     c_sigma_ = c_sigma != 0.0 ? c_sigma : std::min(1.0, 2.0 * lambda / n);
     for (std::size_t j = 0; j < memory_; ++j) {
@@ -189,23 +184,12 @@ class LMMAES final : public DistributionStrategy {
     sigma_ *= std::exp(c_sigma_ / damping_ * (norm_sq / static_cast<double>(n) - 1.0));  // line 14
   }
 
-  void save_state(SolverState& state, const std::string& prefix) const override {
-    state.doubles[prefix + "mean"] = mean_;
-    state.doubles[prefix + "path"] = path_;
-    state.doubles[prefix + "sigma"] = {sigma_};
-    state.doubles[prefix + "directions"] = directions_;
-  }
-
-  void load_state(const SolverState& state, const std::string& prefix) override {
+  std::vector<StateEntry> state_entries() override {
     const std::size_t n = num_params();
-    const auto& mean = detail::finite_entry(state, prefix, "mean", n);
-    const auto& path = detail::finite_entry(state, prefix, "path", n);
-    const auto& sigma = detail::finite_entry(state, prefix, "sigma", 1, true);
-    const auto& directions = detail::finite_entry(state, prefix, "directions", memory_ * n);
-    mean_ = mean;
-    path_ = path;
-    sigma_ = sigma[0];
-    directions_ = directions;
+    return {{"mean", &mean_, nullptr, n, false},
+            {"path", &path_, nullptr, n, false},
+            {"sigma", nullptr, &sigma_, 1, true},
+            {"directions", &directions_, nullptr, memory_ * n, false}};
   }
 
  private:

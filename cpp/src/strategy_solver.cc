@@ -119,6 +119,7 @@ void StrategySolver::check_member(const SamplingInfo& info) const {
 void StrategySolver::rebuild(const SamplingInfo& info, float* out, int /*num_threads*/) const {
   check_member(info);
   if (replica_rows_.empty()) {
+    std::shared_lock<std::shared_mutex> lock(generation_mutex_);
     rebuild_member(info.key, out);
     return;
   }
@@ -126,6 +127,19 @@ void StrategySolver::rebuild(const SamplingInfo& info, float* out, int /*num_thr
   const auto member = std::find(members_.begin(), members_.end(), info.key) - members_.begin();
   const float* row = replica_rows_.data() + static_cast<std::size_t>(member) * p;
   std::copy(row, row + p, out);
+}
+
+Population StrategySolver::population(const std::vector<const SamplingInfo*>& members,
+                                      int num_threads) const {
+  if (replica_rows_.empty()) {
+    std::size_t count = 0;
+    for (const SamplingInfo* info : members) count += info != nullptr;
+    if (count >= members_.size()) {
+      std::unique_lock<std::shared_mutex> lock(generation_mutex_);
+      prepare_generation();
+    }
+  }
+  return Solver::population(members, num_threads);
 }
 
 SolverState StrategySolver::member_rows_state() const {

@@ -29,6 +29,7 @@
 #include "evokit/policy_graph.h"
 #include "evokit/population.h"
 #include "evokit/strategy_solver.h"
+#include "proto_defaults.h"
 #include "test_util.h"
 
 namespace evokit {
@@ -73,81 +74,15 @@ OptionSet::Value Int(std::int64_t v) { return v; }
 OptionSet::Value Real(double v) { return v; }
 OptionSet::Value Text(const char* v) { return std::string(v); }
 
-// Every field of a default SolverConfig (proto/evokit.proto) by dotted name,
-// as Python's solver_options() and the io component give them (float
-// fields as the double of their float32 value), for sampling family `type`.
 }  // namespace
 
 namespace testing {
 
+// Every field of a default SolverConfig by dotted name, read from
+// proto/evokit.proto (proto_defaults.h), for sampling family `type`.
 OptionSet DefaultOptions(const std::string& type) {
-  OptionSet o;
-  o.set("type", Text("BASIC_ES"));
-  o.set("optimizer.type", Text("SGD"));
-  o.set("optimizer.base_lr", Real(0.01f));
-  o.set("optimizer.momentum.momentum", Real(0.9f));
-  o.set("optimizer.adam.beta1", Real(0.9f));
-  o.set("optimizer.adam.beta2", Real(0.999f));
-  o.set("optimizer.adam.epsilon", Real(1e-08f));
+  OptionSet o = ProtoDefaults("SolverConfig");
   o.set("sampling.type", OptionSet::Value(type));
-  o.set("sampling.gaussian_sampling.std", Real(0.02f));
-  o.set("sampling.gaussian_sampling.cached", false);
-  o.set("sampling.gaussian_sampling.seed", Int(1024));
-  o.set("sampling.gaussian_sampling.cache_size", Int(100000));
-  o.set("sampling.cma_sampling.sigma0", Real(0.5));
-  o.set("sampling.cma_sampling.separable", false);
-  o.set("sampling.cma_sampling.seed", Int(1024));
-  o.set("sampling.ga_sampling.truncation_size", Int(10));
-  o.set("sampling.ga_sampling.num_elites", Int(1));
-  o.set("sampling.ga_sampling.mutation_power", Real(0.02f));
-  o.set("sampling.ga_sampling.init_sigma", Real(0.02f));
-  o.set("sampling.ga_sampling.elite_candidates", Int(10));
-  o.set("sampling.ga_sampling.elite_evaluations", Int(0));
-  o.set("sampling.ga_sampling.seed", Int(1024));
-  o.set("sampling.ars_sampling.step_size", Real(0.02f));
-  o.set("sampling.ars_sampling.std", Real(0.03f));
-  o.set("sampling.ars_sampling.top_directions", Int(0));
-  o.set("sampling.ars_sampling.cached", false);
-  o.set("sampling.ars_sampling.seed", Int(1024));
-  o.set("sampling.ars_sampling.cache_size", Int(100000));
-  o.set("sampling.snes_sampling.sigma0", Real(0.1));
-  o.set("sampling.snes_sampling.learning_rate_mean", Real(1.0));
-  o.set("sampling.snes_sampling.learning_rate_sigma", Real(0.0));
-  o.set("sampling.snes_sampling.seed", Int(1024));
-  o.set("sampling.xnes_sampling.sigma0", Real(0.1));
-  o.set("sampling.xnes_sampling.learning_rate_mean", Real(1.0));
-  o.set("sampling.xnes_sampling.learning_rate_sigma", Real(0.0));
-  o.set("sampling.xnes_sampling.learning_rate_shape", Real(0.0));
-  o.set("sampling.xnes_sampling.seed", Int(1024));
-  o.set("sampling.crfmnes_sampling.sigma0", Real(0.1));
-  o.set("sampling.crfmnes_sampling.learning_rate_mean", Real(1.0));
-  o.set("sampling.crfmnes_sampling.seed", Int(1024));
-  o.set("sampling.lmmaes_sampling.sigma0", Real(0.1));
-  o.set("sampling.lmmaes_sampling.memory", Int(0));
-  o.set("sampling.lmmaes_sampling.c_sigma", Real(0.0));
-  o.set("sampling.lmmaes_sampling.damping", Real(2.0));
-  o.set("sampling.lmmaes_sampling.seed", Int(1024));
-  o.set("sampling.pgpe_sampling.sigma0", Real(0.1));
-  o.set("sampling.pgpe_sampling.optimizer", Text("CLIPUP"));
-  o.set("sampling.pgpe_sampling.center_learning_rate", Real(0.15));
-  o.set("sampling.pgpe_sampling.stdev_learning_rate", Real(0.1));
-  o.set("sampling.pgpe_sampling.stdev_max_change", Real(0.2));
-  o.set("sampling.pgpe_sampling.max_speed", Real(0.0));
-  o.set("sampling.pgpe_sampling.momentum", Real(0.9));
-  o.set("sampling.pgpe_sampling.seed", Int(1024));
-  o.set("sampling.cem_sampling.sigma0", Real(0.1));
-  o.set("sampling.cem_sampling.elite_ratio", Real(0.1));
-  o.set("sampling.cem_sampling.mean_smoothing", Real(1.0));
-  o.set("sampling.cem_sampling.std_smoothing", Real(0.7));
-  o.set("sampling.cem_sampling.extra_variance", Real(0.0));
-  o.set("sampling.cem_sampling.seed", Int(1024));
-  o.set("population_size", Int(50));
-  o.set("antithetic", true);
-  o.set("fitness_shaping", Text("CENTERED_RANK"));
-  o.set("weight_decay", Real(0.0));
-  o.set("num_threads", Int(1));
-  o.set("param_pattern", Text(".*"));
-  o.set("backend", Text("auto"));
   return o;
 }
 

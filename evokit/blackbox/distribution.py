@@ -14,6 +14,13 @@ live in C++ (each family's source file cites its paper and equations); the
 bookkeeping (evaluation counts, the best solution, stop criteria, NaN policy,
 ``optimize``) is :class:`~evokit.blackbox.tracked.TrackedStrategy`'s.
 
+A family's own options (SNES's learning rates, PGPE's optimizer, ...) are
+the fields of its message in proto/evokit.proto (``SNESSamplingConfig``,
+the training config's ``solver.sampling.snes_sampling``): each class takes
+them as keyword arguments with the defaults written there, and its docstring
+and signature list them with the comments written there. Adding a family is
+its C++ file, its registry line, its message and a class that names it.
+
 Every member is rebuilt from its key: ``es.keys[k]`` with its index k (a
 mirrored family's pair shares a key, the odd member taking -z). A strategy
 pickles (its core state and bookkeeping), and an unpickled one continues bit
@@ -23,15 +30,74 @@ for bit; ``state()`` / ``load_state()`` give the core's state as a
 
 from __future__ import annotations
 
+import inspect
 import math
-from typing import Any, Dict, Optional
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from .. import _core
+from .. import _core, evokit_pb2
+from ..solvers.options import field_comments
 from .tracked import TrackedStrategy, check_int, check_x0
 
-__all__ = ["DistributionES", "SNES", "XNES", "CRFMNES", "LMMAES", "PGPE", "CEM", "ARS"]
+__all__ = ["DistributionES", "SNES", "XNES", "CRFMNES", "LMMAES", "MAES", "PGPE", "CEM", "ARS"]
+
+# Fields of a family's message that every class takes as its common
+# arguments instead: sigma0 (positional, no default) and seed (0 here).
+_COMMON_FIELDS = ("sigma0", "seed")
+
+
+class FamilyOption(NamedTuple):
+    """One option of a family: its name, its default, its kind ("real",
+    "int" or "enum"), the enum's values (lowercase) and its documentation."""
+    name: str
+    default: Any
+    kind: str
+    values: Tuple[str, ...]
+    doc: str
+
+    def convert(self, value):
+        """The value as the core reads it; None is the default where that
+        is 0 (the paper's default, computed by the core)."""
+        if value is None and self.default in (0, 0.0):
+            return self.default
+        if self.kind == "enum":
+            if isinstance(value, str) and value.lower() in self.values:
+                return value.upper()
+            raise ValueError(f"{self.name} must be one of {', '.join(map(repr, self.values))}, got {value!r}")
+        if self.kind == "int":
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise ValueError(f"{self.name} must be an integer, got {value!r}")
+            return int(value)
+        return _real(self.name, value, default_zero=False)
+
+
+def family_options(family: str) -> Tuple[FamilyOption, ...]:
+    """The options of a distribution family, from its message in
+    proto/evokit.proto (its ``<family>_sampling`` field of SamplingConfig),
+    without the common sigma0 and seed."""
+    from google.protobuf.descriptor import FieldDescriptor
+
+    fields = {name: field for name, _, field in _core.distribution_families() if field}
+    if family not in fields:
+        raise ValueError(f"{family!r} is not a distribution family with a message in proto/evokit.proto "
+                         f"(those that have one: {', '.join(fields)})")
+    message = evokit_pb2.SamplingConfig.DESCRIPTOR.fields_by_name[fields[family]].message_type
+    docs = field_comments(message)
+    out = []
+    for field in message.fields:
+        if field.name in _COMMON_FIELDS:
+            continue
+        if field.type == FieldDescriptor.TYPE_ENUM:
+            values = tuple(v.name.lower() for v in field.enum_type.values)
+            default: Any = field.enum_type.values_by_number[field.default_value].name.lower()
+            kind = "enum"
+        elif field.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
+            values, default, kind = (), float(field.default_value), "real"
+        else:
+            values, default, kind = (), int(field.default_value), "int"
+        out.append(FamilyOption(field.name, default, kind, values, docs.get(field.name, "")))
+    return tuple(out)
 
 
 def _real(name: str, value, *, default_zero: bool = True) -> float:
@@ -46,9 +112,9 @@ def _real(name: str, value, *, default_zero: bool = True) -> float:
 class DistributionES(TrackedStrategy):
     """The ask / tell class of a distribution family of the core (minimising).
 
-    Subclasses set ``_family`` (the core's family name) and pass their own
-    options to ``__init__`` as ``options`` (plain names, as the core's).
-    Arguments every family takes: x0 (the initial mean), sigma0 (the initial
+    A subclass sets ``_family`` (the core's family name); its own options
+    are its family's message fields (:func:`family_options`), taken as
+    keyword arguments. Arguments every family takes: x0 (the initial mean), sigma0 (the initial
     step size, > 0), population_size (None: the family's default), seed,
     nan_policy, num_threads, and the stop criteria of
     :class:`~evokit.blackbox.tracked.TrackedStrategy` (max_evaluations,
@@ -63,14 +129,32 @@ class DistributionES(TrackedStrategy):
     """
 
     _family = ""
+    _family_options: Tuple[FamilyOption, ...] = ()
     _ask_returns_copy = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not cls._family:
+            return
+        if "_family_options" not in cls.__dict__:
+            cls._family_options = family_options(cls._family)
+        common = list(inspect.signature(DistributionES.__init__).parameters.values())
+        own = [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default)
+               for o in cls._family_options]
+        cls.__signature__ = inspect.Signature(common[1:3] + own + common[3:-1])
+        if cls._family_options:
+            lines = [f"    {o.name} = {o.default!r}: {o.doc}" +
+                     (f" One of {', '.join(map(repr, o.values))}." if o.values else "")
+                     for o in cls._family_options]
+            cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n\n    Options (proto/evokit.proto):\n" + \
+                "\n".join(lines) + "\n"
 
     def __init__(self, x0, sigma0, *, population_size: Optional[int] = None, seed: int = 0,
                  nan_policy: str = "error", num_threads: int = 1,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
                  ftarget: Optional[float] = None, tolfun: float = 1e-11,
                  stagnation_iterations: Optional[int] = None, conditioncov: Optional[float] = 1e14,
-                 options: Optional[Dict[str, Any]] = None):
+                 **options):
         population_size = check_int("population_size", population_size, 2, allow_none=True)
         seed = check_int("seed", seed, 0)
         if seed >= 2 ** 64:
@@ -78,7 +162,10 @@ class DistributionES(TrackedStrategy):
         core_options = {"sigma0": _real("sigma0", sigma0, default_zero=False),
                         "population_size": population_size or 0, "seed": seed,
                         "num_threads": check_int("num_threads", num_threads, 1)}
-        core_options.update(options or {})
+        for option in self._family_options:
+            core_options[option.name] = option.convert(options.pop(option.name, option.default))
+        if options:
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {next(iter(options))!r}")
         self._es = _core.make_distribution(self._family, check_x0(x0), core_options)
         super().__init__(x0, sigma0, population_size=self._es.population_size,
                          nan_policy=nan_policy, max_evaluations=max_evaluations,
@@ -190,19 +277,11 @@ class SNES(DistributionES):
     Algorithm 6; Schaul et al. 2011), minimising: N(mean, diag(sigma)^2) with
     the NES utilities, linear time and memory per sample.
 
-    learning_rate_mean: eta_mu (paper: 1).
-    learning_rate_sigma: eta_sigma (None: the paper's (3 + ln n) / (5 sqrt(n))).
     population_size: None is 4 + floor(3 ln n).
     Other arguments: :class:`DistributionES`.
     """
 
     _family = "SNES"
-
-    def __init__(self, x0, sigma0, *, learning_rate_mean: float = 1.0,
-                 learning_rate_sigma: Optional[float] = None, **kwargs):
-        super().__init__(x0, sigma0, options={
-            "learning_rate_mean": _real("learning_rate_mean", learning_rate_mean, default_zero=False),
-            "learning_rate_sigma": _real("learning_rate_sigma", learning_rate_sigma)}, **kwargs)
 
 
 class XNES(DistributionES):
@@ -212,22 +291,11 @@ class XNES(DistributionES):
     utilities, B <- B expm(eta_B / 2 G_B). Full covariance: O(n^2) memory and
     time per sample, for up to a few thousand parameters.
 
-    learning_rate_mean: eta_mu (paper: 1).
-    learning_rate_sigma: eta_sigma (None: the paper's 3 (3 + ln n) / (5 n sqrt(n))).
-    learning_rate_shape: eta_B (None: the same default as eta_sigma).
     population_size: None is 4 + floor(3 ln n).
     Other arguments: :class:`DistributionES`.
     """
 
     _family = "XNES"
-
-    def __init__(self, x0, sigma0, *, learning_rate_mean: float = 1.0,
-                 learning_rate_sigma: Optional[float] = None,
-                 learning_rate_shape: Optional[float] = None, **kwargs):
-        super().__init__(x0, sigma0, options={
-            "learning_rate_mean": _real("learning_rate_mean", learning_rate_mean, default_zero=False),
-            "learning_rate_sigma": _real("learning_rate_sigma", learning_rate_sigma),
-            "learning_rate_shape": _real("learning_rate_shape", learning_rate_shape)}, **kwargs)
 
 
 class CRFMNES(DistributionES):
@@ -242,17 +310,11 @@ class CRFMNES(DistributionES):
     published it turned D negative and sampled NaN solutions); the initial v
     is N(0, I / n) drawn from the seed.
 
-    learning_rate_mean: eta_m (paper: 1).
     population_size: even; None is 4 + floor(3 ln n), rounded up to even.
     Other arguments: :class:`DistributionES`.
     """
 
     _family = "CRFMNES"
-
-    def __init__(self, x0, sigma0, *, learning_rate_mean: float = 1.0, **kwargs):
-        super().__init__(x0, sigma0, options={
-            "learning_rate_mean": _real("learning_rate_mean", learning_rate_mean, default_zero=False)},
-            **kwargs)
 
 
 class LMMAES(DistributionES):
@@ -261,12 +323,10 @@ class LMMAES(DistributionES):
     Matrix Adaptation", IEEE TEVC 23(2) 2019, Algorithm 1), minimising:
     N(mean, sigma^2 A A^T) with A a product of ``memory`` rank-one updates of
     the identity, so memory and time per sample are O(memory * n): for very
-    large n (10^5 and more).
+    large n (10^5 and more). The default c_sigma, the paper's 2 lambda / n,
+    is capped at 1 for n < 2 lambda, where the paper's formula leaves its
+    range.
 
-    memory: m, the direction vectors (None: the paper's 4 + floor(3 ln n)).
-    c_sigma: the step-size path's rate (None: the paper's 2 lambda / n, capped
-        at 1 for n < 2 lambda, where the paper's formula leaves its range).
-    damping: d_sigma (paper: 2).
     population_size: None is 4 + floor(3 ln n). The other rates are the
     paper's: c_d,i = 1 / (1.5^(i-1) n), c_c,i = lambda / (4^(i-1) n) (capped
     at 1), CMA-ES's weights on the best floor(lambda / 2).
@@ -275,12 +335,23 @@ class LMMAES(DistributionES):
 
     _family = "LMMAES"
 
-    def __init__(self, x0, sigma0, *, memory: Optional[int] = None,
-                 c_sigma: Optional[float] = None, damping: float = 2.0, **kwargs):
-        super().__init__(x0, sigma0, options={
-            "memory": check_int("memory", memory, 1, allow_none=True) or 0,
-            "c_sigma": _real("c_sigma", c_sigma),
-            "damping": _real("damping", damping, default_zero=False)}, **kwargs)
+
+class MAES(DistributionES):
+    """The matrix adaptation evolution strategy (Beyer, Sendhoff, "Simplify
+    Your Covariance Matrix Adaptation Evolution Strategy", IEEE TEVC 21(5)
+    2017, Fig. 3), minimising: N(mean, sigma^2 M M^T), CMA-ES without its
+    covariance matrix, evolution path p_c and eigendecomposition; M is
+    updated multiplicatively, M <- M [I + c_1/2 (s s^T - I) + c_w/2
+    (<z z^T>_w - I)]. Every strategy parameter is CMA-ES's (the same code:
+    the weights, c_1, c_w = c_mu, and the cumulative step-size adaptation),
+    ``parameters`` lists them. O(n^2) memory and time per sample: for up to
+    a few thousand parameters (at most 20,000).
+
+    population_size: None is 4 + floor(3 ln n).
+    Other arguments: :class:`DistributionES`.
+    """
+
+    _family = "MAES"
 
 
 class PGPE(DistributionES):
@@ -288,41 +359,16 @@ class PGPE(DistributionES):
     Networks 23, 2010) with the ClipUp optimizer (Toklu, Liskowski,
     Srivastava, PPSN 2020, arXiv:2008.02387), minimising, in the
     configuration of pgpelib and EvoTorch: mirrored pairs, centred-rank
-    fitness shaping, N(center, diag(stdev)^2).
+    fitness shaping, N(center, diag(stdev)^2). sigma0 is the standard
+    deviations' initial value (pgpelib's stdev_init); choose
+    center_learning_rate for the problem's scale (parameter units).
 
-    center_learning_rate: the centre's step size alpha (ClipUp's step_size),
-        in parameter units: choose it for the problem's scale.
-    optimizer: "clipup" (default), "adam" or "sgd" (with momentum) for the
-        centre.
-    stdev_learning_rate: the standard deviations' learning rate (0.1).
-    stdev_max_change: the largest relative change of a standard deviation
-        per generation (0.2).
-    max_speed: ClipUp's speed limit (None: 2 * center_learning_rate, as the
-        ClipUp paper recommends).
-    momentum: ClipUp's (and SGD's) momentum (0.9).
-    sigma0: the standard deviations' initial value (pgpelib's stdev_init).
     population_size: even (pairs); None is 4 + floor(3 ln n) rounded up to
         even (pgpelib's popsize).
     Other arguments: :class:`DistributionES`.
     """
 
     _family = "PGPE"
-
-    def __init__(self, x0, sigma0, *, center_learning_rate: float = 0.15,
-                 optimizer: str = "clipup", stdev_learning_rate: float = 0.1,
-                 stdev_max_change: float = 0.2, max_speed: Optional[float] = None,
-                 momentum: float = 0.9, **kwargs):
-        if not isinstance(optimizer, str):
-            raise ValueError(f"optimizer must be 'clipup', 'adam' or 'sgd', got {optimizer!r}")
-        super().__init__(x0, sigma0, options={
-            "optimizer": optimizer.upper(),
-            "center_learning_rate": _real("center_learning_rate", center_learning_rate,
-                                          default_zero=False),
-            "stdev_learning_rate": _real("stdev_learning_rate", stdev_learning_rate,
-                                         default_zero=False),
-            "stdev_max_change": _real("stdev_max_change", stdev_max_change, default_zero=False),
-            "max_speed": _real("max_speed", max_speed),
-            "momentum": _real("momentum", momentum, default_zero=False)}, **kwargs)
 
 
 class CEM(DistributionES):
@@ -331,37 +377,21 @@ class CEM(DistributionES):
     Kroese, Porotsky, Rubinstein 2006 for the mean and the standard
     deviations smoothed apart), minimising: each generation the mean and the
     per-coordinate standard deviations are refitted to the elite (the best
-    elite_ratio of the population).
+    elite_ratio of the population, at least one member).
 
-    elite_ratio: the elite's share (0.1; at least one member).
-    mean_smoothing: alpha, mean <- alpha * elite mean + (1 - alpha) * mean
-        (1: the elite's mean).
-    std_smoothing: beta, sigma <- beta * elite std + (1 - beta) * sigma, the
-        elite's std with N_e - 1 in the denominator (0.7). 1 (with
-        mean_smoothing 1) is EvoTorch's CEM, whose sigma often collapses
-        before the mean arrives, the more often the larger n. Smaller is
-        more reliable and slower: the sphere from x0 = 1, sigma0 = 1
-        reaches 1e-8 at n = 20 on 93 % to 96 % of seeds with 0.7 (40 % with 0.85),
-        at n = 50 only with about 0.5.
-        CEM stalls when it starts far from the optimum in units of sigma0
-        (its spread shrinks faster than its mean travels): start with sigma0
-        of the distance to cover.
-    extra_variance: added to every variance after each update (Szita &
-        Lorincz 2006's noisy CEM, constant noise; 0).
+    std_smoothing 1 (with mean_smoothing 1) is EvoTorch's CEM, whose sigma
+    often collapses before the mean arrives, the more often the larger n.
+    Smaller is more reliable and slower: the sphere from x0 = 1, sigma0 = 1
+    reaches 1e-8 at n = 20 on 93 % to 96 % of seeds with 0.7 (40 % with
+    0.85), at n = 50 only with about 0.5. CEM stalls when it starts far from
+    the optimum in units of sigma0 (its spread shrinks faster than its mean
+    travels): start with sigma0 of the distance to cover.
+
     population_size: None is 100 (the tutorial's N).
     Other arguments: :class:`DistributionES`.
     """
 
     _family = "CEM"
-
-    def __init__(self, x0, sigma0, *, elite_ratio: float = 0.1, mean_smoothing: float = 1.0,
-                 std_smoothing: float = 0.7, extra_variance: float = 0.0, **kwargs):
-        super().__init__(x0, sigma0, options={
-            "elite_ratio": _real("elite_ratio", elite_ratio, default_zero=False),
-            "mean_smoothing": _real("mean_smoothing", mean_smoothing, default_zero=False),
-            "std_smoothing": _real("std_smoothing", std_smoothing, default_zero=False),
-            "extra_variance": _real("extra_variance", extra_variance, default_zero=False)},
-            **kwargs)
 
 
 class ARS(DistributionES):
@@ -372,10 +402,6 @@ class ARS(DistributionES):
     theta += step_size / (b sigma_R) sum (r+ - r-) delta.
 
     sigma0: nu, the exploration noise (fixed).
-    step_size: alpha (0.02). sigma_R normalises the rewards, so the step's
-        size is set by alpha and by how the reward differences compare
-        with their spread.
-    top_directions: b (None: all population_size / 2 directions).
     population_size: even; None is 4 + floor(3 ln n) rounded up to even.
     The policy counterpart is ARS_SAMPLING (the trainer's GaussianSolver with
     ARS's options), which shares this selection rule.
@@ -383,10 +409,11 @@ class ARS(DistributionES):
     """
 
     _family = "ARS"
-
-    def __init__(self, x0, sigma0, *, step_size: float = 0.02,
-                 top_directions: Optional[int] = None, **kwargs):
-        super().__init__(x0, sigma0, options={
-            "step_size": _real("step_size", step_size, default_zero=False),
-            "top_directions": check_int("top_directions", top_directions, 1,
-                                        allow_none=True) or 0}, **kwargs)
+    # An ask/tell-only family of the core: no message of its own.
+    _family_options = (
+        FamilyOption("step_size", 0.02, "real", (),
+                     "alpha. sigma_R normalises the rewards, so the step's size is set by alpha and by how the "
+                     "reward differences compare with their spread."),
+        FamilyOption("top_directions", 0, "int", (),
+                     "b, the directions used per update (0: all population_size / 2 of them)."),
+    )

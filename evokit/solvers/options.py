@@ -11,13 +11,15 @@ same way with protobuf reflection.
 
 from __future__ import annotations
 
+import functools
+import os
 from typing import Dict, List, Mapping, Optional, Set, Union
 
 from google.protobuf.descriptor import FieldDescriptor
 
 from .. import _core
 
-__all__ = ["message_fields", "set_fields", "solver_options", "validate_solver_options"]
+__all__ = ["field_comments", "message_fields", "set_fields", "solver_options", "validate_solver_options"]
 
 Option = Union[bool, int, float, str, List[int]]
 
@@ -92,3 +94,37 @@ def validate_solver_options(solver, num_params: Optional[int] = None) -> None:
     """The core's checks of the options of ``solver`` (the ones ``make_solver``
     applies): ``ValueError("solver.<name> <what>, got <value>")``."""
     _core.validate_solver_options(solver_options(solver), num_params)
+
+
+@functools.lru_cache(maxsize=None)
+def _schema_comments() -> Dict[str, Dict[str, str]]:
+    """Each message's field comments in proto/evokit.proto, by full message name."""
+    from google.protobuf import descriptor_pb2
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "evokit_proto.desc")
+    with open(path, "rb") as f:
+        files = descriptor_pb2.FileDescriptorSet.FromString(f.read())
+    out: Dict[str, Dict[str, str]] = {}
+    for file in files.file:
+        comments = {tuple(loc.path): loc.leading_comments for loc in file.source_code_info.location
+                    if loc.leading_comments}
+
+        def visit(messages, path, prefix):
+            for i, message in enumerate(messages):
+                here = path + (i,)
+                name = prefix + message.name
+                out[name] = {field.name: " ".join(comments.get(here + (2, j), "").split())
+                             for j, field in enumerate(message.field)}
+                visit(message.nested_type, here + (3,), name + ".")
+
+        visit(file.message_type, (4,), (file.package + ".") if file.package else "")
+    return out
+
+
+def field_comments(descriptor) -> Dict[str, str]:
+    """The comment above each field of the message ``descriptor`` in
+    proto/evokit.proto, on one line ("" for a field without one): the one
+    documentation of an option, which the Python classes built from a message
+    show. Read from evokit_proto.desc, which the build installs beside
+    evokit_pb2."""
+    return dict(_schema_comments().get(descriptor.full_name, {}))

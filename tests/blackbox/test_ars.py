@@ -73,7 +73,7 @@ def test_a_run_is_the_same_for_any_thread_count_and_after_pickling():
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"step_size": 0.0}, r"step_size must be in \(0, 1e\+12\], got 0"),
-    ({"top_directions": 0}, "top_directions must be an integer >= 1, got 0"),
+    ({"top_directions": -1}, r"top_directions must be >= 0 \(0: all\), got -1"),
     ({"population_size": 5}, r"population_size must be even \(mirrored pairs\), got 5"),
 ])
 def test_bad_options_are_refused_by_name(kwargs, message):

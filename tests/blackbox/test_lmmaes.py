@@ -1,8 +1,6 @@
 """LM-MA-ES (Loshchilov, Glasmachers, Beyer 2019, Algorithm 1) against its
 NumPy reference and its paper's claims."""
 
-import time
-
 import numpy as np
 import pytest
 
@@ -41,7 +39,7 @@ def test_matches_its_numpy_reference(n, memory, lam):
     p = ref.lmmaes_defaults(n)
     lam = es.population_size
     mu = lam // 2
-    w = np.log(mu + 0.5) - np.log(np.arange(1, mu + 1))
+    w = np.log((lam + 1) / 2) - np.log(np.arange(1, mu + 1))  # CMA-ES's weights
     p.update(mu=mu, weights=w / w.sum(), mu_w=1 / np.sum((w / w.sum()) ** 2),
              c_sigma=es.parameters["c_sigma"])
     m = es.parameters["memory"]
@@ -90,17 +88,14 @@ def test_runs_at_a_hundred_thousand_dimensions_in_linear_memory():
     es = evokit.LMMAES(np.ones(n), 0.01, seed=7, num_threads=2)
     m = int(es.parameters["memory"])
     assert es.population_size == 38 and m == 38
-    start = time.perf_counter()
     for _ in range(8):  # 8 > 4: the direction vectors in use grow with t
         X = es.ask()
         es.tell(X, (X * X).sum(axis=1))
-    elapsed = time.perf_counter() - start
     # Steady progress from f(x0) = n (measured: about -7 per generation).
     assert float(es.mean @ es.mean) < n - 25
     # State: mean, path, sigma and m direction vectors: O(m n), no n x n.
     assert sum(len(v) for v in es.state().doubles.values()) == (m + 2) * n + 1
     assert es.stds.shape == (n,) and np.all(es.stds > 0)
-    assert elapsed < 30, elapsed
 
 
 def test_a_run_is_the_same_for_any_thread_count_and_after_pickling():
@@ -116,7 +111,8 @@ def test_state_refusals():
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"memory": 0}, "memory must be an integer >= 1, got 0"),
+    ({"memory": -1}, r"memory must be in \[1, 100000\] \(or 0: the default\), got -1"),
+    ({"memory": 2.5}, "memory must be an integer, got 2.5"),
     ({"c_sigma": 2.0}, r"c_sigma must be in \(0, 2\) \(or 0: the default\), got 2"),
     ({"damping": 0.0}, r"damping must be in \(0, 1e\+06\], got 0"),
 ])

@@ -91,8 +91,8 @@ def test_state_refusals():
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"optimizer": "rmsprop"}, "optimizer must be one of CLIPUP, ADAM, SGD, got 'RMSPROP'"),
-    ({"optimizer": 3}, "optimizer must be 'clipup', 'adam' or 'sgd', got 3"),
+    ({"optimizer": "rmsprop"}, "optimizer must be one of 'clipup', 'adam', 'sgd', got 'rmsprop'"),
+    ({"optimizer": 3}, "optimizer must be one of 'clipup', 'adam', 'sgd', got 3"),
     ({"center_learning_rate": 0.0}, r"center_learning_rate must be in \(0, 1e\+06\], got 0"),
     ({"stdev_learning_rate": -0.1}, r"stdev_learning_rate must be in \[0, 1e\+06\], got -0.1"),
     ({"stdev_max_change": 1.5}, r"stdev_max_change must be in \(0, 1\], got 1.5"),

@@ -145,11 +145,15 @@ def test_bad_backend_and_address_are_errors(tmp_path, capsys):
         "evokit: error: address='10.0.0.1:6379' is for backend='ray', got backend='local'")
 
 
-@pytest.mark.parametrize("name", ["cartpole_cma.prototxt", "cartpole_ga.prototxt"])
-def test_ray_backend_trains_every_solver_as_locally(tmp_path, name):
-    """CMA and GA members are rebuilt on the actors from the solver's
-    sampling state: the run is the local one, bit for bit."""
+@pytest.mark.parametrize("name,family", [("cartpole_cma.prototxt", None), ("cartpole_ga.prototxt", None),
+                                         ("cartpole_cma.prototxt", "MAES_SAMPLING")])
+def test_ray_backend_trains_every_solver_as_locally(tmp_path, name, family):
+    """CMA, GA and distribution-family members (MA-ES: a family added by one
+    registry row) are rebuilt on the actors from the solver's sampling
+    state: the run is the local one, bit for bit."""
     cfg = evokit.load_config(os.path.join(ROOT, "configs", name))
+    if family is not None:
+        cfg.solver.sampling.type = evokit.proto.SamplingConfig.Type.Value(family)
     cfg.train.max_generations = 2
     cfg.train.num_workers = 2
     for backend in ("ray", "local"):

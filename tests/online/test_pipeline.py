@@ -30,15 +30,21 @@ async_es { max_to_keep: 3 }
 """
 
 
-@pytest.fixture
-def setup(tmp_path):
+def make_warehouse(tmp_path, config_text):
+    """A warehouse of config_text and a 4-8-2 MLP in tmp_path/warehouse:
+    (tmp_path, config path, model path, warehouse path)."""
     cfg = tmp_path / "config.prototxt"
-    cfg.write_text(CONFIG)
+    cfg.write_text(config_text)
     model = tmp_path / "init.onnx"
     model.write_bytes(init_mlp(4, 2, hidden_sizes=(8,), seed=0).SerializeToString())
     wh = tmp_path / "warehouse"
     Warehouse.create(wh, str(cfg), str(model))
     return tmp_path, str(cfg), str(model), str(wh)
+
+
+@pytest.fixture
+def setup(tmp_path):
+    return make_warehouse(tmp_path, CONFIG)
 
 
 def evokit_cli(*args, env=None, check=True):
@@ -79,6 +85,28 @@ def test_sample_update_round_trip(setup):
     agent = Warehouse(wh).load_agent(0)
     agent.update([r.record.info for r in records], [r.record.reward for r in records])
     np.testing.assert_array_equal(Warehouse(wh).load_agent().params, agent.params)
+
+
+def test_a_family_added_by_one_registry_row_runs_the_pipeline(tmp_path):
+    # MA-ES (cpp/src/maes.cc, one line in distribution_registry.cc): the
+    # warehouse, the samplers and the offline update take it as they take
+    # every family, and the update is the agent's own.
+    _, _, _, wh = make_warehouse(tmp_path, "solver { sampling { type: MAES_SAMPLING maes_sampling { sigma0: 0.5 "
+                                           "seed: 3 } } population_size: 10 antithetic: false }\n")
+    for iteration in range(2):
+        log = tmp_path / f"log{iteration}"
+        sample(wh, "CartPole-v1", 10, log, seed=iteration)
+        records = read_log(log).records
+        agent = Warehouse(wh).load_agent(iteration)
+        up = update(wh, [log])
+        assert (up.from_iteration, up.to_iteration, up.used) == (iteration, iteration + 1, 10)
+        agent.update([r.record.info for r in records], [r.record.reward for r in records])
+        got = Warehouse(wh).load_agent()
+        np.testing.assert_array_equal(got.params, agent.params)
+        assert got.solver.family == "MAES_SAMPLING"
+    with open(os.path.join(wh, f"{ITER_PREFIX}2", "solver.pb"), "rb") as f:
+        state = {v.name for v in pb.SolverState.FromString(f.read()).vectors}
+    assert {"maes.mean", "maes.matrix", "maes.path", "maes.sigma"} <= state
 
 
 def test_update_twice_does_not_apply_samples_twice(setup):

@@ -191,6 +191,15 @@ CMAParams cma_default_params(std::size_t n, std::size_t lambda, bool separable);
 // The default population size 4 + floor(3 ln n), Eq. (48).
 std::size_t cma_default_population_size(std::size_t n);
 
+// Cumulative step-size adaptation, the step-size control of CMA-ES that
+// MA-ES (maes.cc) shares: Eq. (43), p_sigma <- (1 - c_sigma) p_sigma +
+// sqrt(c_sigma (2 - c_sigma) mueff) white (p.num_params entries; white is
+// C^-1/2 <y>_w for CMA-ES, <z>_w for MA-ES), returning ||p_sigma||; and
+// Eq. (44), the new step size sigma exp(c_sigma / d_sigma (||p_sigma|| /
+// chi_n - 1)).
+double cma_update_sigma_path(const CMAParams& p, double* p_sigma, const double* white);
+double cma_csa_step_size(const CMAParams& p, double sigma, double ps_norm);
+
 // The distribution: everything tell() changes. Serialisable; set_state()
 // takes it back.
 struct CMAState {
@@ -274,6 +283,9 @@ class CMABase {
   // The keys of the last ask(), one per member.
   const std::vector<std::int64_t>& keys() const noexcept { return keys_; }
   bool has_pending_ask() const noexcept { return pending_; }
+  // The current generation's solutions while they are materialised (after
+  // ask(), until the next tell), row-major in keys() order; else nullptr.
+  const std::vector<double>* sampled_population() const noexcept { return sampled_ ? &solutions_ : nullptr; }
 
   // Updates the distribution with the f-values (minimised) of the last
   // ask(), in its order. Ranks are stable: ties keep the order of the

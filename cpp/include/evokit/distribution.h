@@ -120,11 +120,22 @@ class DistributionStrategy {
   // generation() is incremented.
   virtual void update(const std::vector<double>& z, const std::vector<double>& x,
                       const std::vector<double>& values) = 0;
-  // The family's state entries (names without the prefix), and their load:
-  // check everything (SolverState lookups name a missing or mis-sized
-  // entry), then replace.
-  virtual void save_state(SolverState& state, const std::string& prefix) const = 0;
-  virtual void load_state(const SolverState& state, const std::string& prefix) = 0;
+  // One entry of the family's state: `name` (without the prefix) holds
+  // *values (n doubles) or *scalar (n = 1), each finite (positive: > 0).
+  struct StateEntry {
+    const char* name;
+    std::vector<double>* values;
+    double* scalar;
+    std::size_t n;
+    bool positive;
+  };
+  // The family's state as such entries. The default save_state saves them,
+  // and load_state checks every one (naming a missing, mis-sized or bad
+  // entry) before it replaces any; a family whose state is not only
+  // doubles overrides those two instead.
+  virtual std::vector<StateEntry> state_entries() { return {}; }
+  virtual void save_state(SolverState& state, const std::string& prefix) const;
+  virtual void load_state(const SolverState& state, const std::string& prefix);
   // Threads worth using for `work` flops (1 for small work).
   int threads_for(double work) const noexcept;
 
@@ -216,6 +227,7 @@ class DistributionSolver final : public StrategySolver {
 
  private:
   std::vector<std::vector<std::int64_t>> members() const override;
+  void prepare_generation() const override { strategy_->ask(); }
   void rebuild_member(const std::vector<std::int64_t>& key, float* out) const override;
   std::pair<std::size_t, std::string> requirement() const override;
   void tell(const std::vector<std::vector<double>>& per_member) override;

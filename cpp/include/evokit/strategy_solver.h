@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +67,10 @@ class StrategySolver : public Solver {
                      const ParamsLookup& history = nullptr) override;
   SolverState save() const override;
   void load(const SolverState& state) override;
+  // A batch that holds the whole generation (the training loop's, the
+  // sampler's) materialises it at once (prepare_generation), and the update
+  // reuses what it materialised: a generation's members are computed once.
+  Population population(const std::vector<const SamplingInfo*>& members, int num_threads) const override;
 
  protected:
   StrategySolver(std::string family, std::string kind, std::vector<float> x0);
@@ -82,6 +87,10 @@ class StrategySolver : public Solver {
 
   // Hooks.
   virtual std::vector<std::vector<std::int64_t>> members() const = 0;
+  // Materialises the current generation's members in the strategy (batched),
+  // where rebuild_member and tell then take them from; called with no
+  // rebuild running. Default: nothing (every member rebuilt on its own).
+  virtual void prepare_generation() const {}
   virtual void rebuild_member(const std::vector<std::int64_t>& key, float* out) const = 0;
   // (rewards needed per member, what the members are called).
   virtual std::pair<std::size_t, std::string> requirement() const = 0;
@@ -99,6 +108,8 @@ class StrategySolver : public Solver {
 
   std::string kind_;
   mutable std::mutex mutex_;  // guards draws_
+  // Rebuilds share it; prepare_generation (which changes what they read) holds it alone.
+  mutable std::shared_mutex generation_mutex_;
   std::int64_t draws_ = 0;
   std::vector<std::vector<std::int64_t>> members_;
   std::vector<float> replica_rows_;  // a replica's member rows (members_ order); else empty
@@ -121,6 +132,7 @@ class CMASolver final : public StrategySolver {
 
  private:
   std::vector<std::vector<std::int64_t>> members() const override;
+  void prepare_generation() const override;
   void rebuild_member(const std::vector<std::int64_t>& key, float* out) const override;
   std::pair<std::size_t, std::string> requirement() const override;
   void tell(const std::vector<std::vector<double>>& per_member) override;

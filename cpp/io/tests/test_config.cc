@@ -19,6 +19,7 @@
 #include "evokit/io/errors.h"
 #include "evokit/io/es_agent.h"
 #include "io_test_util.h"
+#include "proto_defaults.h"
 
 namespace evokit::io {
 namespace {
@@ -114,6 +115,16 @@ TEST(Config, Uint64OptionsAreTheirInt64Bits) {
   const OptionSet o = solver_options(c.solver());
   EXPECT_EQ(o.integer("sampling.cma_sampling.seed"), -1);
   EXPECT_EQ(o.integer("sampling.gaussian_sampling.seed"), std::numeric_limits<std::int64_t>::min());
+}
+
+// The C++ core's tests read the defaults from proto/evokit.proto with a
+// reader of their own (they build without protobuf): it gives what
+// protobuf's reflection gives, for every option.
+TEST(ProtoDefaults, MatchesProtobufsReflection) {
+  const OptionSet want = solver_options(proto::SolverConfig());
+  const OptionSet got = evokit::testing::ProtoDefaults("SolverConfig");
+  EXPECT_EQ(got.values(), want.values());
+  EXPECT_GT(want.values().size(), 50u);
 }
 
 TEST(Config, ShippedCmaAndGaConfigsAreOptionsOfTheirFamily) {

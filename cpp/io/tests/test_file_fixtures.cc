@@ -204,7 +204,7 @@ std::unique_ptr<google::protobuf::MessageLite> StateMessage(const std::string& t
 }
 
 TEST(FileFixtures, ExpectedValuesAreThere) {
-  EXPECT_EQ(Keys("solvers.", ".family").size(), 15u);
+  EXPECT_EQ(Keys("solvers.", ".family").size(), 16u);
   EXPECT_EQ(Keys("configs.", ".text_sha256").size(), 5u);
   EXPECT_EQ(Keys("state_files.", ".message").size(), 27u);
   EXPECT_EQ(Words(Want("obs")).size(), 12u);
