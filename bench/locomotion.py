@@ -66,6 +66,7 @@ TASKS = {
     "swimmer": Task("swimmer.prototxt", "Swimmer-v5", 325.0, 10, "the config's"),
     "walker2d": Task("walker2d.prototxt", "Walker2d-v5", 4390.0, 10, "the config's"),
     "ant": Task("ant.prototxt", "Ant-v5", 3580.0, 10, "the config's"),
+    "humanoid": Task("humanoid.prototxt", "Humanoid-v5", 6000.0, 10, "25 M env steps"),
 }
 
 

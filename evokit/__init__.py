@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING
 from . import evokit_pb2 as proto
 from ._core import __version__
 from .blackbox.cmaes import CMAES, SepCMAES
-from .blackbox.distribution import ARS, CEM, CRFMNES, LMMAES, MAES, PGPE, SNES, XNES
+from .blackbox.distribution import CEM, CRFMNES, LMMAES, MAES, PGPE, SNES, XNES
 from .blackbox.ga import GA
 from .blackbox.nsga2 import NSGA2
 from .blackbox.openes import OpenES
+from .blackbox.solver_es import ARS
 from .errors import ConfigError, ModelError, SolverFileError
 from .evokit_pb2 import EvoKitConfig
 

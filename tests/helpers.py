@@ -96,8 +96,9 @@ def assert_same_run_for_threads_and_pickling(make, generations=6):
                 es = pickle.loads(pickle.dumps(es))
             X = es.ask()
             es.tell(X, (X ** 2).sum(axis=1))
-        doubles = es.state().doubles
-        return [es.mean, es.stds, es.result.fbest] + [doubles[k] for k in sorted(doubles)]
+        state = es.state()
+        entries = {**state.doubles, **state.floats, **state.ints}
+        return [es.mean, es.stds, es.result.fbest] + [entries[k] for k in sorted(entries)]
 
     base = run(1)
     for other in (run(2), run(1, pickle_at=generations // 2), run(2, pickle_at=1)):

@@ -27,8 +27,7 @@ CONFIGS = {
 }
 # The distribution families (SNES_SAMPLING, ...) start from the CMA config
 # with their type (their options at the proto's defaults).
-DISTRIBUTION_FAMILIES = [sampling_type for _, sampling_type, _ in _core.distribution_families()
-                         if sampling_type is not None]  # None: ask/tell only
+DISTRIBUTION_FAMILIES = [sampling_type for _, sampling_type, _ in _core.distribution_families()]
 CONFIGS.update({family: "cartpole_cma.prototxt" for family in DISTRIBUTION_FAMILIES})
 
 

@@ -30,16 +30,12 @@ void bind_distribution(py::module_& m) {
       [] {
         py::list out;
         for (const DistributionFamily& f : distribution_families()) {
-          if (f.sampling_type == nullptr) {  // ask/tell only
-            out.append(py::make_tuple(f.name, py::none(), py::none()));
-          } else {
-            out.append(py::make_tuple(f.name, f.sampling_type, f.config_field));
-          }
+          out.append(py::make_tuple(f.name, f.sampling_type, f.config_field));
         }
         return out;
       },
       "The distribution families: (name, SamplingConfig type, config field), in "
-      "SamplingConfig.Type order, then the ask/tell-only ones (type and field None).");
+      "SamplingConfig.Type order.");
 
   py::class_<DistributionStrategy>(
       m, "DistributionStrategy",

@@ -21,7 +21,6 @@ DistributionFamily lmmaes_family();
 DistributionFamily pgpe_family();
 DistributionFamily cem_family();
 DistributionFamily maes_family();
-DistributionFamily ars_family();
 
 namespace detail {
 

@@ -14,7 +14,6 @@ const std::vector<DistributionFamily>& distribution_families() {
       pgpe_family(),
       cem_family(),
       maes_family(),
-      ars_family(),  // ask/tell only (sampling_type nullptr): the policy family is ARS_SAMPLING
   };
   return families;
 }

@@ -266,7 +266,6 @@ const std::vector<Family>& families() {
   static const std::vector<Family> all = [] {
     std::vector<Family> out(std::begin(kOwnFamilies), std::end(kOwnFamilies));
     for (const DistributionFamily& d : distribution_families()) {
-      if (d.sampling_type == nullptr) continue;  // ask/tell only
       out.push_back({d.sampling_type, &validate_distribution_solver_options,
                      &make_distribution_solver,
                      {"sampling.type", "param_pattern", "population_size",

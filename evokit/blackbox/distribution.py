@@ -30,6 +30,7 @@ for bit; ``state()`` / ``load_state()`` give the core's state as a
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 from typing import Any, Dict, NamedTuple, Optional, Tuple
@@ -40,7 +41,7 @@ from .. import _core, evokit_pb2
 from ..solvers.options import field_comments
 from .tracked import TrackedStrategy, check_int, check_x0
 
-__all__ = ["DistributionES", "SNES", "XNES", "CRFMNES", "LMMAES", "MAES", "PGPE", "CEM", "ARS"]
+__all__ = ["DistributionES", "SNES", "XNES", "CRFMNES", "LMMAES", "MAES", "PGPE", "CEM"]
 
 # Fields of a family's message that every class takes as its common
 # arguments instead: sigma0 (positional, no default) and seed (0 here).
@@ -78,7 +79,7 @@ def family_options(family: str) -> Tuple[FamilyOption, ...]:
     without the common sigma0 and seed."""
     from google.protobuf.descriptor import FieldDescriptor
 
-    fields = {name: field for name, _, field in _core.distribution_families() if field}
+    fields = {name: field for name, _, field in _core.distribution_families()}
     if family not in fields:
         raise ValueError(f"{family!r} is not a distribution family with a message in proto/evokit.proto "
                          f"(those that have one: {', '.join(fields)})")
@@ -221,7 +222,7 @@ class DistributionES(TrackedStrategy):
     @property
     def condition(self) -> float:
         """The covariance's condition number (largest over smallest
-        eigenvalue): exact for the diagonal families (SNES, PGPE, CEM, ARS),
+        eigenvalue): exact for the diagonal families (SNES, PGPE, CEM),
         an upper bound for CR-FM-NES (within a factor of a few), a lower
         bound for xNES and LM-MA-ES ((max stds / min stds)^2); +inf once an
         update left the distribution non-finite."""
@@ -394,26 +395,22 @@ class CEM(DistributionES):
     _family = "CEM"
 
 
-class ARS(DistributionES):
-    """Augmented random search (Mania, Guy, Recht 2018, arXiv:1803.07055,
-    Algorithm 2 without state normalisation: V1, or V1-t with
-    top_directions), as an ask/tell strategy, minimising (rewards are -f):
-    mirrored pairs theta +- nu delta_k, the top b directions by max(r+, r-),
-    theta += step_size / (b sigma_R) sum (r+ - r-) delta.
+class _PickledDistributionARS:
+    """What an ARS pickled while the ask / tell ARS was a distribution family
+    of its own (DIST keys, float64) unpickles to: a one-line refusal saying
+    what to do. evokit.ARS is now the training family (solver_es.ARS)."""
 
-    sigma0: nu, the exploration noise (fixed).
-    population_size: even; None is 4 + floor(3 ln n) rounded up to even.
-    The policy counterpart is ARS_SAMPLING (the trainer's GaussianSolver with
-    ARS's options), which shares this selection rule.
-    Other arguments: :class:`DistributionES`.
-    """
+    def __setstate__(self, state):
+        mean = None
+        with contextlib.suppress(Exception):
+            mean = [float(v) for v in state["_es"][4]["ars.mean"]]
+        raise ValueError("this ARS was pickled by an EvoKit whose ask/tell ARS was a float64 distribution family; "
+                         "evokit.ARS is now the training family ARS_SAMPLING (other noise keys, float32), which "
+                         "cannot continue that run: start a new evokit.ARS(x0, sigma0, ...) from its mean"
+                         + ("" if mean is None else f" {mean}"))
 
-    _family = "ARS"
-    # An ask/tell-only family of the core: no message of its own.
-    _family_options = (
-        FamilyOption("step_size", 0.02, "real", (),
-                     "alpha. sigma_R normalises the rewards, so the step's size is set by alpha and by how the "
-                     "reward differences compare with their spread."),
-        FamilyOption("top_directions", 0, "int", (),
-                     "b, the directions used per update (0: all population_size / 2 of them)."),
-    )
+
+def __getattr__(name: str):
+    if name == "ARS":  # pickles made before ARS became the training family name this module
+        return _PickledDistributionARS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

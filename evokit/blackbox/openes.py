@@ -17,7 +17,7 @@ import numpy as np
 from .. import _core
 from ..config import FITNESS_SHAPING_NAMES
 from .replay import ReplayPickling
-from .tracked import FLOAT32_MAX, TrackedStrategy, check_float32, check_int, check_positive, check_x0
+from .tracked import TrackedStrategy, check_float32, check_int, check_positive, check_x0, float32_rewards
 
 __all__ = ["OpenES"]
 
@@ -142,24 +142,11 @@ class OpenES(ReplayPickling, TrackedStrategy):
             raise ValueError("all f-values of this batch are NaN: OpenES has nothing to rank")
         return float(values.max())
 
-    def _rewards(self, values: np.ndarray) -> np.ndarray:
-        """-values as the float32 rewards of the core. Finite f-values beyond
-        float32's range (|f| > 3.4e38) are scaled by a power of two (exact,
-        so ranks and z-scores are unchanged) for the rank and z-score
-        shapings; 'raw' refuses them (its step is proportional to them)."""
-        rewards = -values
-        big = float(np.abs(rewards).max()) if rewards.size else 0.0
-        if big > FLOAT32_MAX:
-            if self._fitness_shaping == "raw":
-                rows = np.flatnonzero(np.abs(values) > FLOAT32_MAX).tolist()
-                raise ValueError(f"f-values of solutions {rows} exceed float32's range (3.4e38), in which "
-                                 f"OpenES with fitness_shaping='raw' computes its step; scale f, or use "
-                                 f"'centered_rank' or 'z_score'")
-            rewards = np.ldexp(rewards, 127 - math.frexp(big)[1])  # |rewards| < 2^127
-        return rewards.astype(np.float32)
-
     def _tell_strategy(self, values: np.ndarray) -> bool:
-        rewards = self._rewards(values)
+        # 'raw' refuses f-values beyond float32 (its step is proportional to them)
+        rewards = float32_rewards(values, "in which OpenES with fitness_shaping='raw' computes its step; scale "
+                                          "f, or use 'centered_rank' or 'z_score'"
+                                  if self._fitness_shaping == "raw" else None)
         weights = _core.shape_fitness(rewards, self._fitness_shaping)
         direction = self._sampler.descent_direction(self._keys, self._signs, weights, self._theta,
                                                     self._weight_decay, self._num_threads)

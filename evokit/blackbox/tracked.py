@@ -22,7 +22,7 @@ import numpy as np
 
 from .asktell import GA_WORDING, AskTellStrategy, Result
 
-__all__ = ["TrackedStrategy", "check_int", "check_positive", "check_x0"]
+__all__ = ["TrackedStrategy", "check_int", "check_positive", "check_x0", "float32_rewards"]
 
 
 def check_x0(x0) -> np.ndarray:
@@ -49,6 +49,23 @@ def check_float32(cls: str, x0: np.ndarray, sigma) -> None:
     if isinstance(sigma, (int, float, np.integer, np.floating)) and not isinstance(sigma, bool) \
             and math.isfinite(sigma) and abs(sigma) > FLOAT32_MAX:
         raise ValueError(f"sigma = {sigma!r} exceeds float32's range (3.4e38), in which {cls} draws its noise")
+
+
+def float32_rewards(values: np.ndarray, refuse_beyond: Optional[str] = None) -> np.ndarray:
+    """-values as the float32 rewards of the core. Finite f-values beyond
+    float32's range (|f| > 3.4e38) are scaled by a power of two, which is
+    exact: ranks, z-scores and ARS's reward-normalised step are unchanged.
+    A strategy whose step is proportional to the rewards passes
+    ``refuse_beyond``, the end of the refusal's sentence, and they are
+    refused instead."""
+    rewards = -values
+    big = float(np.abs(rewards).max()) if rewards.size else 0.0
+    if big > FLOAT32_MAX:
+        if refuse_beyond is not None:
+            rows = np.flatnonzero(np.abs(values) > FLOAT32_MAX).tolist()
+            raise ValueError(f"f-values of solutions {rows} exceed float32's range (3.4e38), {refuse_beyond}")
+        rewards = np.ldexp(rewards, 127 - math.frexp(big)[1])  # |rewards| < 2^127
+    return rewards.astype(np.float32)
 
 
 def check_positive(name: str, value, allow_none: bool = False):

@@ -58,6 +58,7 @@ FACTORIES = {
     "XNES": _plain(evokit.XNES),
     "CRFMNES": _plain(evokit.CRFMNES, even=True),
     "LMMAES": _plain(evokit.LMMAES),
+    "MAES": _plain(evokit.MAES),
     "PGPE": _plain(evokit.PGPE, even=True),
     "CEM": _plain(evokit.CEM),
     "ARS": _plain(evokit.ARS, even=True),
@@ -239,7 +240,9 @@ def test_nsga2_ask_tell_never_leaves_a_broken_state(data, n, m, pop, seed, nan_p
 def test_ars_step_is_the_same_for_rewards_beyond_2_to_the_512():
     """ARS's step is invariant to scaling the rewards: f-values near the
     largest double (whose spread would overflow sigma_R to inf and the step
-    to NaN) give the step of the same values scaled down by 2^-1000."""
+    to NaN) give the step of the same values scaled down by 2^-1000, and
+    f-values beyond float32's range (ARS computes in float32, as training
+    does) are scaled by a power of two, not refused."""
     huge = np.array([0.0, 0.0, 0.0, 1e308, 0.0, -3e307, 2.0, 0.0])
     means = []
     for v in (huge, np.ldexp(huge, -1000)):
@@ -282,9 +285,9 @@ def test_openes_ranks_f_values_beyond_float32():
         es.tell(X, v)
 
 
-@pytest.mark.parametrize("cls", [evokit.GA, evokit.OpenES])
+@pytest.mark.parametrize("cls", [evokit.GA, evokit.OpenES, evokit.ARS])
 def test_float32_strategies_refuse_x0_and_sigma_beyond_float32(cls):
-    """GA and OpenES keep their solutions in float32: an x0 or sigma beyond
+    """GA, OpenES and ARS keep their solutions in float32: an x0 or sigma beyond
     its range (which would be an inf centre) is refused by name."""
     with pytest.raises(ValueError, match=r"x0\[1\] = 3.5e\+38 exceeds float32's range \(3.4e38\), in which "
                                          + cls.__name__):
@@ -322,7 +325,7 @@ def test_cma_repaired_solution_on_the_mean_keeps_the_covariance_finite():
         assert np.isfinite(es.sigma) and np.all(np.isfinite(es.result.stds))
 
 
-@pytest.mark.parametrize("cls", [evokit.SNES, evokit.XNES, evokit.CRFMNES, evokit.LMMAES, evokit.CEM, evokit.ARS,
+@pytest.mark.parametrize("cls", [evokit.SNES, evokit.XNES, evokit.CRFMNES, evokit.LMMAES, evokit.MAES, evokit.CEM,
                                  evokit.CMAES, evokit.SepCMAES])
 def test_a_first_generation_that_overflows_names_sigma0(cls):
     """sigma0 = 1.7e308 samples inf: ask() raises, naming sigma0 (no update

@@ -177,10 +177,7 @@ std::vector<double> nes_utilities(std::size_t lambda);
 struct DistributionFamily {
   const char* name;           // "SNES": the ask/tell class and the state prefix
   // "SNES_SAMPLING": the SamplingConfig.Type value, and "snes_sampling": the
-  // SamplingConfig field. Both nullptr for a family that is ask/tell only
-  // (its policy counterpart is another solver family: ARS's is
-  // ARS_SAMPLING, GaussianSolver with ARS's options); such a family is not
-  // a solver family.
+  // SamplingConfig field (its message holds the family's options).
   const char* sampling_type;
   const char* config_field;
   // Checks the family's options (plain names, see above); messages start
@@ -193,8 +190,7 @@ struct DistributionFamily {
   // sampling.<config_field>.seed (solver.cc's registry derives them).
 };
 
-// Every family: the policy families in SamplingConfig.Type order, then the
-// ask/tell-only ones.
+// Every family, in SamplingConfig.Type order.
 const std::vector<DistributionFamily>& distribution_families();
 // The family named `name` (its name or its sampling type); std::invalid_argument
 // listing the known ones otherwise.

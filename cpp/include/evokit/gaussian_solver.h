@@ -127,8 +127,7 @@ GaussianSolverOptions ars_options(const OptionSet& options, int num_threads);
 // rewards (maximised) of K mirrored pairs, r_plus[p] and r_minus[p]: the
 // top b = min(b, K) pairs by max(r+, r-) (ties: the earlier pair first), in
 // that order, and sigma_R, the (population) standard deviation of their 2b
-// rewards (1 when they are all equal). Shared by ars_weights and the ARS
-// distribution family (cpp/src/ars.cc).
+// rewards (1 when they are all equal). ars_weights' selection.
 struct ArsSelection {
   std::vector<std::size_t> top;  // b pair indices, best first
   double sigma_r = 1.0;

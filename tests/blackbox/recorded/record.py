@@ -64,6 +64,7 @@ STRATEGIES = {
     "XNES": (evokit.XNES, {}),
     "CRFMNES": (evokit.CRFMNES, {}),
     "LMMAES": (evokit.LMMAES, {}),
+    "MAES": (evokit.MAES, {}),
     "PGPE": (evokit.PGPE, {}),
     "CEM": (evokit.CEM, {"population_size": 20}),
     "ARS": (evokit.ARS, {}),
