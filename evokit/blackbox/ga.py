@@ -24,13 +24,13 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from .replay import ReplayPickling
+from .replay import is_replay_state, replay
 from .tracked import TrackedStrategy, check_float32, check_int, check_x0
 
 __all__ = ["GA"]
 
 
-class GA(ReplayPickling, TrackedStrategy):
+class GA(TrackedStrategy):
     """The simple GA of Such et al. 2017 (Algorithm 1), minimising f.
 
     Generation 0 is x0 + sigma * eps(seed_i) for population_size seeds; every
@@ -68,15 +68,36 @@ class GA(ReplayPickling, TrackedStrategy):
         if elite_candidates is None:
             elite_candidates = min(10, population_size)
         # The core validates the options and names them in its messages.
-        self._core = _core.GeneticAlgorithm(
-            self._x0.astype(np.float32), population_size=population_size,
+        self._core_options = dict(
+            population_size=population_size,
             truncation_size=check_int("truncation_size", truncation_size, 0),
             num_elites=check_int("num_elites", num_elites, 0),
             mutation_power=self._sigma, init_sigma=self._sigma,
             elite_candidates=check_int("elite_candidates", elite_candidates, 0),
             elite_evaluations=check_int("elite_evaluations", elite_evaluations, 0),
             seed=check_int("seed", seed, 0), num_threads=self._num_threads)
+        self._core = _core.GeneticAlgorithm(self._x0.astype(np.float32), **self._core_options)
         self._asked_infos: List[Any] = []
+
+    # ---- pickling: the GA's state (its seed lists), never a replay ----------------
+    def __getstate__(self):
+        d = self.__dict__.copy()
+        core = d.pop("_core")
+        d["_core_state"] = (core.generation, _seeds(core.ask()), _seeds(core.elites), list(core.elite_scores),
+                            list(core.pending_order))
+        d["_asked_infos"] = _seeds(self._asked_infos)
+        return d
+
+    def __setstate__(self, d):
+        if is_replay_state(d):  # pickled by replay, before GA pickled its state
+            replay(self, d)
+            return
+        generation, population, elites, scores, order = d.pop("_core_state")
+        asked = d.pop("_asked_infos")
+        self.__dict__.update(d)
+        self._core = _core.GeneticAlgorithm(self._x0.astype(np.float32), **self._core_options)
+        self._core.set_state(generation, _infos(population), _infos(elites), scores, order)
+        self._asked_infos = _infos(asked)
 
     @property
     def core(self) -> _core.GeneticAlgorithm:
@@ -114,3 +135,11 @@ class GA(ReplayPickling, TrackedStrategy):
         if elites:
             return self.rebuild(elites[0].key)
         return self._core.x0.astype(np.float64)
+
+
+def _seeds(infos) -> List[tuple]:
+    return [(list(i.key), i.model_iter_id) for i in infos]
+
+
+def _infos(seeds) -> List[Any]:
+    return [_core.SamplingInfo(key, model_iter_id=it) for key, it in seeds]

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _core
 from ..config import FITNESS_SHAPING_NAMES
-from .replay import ReplayPickling
+from .replay import is_replay_state, replay
 from .tracked import TrackedStrategy, check_float32, check_int, check_positive, check_x0, float32_rewards
 
 __all__ = ["OpenES"]
@@ -25,7 +25,7 @@ _OPTIMIZERS = ("adam", "sgd", "momentum")
 _FITNESS_SHAPINGS = tuple(FITNESS_SHAPING_NAMES.values())
 
 
-class OpenES(ReplayPickling, TrackedStrategy):
+class OpenES(TrackedStrategy):
     """OpenAI-ES (Salimans et al. 2017), minimising f, with the core's
     uncached counter-based noise.
 
@@ -98,14 +98,38 @@ class OpenES(ReplayPickling, TrackedStrategy):
         self._weight_decay = float(weight_decay)
         self._theta = self._x0.astype(np.float32)
         self._sampler = self._make_sampler()
-        if optimizer == "adam":
-            self._optimizer = _core.Adam(learning_rate, 0.9, 0.999, 1e-8, n)
-        elif optimizer == "sgd":
-            self._optimizer = _core.SGD(learning_rate, n)
-        else:
-            self._optimizer = _core.Momentum(learning_rate, 0.9, n)
+        self._optimizer_name = optimizer
+        self._optimizer = self._make_optimizer(learning_rate)
         self._keys = np.zeros(0, dtype=np.int64)
         self._signs = np.zeros(0, dtype=np.float32)
+
+    def _make_optimizer(self, learning_rate: float):
+        if self._optimizer_name == "adam":
+            return _core.Adam(learning_rate, 0.9, 0.999, 1e-8, self.num_params)
+        if self._optimizer_name == "sgd":
+            return _core.SGD(learning_rate, self.num_params)
+        return _core.Momentum(learning_rate, 0.9, self.num_params)
+
+    # ---- pickling: the centre, sigma and the optimizer's state, never a replay ----
+    def __getstate__(self):
+        d = self.__dict__.copy()
+        d.pop("_sampler")
+        o = d.pop("_optimizer")
+        d["_optimizer_state"] = (o.learning_rate, o.steps, {name: np.array(o.get_state(name))
+                                                            for name in o.state_names})
+        return d
+
+    def __setstate__(self, d):
+        if is_replay_state(d):  # pickled by replay, before OpenES pickled its state
+            replay(self, d)
+            return
+        learning_rate, steps, state = d.pop("_optimizer_state")
+        self.__dict__.update(d)
+        self._sampler = self._make_sampler()
+        self._optimizer = self._make_optimizer(learning_rate)
+        self._optimizer.steps = steps
+        for name, value in state.items():
+            self._optimizer.set_state(name, value)
 
     def _make_sampler(self):
         return _core.GaussianSampler(seed=self._seed, sigma=self._sigma, cached=False,

@@ -1,6 +1,7 @@
 """Pickling by replay, for the strategies whose compiled core keeps more
 state than it exports (CMAES / SepCMAES with their restarts, histories and
-injections; GA; OpenES).
+injections). GA and OpenES pickle their state; :func:`replay` still loads
+what they pickled by replay before.
 
 A strategy is a pure function of its constructor's arguments and of what it
 was told: every draw comes from the counter-based noise of the core. So
@@ -20,7 +21,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-__all__ = ["ReplayPickling"]
+__all__ = ["ReplayPickling", "is_replay_state", "replay"]
 
 
 class ReplayPickling:
@@ -52,20 +53,32 @@ class ReplayPickling:
                 "pending": self._asked is not None, "extra_stop": dict(self._extra_stop)}
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
-        args, kw = state["call"]
-        self.__init__(*args, **kw)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the warnings of the original tells were given then
-            for op in state["log"]:
-                if op[0] == "inject":
-                    self.inject(op[1], force=op[2])
-                    continue
-                _, solutions, values, constraints = op
-                asked = self.ask()
-                self.tell(asked if solutions is None else solutions, values, constraints=constraints)
-        if state["pending"]:
-            self.ask()
-        self._extra_stop = dict(state["extra_stop"])
+        replay(self, state)
+
+
+def is_replay_state(state) -> bool:
+    """Whether a pickled state is a replay record (ReplayPickling's)."""
+    return isinstance(state, dict) and set(state) == {"call", "log", "pending", "extra_stop"}
+
+
+def replay(self, state: Dict[str, Any]) -> None:
+    """Restores ``self`` from ReplayPickling's state: constructs it again and
+    replays the operations. Strategies that now pickle their state use it for
+    the pickles made while they pickled by replay."""
+    args, kw = state["call"]
+    self.__init__(*args, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the warnings of the original tells were given then
+        for op in state["log"]:
+            if op[0] == "inject":
+                self.inject(op[1], force=op[2])
+                continue
+            _, solutions, values, constraints = op
+            asked = self.ask()
+            self.tell(asked if solutions is None else solutions, values, constraints=constraints)
+    if state["pending"]:
+        self.ask()
+    self._extra_stop = dict(state["extra_stop"])
 
 
 def told(solutions: np.ndarray, differ: np.ndarray, values, constraints, owned: bool = False) -> tuple:
