@@ -2,8 +2,12 @@
 // made by name from an option dict; evokit/blackbox/distribution.py gives
 // each family its Python class with the family's arguments.
 #include <evokit/distribution.h>
+#include <evokit/termination.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
 
 #include "pybind11.h"
 
@@ -36,6 +40,47 @@ void bind_distribution(py::module_& m) {
       },
       "The distribution families: (name, SamplingConfig type, config field), in "
       "SamplingConfig.Type order.");
+
+  py::class_<FValueHistory>(m, "FValueHistory",
+                            "One run's f-value history and the stop criteria on it (evokit/termination.h: "
+                            "pycma's definitions, shared by every strategy).")
+      .def(py::init<>())
+      .def(
+          "record",
+          [](FValueHistory& h, const DoubleIn& values, std::size_t n, std::size_t population_size) {
+            const std::vector<double> v = to_vector<double>(values, "values");
+            if (v.empty()) throw std::invalid_argument("values must hold at least one f-value");
+            for (std::size_t k = 0; k < v.size(); ++k) {
+              if (std::isnan(v[k])) throw std::invalid_argument("values[" + std::to_string(k) + "] is NaN");
+            }
+            if (n == 0 || population_size == 0) {
+              throw std::invalid_argument("n and population_size must be >= 1");
+            }
+            h.record(v.data(), v.size(), n, population_size);
+          },
+          py::arg("values"), py::arg("n"), py::arg("population_size"),
+          "Records a generation's f-values (n parameters, population_size members set the windows).")
+      .def("clear", &FValueHistory::clear, "Forgets the run.")
+      .def_property_readonly("generations", &FValueHistory::generations)
+      .def(
+          "check",
+          [](FValueHistory& h, std::int64_t evaluations, double best_f, std::optional<std::int64_t> max_evaluations,
+             std::optional<std::int64_t> max_iterations, double ftarget, double tolfun, double tolfunhist,
+             std::optional<std::int64_t> tolstagnation) {
+            FValueCriteria c;
+            c.max_evaluations = max_evaluations;
+            c.max_iterations = max_iterations;
+            c.ftarget = ftarget;
+            c.tolfun = tolfun;
+            c.tolfunhist = tolfunhist;
+            c.tolstagnation = tolstagnation;
+            return h.check(c, evaluations, best_f);
+          },
+          py::arg("evaluations"), py::arg("best_f"), py::kw_only(), py::arg("max_evaluations") = py::none(),
+          py::arg("max_iterations") = py::none(),
+          py::arg("ftarget") = -std::numeric_limits<double>::infinity(), py::arg("tolfun") = 1e-11,
+          py::arg("tolfunhist") = 1e-12, py::arg("tolstagnation") = py::none(),
+          "The criteria met (pycma's name -> threshold).");
 
   py::class_<DistributionStrategy>(
       m, "DistributionStrategy",

@@ -162,9 +162,7 @@ void CMABase::start() {
   pending_ = false;
   sampled_ = false;
   tpa_row_ = population_size();
-  best_history_.clear();
-  stag_best_.clear();
-  stag_median_.clear();
+  history_.clear();
   run_start_evaluations_ = evaluations_;
 }
 

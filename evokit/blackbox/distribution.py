@@ -119,7 +119,7 @@ class DistributionES(TrackedStrategy):
     step size, > 0), population_size (None: the family's default), seed,
     nan_policy, num_threads, and the stop criteria of
     :class:`~evokit.blackbox.tracked.TrackedStrategy` (max_evaluations,
-    max_iterations, ftarget, tolfun, stagnation_iterations), plus
+    max_iterations, ftarget, tolfun, tolfunhist, stagnation_iterations), plus
     ``conditioncov`` (pycma's name and default 1e14; None: off): stop once
     the covariance's condition number (``condition``) exceeds it, before an
     ill-conditioned distribution loses its precision, and once an update
@@ -153,7 +153,7 @@ class DistributionES(TrackedStrategy):
     def __init__(self, x0, sigma0, *, population_size: Optional[int] = None, seed: int = 0,
                  nan_policy: str = "error", num_threads: int = 1,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
-                 ftarget: Optional[float] = None, tolfun: float = 1e-11,
+                 ftarget: Optional[float] = None, tolfun: float = 1e-11, tolfunhist: float = 1e-12,
                  stagnation_iterations: Optional[int] = None, conditioncov: Optional[float] = 1e14,
                  **options):
         population_size = check_int("population_size", population_size, 2, allow_none=True)
@@ -171,7 +171,8 @@ class DistributionES(TrackedStrategy):
         super().__init__(x0, sigma0, population_size=self._es.population_size,
                          nan_policy=nan_policy, max_evaluations=max_evaluations,
                          max_iterations=max_iterations, ftarget=ftarget, tolfun=tolfun,
-                         stagnation_iterations=stagnation_iterations, num_threads=num_threads)
+                         stagnation_iterations=stagnation_iterations, num_threads=num_threads,
+                         tolfunhist=tolfunhist)
         if conditioncov is not None and (isinstance(conditioncov, bool) or
                                          not isinstance(conditioncov, (int, float)) or not conditioncov > 1):
             raise ValueError(f"conditioncov must be a number > 1 or None, got {conditioncov!r}")

@@ -55,14 +55,15 @@ class GA(TrackedStrategy):
                  elite_candidates: Optional[int] = None, elite_evaluations: int = 0,
                  seed: int = 0, nan_policy: str = "error", num_threads: int = 1,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
-                 ftarget: Optional[float] = None, tolfun: float = 1e-11,
+                 ftarget: Optional[float] = None, tolfun: float = 1e-11, tolfunhist: float = 0.0,
                  stagnation_iterations: Optional[int] = None):
         population_size = check_int("population_size", population_size, 2)
         check_float32("GA", check_x0(x0), sigma)  # the core's individuals are float32
         super().__init__(x0, sigma, population_size=population_size, nan_policy=nan_policy,
                          max_evaluations=max_evaluations, max_iterations=max_iterations,
                          ftarget=ftarget, tolfun=tolfun,
-                         stagnation_iterations=stagnation_iterations, num_threads=num_threads)
+                         stagnation_iterations=stagnation_iterations, num_threads=num_threads,
+                         tolfunhist=tolfunhist)
         if truncation_size is None:
             truncation_size = max(1, population_size // 5)
         if elite_candidates is None:

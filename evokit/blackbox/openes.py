@@ -59,7 +59,7 @@ class OpenES(TrackedStrategy):
                  fitness_shaping: str = "centered_rank", weight_decay: float = 0.0,
                  seed: int = 0, nan_policy: str = "error", num_threads: int = 1,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
-                 ftarget: Optional[float] = None, tolfun: float = 1e-11,
+                 ftarget: Optional[float] = None, tolfun: float = 1e-11, tolfunhist: float = 0.0,
                  stagnation_iterations: Optional[int] = None, sigma_decay: float = 1.0,
                  learning_rate_decay: float = 1.0):
         x = check_x0(x0)
@@ -79,7 +79,8 @@ class OpenES(TrackedStrategy):
         super().__init__(x0, sigma, population_size=population_size, nan_policy=nan_policy,
                          max_evaluations=max_evaluations, max_iterations=max_iterations,
                          ftarget=ftarget, tolfun=tolfun,
-                         stagnation_iterations=stagnation_iterations, num_threads=num_threads)
+                         stagnation_iterations=stagnation_iterations, num_threads=num_threads,
+                         tolfunhist=tolfunhist)
         if optimizer not in _OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(map(repr, _OPTIMIZERS))}, "
                              f"got {optimizer!r}")

@@ -38,11 +38,12 @@ class SolverES(TrackedStrategy):
 
     def __init__(self, x0, sigma, *, population_size: int, seed: int, nan_policy: str, num_threads: int,
                  max_evaluations: Optional[int], max_iterations: Optional[int], ftarget: Optional[float],
-                 tolfun: float, stagnation_iterations: Optional[int]):
+                 tolfun: float, stagnation_iterations: Optional[int], tolfunhist: float = 1e-12):
         check_float32(type(self).__name__, check_x0(x0), sigma)  # the centre and the noise live in float32
         super().__init__(x0, sigma, population_size=population_size, nan_policy=nan_policy,
                          max_evaluations=max_evaluations, max_iterations=max_iterations, ftarget=ftarget,
-                         tolfun=tolfun, stagnation_iterations=stagnation_iterations, num_threads=num_threads)
+                         tolfun=tolfun, stagnation_iterations=stagnation_iterations, num_threads=num_threads,
+                         tolfunhist=tolfunhist)
         self._population_size = population_size
         self._seed = check_int("seed", seed, 0)
         if self._seed >= 2 ** 64:
@@ -152,6 +153,7 @@ class ARS(SolverES):
                  population_size: Optional[int] = None, seed: int = 0, nan_policy: str = "error",
                  num_threads: int = 1, max_evaluations: Optional[int] = None,
                  max_iterations: Optional[int] = None, ftarget: Optional[float] = None, tolfun: float = 1e-11,
+                 tolfunhist: float = 0.0,
                  stagnation_iterations: Optional[int] = None):
         n = check_x0(x0).size
         if population_size is None:
@@ -165,7 +167,8 @@ class ARS(SolverES):
         self._top_directions = population_size // 2 if top == 0 else min(top, population_size // 2)
         super().__init__(x0, sigma0, population_size=population_size, seed=seed, nan_policy=nan_policy,
                          num_threads=num_threads, max_evaluations=max_evaluations, max_iterations=max_iterations,
-                         ftarget=ftarget, tolfun=tolfun, stagnation_iterations=stagnation_iterations)
+                         ftarget=ftarget, tolfun=tolfun, stagnation_iterations=stagnation_iterations,
+                         tolfunhist=tolfunhist)
 
     def _solver_config(self) -> evokit_pb2.SolverConfig:
         config = evokit_pb2.SolverConfig(population_size=self._population_size, antithetic=True,

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from .. import _core
 from .asktell import GA_WORDING, AskTellStrategy, Result
 
 __all__ = ["TrackedStrategy", "check_int", "check_positive", "check_x0", "float32_rewards"]
@@ -85,17 +86,60 @@ def check_int(name: str, value, lowest: int, allow_none: bool = False):
     return int(value)
 
 
+class FValueHistory:
+    """The core's f-value history (evokit._core.FValueHistory: the stop
+    criteria every strategy shares) with what it was given, so that it
+    pickles: each generation as its (best, median, worst) f-value, from
+    which the core's history is the same (its criteria read no more)."""
+
+    _KEEP = 20000  # the core keeps its stagnation histories this long
+
+    def __init__(self, n: int, population_size: int):
+        self._n, self._population_size = int(n), int(population_size)
+        self._rows: List[tuple] = []
+        self._core = _core.FValueHistory()
+
+    def record(self, values: np.ndarray) -> None:
+        values = np.asarray(values, dtype=np.float64)
+        v = np.sort(values)
+        k = v.size // 2
+        with np.errstate(over="ignore"):  # the core's median: inf for two middle values near the largest double
+            median = v[k] if v.size % 2 else 0.5 * (v[k - 1] + v[k])
+        row = (float(v[0]), float(median), float(v[-1]))
+        self._core.record(values, self._n, self._population_size)
+        self._rows.append(row)
+        del self._rows[:-self._KEEP]
+
+    def check(self, evaluations: int, best_f: float, **criteria) -> Dict[str, float]:
+        return dict(self._core.check(evaluations, best_f, **criteria))
+
+    def __getstate__(self):
+        return {"n": self._n, "population_size": self._population_size,
+                "rows": np.array(self._rows, dtype=np.float64).reshape(-1, 3)}
+
+    def __setstate__(self, d):
+        self.__init__(d["n"], d["population_size"])
+        for row in d["rows"]:
+            self._core.record(row, self._n, self._population_size)
+        self._rows = [tuple(map(float, row)) for row in d["rows"]]
+
+
 class TrackedStrategy(AskTellStrategy):
     """The bookkeeping GA and OpenES add to the shared ask / tell contract
     (minimisation): evaluation counts, the best solution and the stop criteria.
 
-    Stop criteria (``stop()`` returns the met ones, name -> threshold):
-    ``max_evaluations`` and ``max_iterations`` (None: no limit), ``ftarget``
-    (fbest <= ftarget; None: none), ``tolfun`` (the f-values of the last
-    iteration and the best f-values of the last 10 + ceil(30 n / population)
-    iterations all lie within tolfun, as in pycma) and ``stagnation`` (fbest
-    has not improved for ``stagnation_iterations`` iterations; None: pycma's
-    tolstagnation, int(100 + 100 n^1.5 / population)).
+    Stop criteria (``stop()`` returns the met ones, name -> threshold): the
+    core's, pycma's definitions (evokit/termination.h), the same code as
+    CMAES's: ``max_evaluations`` and ``max_iterations`` (None: no limit),
+    ``ftarget`` (fbest <= ftarget; None: none), ``tolfun`` (the f-values of
+    the last iteration, and the best f-values of the last 10 + ceil(30 n /
+    population) iterations, each span less than tolfun), ``tolfunhist``
+    (those best f-values span less than tolfunhist; GA, OpenES and ARS
+    default to 0, off: a fixed-width search's best f-value can stay flat
+    for many iterations while it still improves) and ``tolstagnation``
+    (after ``stagnation_iterations`` iterations, default 100 + 100 n^1.5 /
+    population, the medians of the recent best and median f-values are no
+    better than the older ones').
     """
 
     _wording = GA_WORDING
@@ -104,7 +148,7 @@ class TrackedStrategy(AskTellStrategy):
     def __init__(self, x0, sigma, *, population_size: int, nan_policy: str,
                  max_evaluations: Optional[int], max_iterations: Optional[int],
                  ftarget: Optional[float], tolfun: float, stagnation_iterations: Optional[int],
-                 num_threads: int):
+                 num_threads: int, tolfunhist: float = 1e-12):
         self._x0 = check_x0(x0)
         self._sigma = float(check_positive("sigma", sigma))
         super().__init__(self._x0.size, nan_policy)
@@ -118,19 +162,18 @@ class TrackedStrategy(AskTellStrategy):
         if not (isinstance(tolfun, (int, float)) and tolfun >= 0):
             raise ValueError(f"tolfun must be >= 0, got {tolfun!r}")
         self._tolfun = float(tolfun)
-        if stagnation_iterations is None:
-            stagnation_iterations = int(100 + 100 * n ** 1.5 / population_size)
-        self._stagnation_iterations = check_int("stagnation_iterations", stagnation_iterations, 1)
-        self._tolfun_window = 10 + math.ceil(30 * n / population_size)
+        if not (isinstance(tolfunhist, (int, float)) and tolfunhist >= 0):
+            raise ValueError(f"tolfunhist must be >= 0, got {tolfunhist!r}")
+        self._tolfunhist = float(tolfunhist)
+        self._stagnation_iterations = check_int("stagnation_iterations", stagnation_iterations, 1,
+                                                allow_none=True)
+        self._history = FValueHistory(n, population_size)
 
         self._evaluations = 0
         self._iterations = 0
         self._xbest: Optional[np.ndarray] = None
         self._fbest = math.inf
-        self._improved_at = 0  # the (1-based) iteration in which fbest last improved
         self._iteration_values: List[np.ndarray] = []
-        self._last_values: Optional[np.ndarray] = None  # all values of the last iteration
-        self._best_history: List[float] = []  # best f-value of each iteration, newest last
 
     # ---- the hooks --------------------------------------------------------
     def _tell_strategy(self, values: np.ndarray) -> bool:
@@ -169,32 +212,20 @@ class TrackedStrategy(AskTellStrategy):
         if values[best] < self._fbest:
             self._fbest = float(values[best])
             self._xbest = asked[best].copy()
-            self._improved_at = self._iterations + 1  # the iteration this tell belongs to
         self._iteration_values.append(values)
         if ended:
             self._iterations += 1
-            self._last_values = np.concatenate(self._iteration_values)
+            self._history.record(np.concatenate(self._iteration_values))
             self._iteration_values = []
-            self._best_history.append(float(self._last_values.min()))
-            del self._best_history[:-self._tolfun_window]
 
     def _stop(self) -> Dict[str, Any]:
-        met: Dict[str, Any] = {}
-        if self._max_evaluations is not None and self._evaluations >= self._max_evaluations:
-            met["max_evaluations"] = self._max_evaluations
-        if self._max_iterations is not None and self._iterations >= self._max_iterations:
-            met["max_iterations"] = self._max_iterations
-        if self._ftarget is not None and self._fbest <= self._ftarget:
-            met["ftarget"] = self._ftarget
-        if self._last_values is not None:
-            recent = np.concatenate([self._last_values, self._best_history])
-            # max <= min + tolfun: the range without max - min, which overflows
-            # for f-values of opposite signs near the largest double
-            if np.all(np.isfinite(recent)) and recent.max() <= recent.min() + self._tolfun:
-                met["tolfun"] = self._tolfun
-            if self._iterations - self._improved_at >= self._stagnation_iterations:
-                met["stagnation"] = self._stagnation_iterations
-        return met
+        met = self._history.check(
+            self._evaluations, self._fbest, max_evaluations=self._max_evaluations,
+            max_iterations=self._max_iterations, ftarget=-math.inf if self._ftarget is None else self._ftarget,
+            tolfun=self._tolfun, tolfunhist=self._tolfunhist, tolstagnation=self._stagnation_iterations)
+        names = {"maxfevals": "max_evaluations", "maxiter": "max_iterations"}  # this wording's names
+        return {names.get(name, name): (int(t) if name in ("maxfevals", "maxiter", "tolstagnation") else t)
+                for name, t in met.items()}
 
     def _result(self) -> Result:
         return Result(xbest=None if self._xbest is None else self._xbest.copy(), fbest=self._fbest,

@@ -88,6 +88,7 @@
 #include <vector>
 
 #include "evokit/symmetric_eigen.h"
+#include "evokit/termination.h"
 
 namespace evokit {
 
@@ -239,36 +240,6 @@ struct CMAState {
   // before this field existed).
   std::vector<double> mean_shift_z;
 };
-
-namespace detail {
-
-// A history of values (oldest first, at most `cap` kept) whose medians over
-// two windows of consecutive entries are asked for after each push, as the
-// stagnation test does. Each window is kept sorted and moved entry by entry
-// (a binary-search insert or erase per entry that enters or leaves it), so a
-// generation costs O(window) memmove instead of two O(window) selections.
-// The medians are those of the entries, bit for bit: the middle one, or half
-// the sum of the two middle ones.
-class WindowedHistory {
- public:
-  void push(double v, std::size_t cap);
-  void clear();
-  std::size_t size() const noexcept { return values_.size(); }
-  // The median of entries [from, from + len) (positions in the current
-  // history); `window` (0 or 1) names the cached window to move there.
-  double median(int window, std::size_t from, std::size_t len);
-
- private:
-  struct Sorted {
-    std::uint64_t lo = 0, hi = 0;  // absolute indices [lo, hi) of the entries held
-    std::vector<double> values;    // those entries, ascending
-  };
-  std::deque<double> values_;
-  std::uint64_t base_ = 0;  // absolute index of values_.front()
-  Sorted windows_[2];
-};
-
-}  // namespace detail
 
 // The shared bookkeeping of CMAES and SepCMAES.
 class CMABase {
@@ -473,12 +444,10 @@ class CMABase {
   std::vector<double> best_x_;
   double best_f_;
 
-  // Per-run histories (oldest first), for tolfun / tolfunhist / tolstagnation.
-  std::deque<double> best_history_;      // best f of each of the last generations
-  detail::WindowedHistory stag_best_;    // best f, up to 20000 generations
-  detail::WindowedHistory stag_median_;  // median f, up to 20000 generations
+  // The run's f-value history, for maxfevals, ftarget, tolfun, tolfunhist
+  // and tolstagnation (termination.h: the criteria every strategy shares).
+  FValueHistory history_;
   std::vector<double> last_values_;      // the f-values of the last generation
-  std::vector<double> median_buffer_;    // scratch of check_termination
   struct UpdateScratch {                 // update()'s and tell_rows()' buffers, kept between generations
     std::vector<std::size_t> order;
     std::vector<double> y_w, z_w, white, coef;
