@@ -36,6 +36,9 @@ RECORD_HEADER_SIZE: int
 MAX_RECORD_PAYLOAD: int
 
 def frame_record(payload: bytes) -> bytes: ...
+def encode_sample_records(infos: Sequence[SamplingInfo], rewards: npt.ArrayLike, env_steps: npt.ArrayLike,
+                          config_fingerprint: str, model_fingerprint: str, sampler_id: int, time: float,
+                          first_index: int) -> bytes: ...
 def scan_record_log(data: bytes) -> Tuple[List[Tuple[int, int, Optional[str]]], int]: ...
 
 class GaussianSampler:

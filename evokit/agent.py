@@ -309,23 +309,30 @@ class ESAgent:
         self._state = None
         return info
 
-    def set_noise(self, info: pb.SamplingInfo) -> None:
-        """Take the member ``info`` names (e.g. to re-evaluate a logged sample)."""
+    def set_noise(self, info) -> None:
+        """Take the member ``info`` names (e.g. to re-evaluate a logged
+        sample): a SamplingInfo message, or the core's ``_core.SamplingInfo``."""
         if self._parent is None:
             raise RuntimeError("set_noise() is for sampling agents: call it on agent.clone()")
         self._core.set_noise(core_info(info))
         self._state = None
-        self._info = pb.SamplingInfo()
-        self._info.CopyFrom(info)
+        if isinstance(info, pb.SamplingInfo):
+            self._info = pb.SamplingInfo()
+            self._info.CopyFrom(info)
+        else:
+            self._info = _to_proto(info)
         self._info.model_iter_id = self.model_iter_id
 
-    def draw_members(self, count: int, first: int = 0):
+    def draw_members(self, count: int, first: int = 0, *, core: bool = False):
         """The next ``count`` members, as clones ``first`` .. ``first + count - 1``
         would draw them with add_noise() (a training generation, or a chunk of
-        the online sampler's samples, evaluated without making clones)."""
+        the online sampler's samples, evaluated without making clones);
+        ``core=True``: as the core's ``_core.SamplingInfo`` (what population()
+        and update() take as they are), without the protobuf messages."""
         self._require_original("draw_members")
         self._require_solver("draw_members")
-        return [_to_proto(i) for i in self._core.draw_members(count, first)]
+        drawn = self._core.draw_members(count, first)
+        return drawn if core else [_to_proto(i) for i in drawn]
 
     def check_member(self, info: pb.SamplingInfo) -> None:
         """Raise (``ValueError`` or ``IndexError``, naming the problem) unless

@@ -1,5 +1,6 @@
 // The sampling-log framing (evokit/record_log.h) for evokit.samplelog, which
 // keeps the protobuf payloads, the files and their locks in Python.
+#include <evokit/formats/sample_record.h>
 #include <evokit/record_log.h>
 
 #include <string>
@@ -41,6 +42,25 @@ void bind_log(py::module_& m) {
       py::arg("payload"),
       "The framed record of a sampling log: the 16-byte header (magic, length, payload CRC, "
       "header CRC), then the payload. ValueError for a payload over MAX_RECORD_PAYLOAD bytes.");
+  m.def(
+      "encode_sample_records",
+      [](const std::vector<SamplingInfo>& infos, const DoubleIn& rewards, const Int64In& env_steps,
+         const std::string& config_fingerprint, const std::string& model_fingerprint, std::uint64_t sampler_id,
+         double time, std::uint64_t first_index) {
+        require_length(rewards, static_cast<py::ssize_t>(infos.size()), "rewards");
+        require_length(env_steps, static_cast<py::ssize_t>(infos.size()), "env_steps");
+        formats::SampleRecordChunk chunk{config_fingerprint, model_fingerprint, sampler_id, time, first_index};
+        std::string out;
+        {
+          py::gil_scoped_release release;
+          formats::append_sample_records(out, chunk, infos, rewards.data(), env_steps.data());
+        }
+        return py::bytes(out);
+      },
+      py::arg("infos"), py::arg("rewards"), py::arg("env_steps"), py::arg("config_fingerprint"),
+      py::arg("model_fingerprint"), py::arg("sampler_id"), py::arg("time"), py::arg("first_index"),
+      "The framed SampleRecords of a sampler's chunk (evokit/formats/sample_record.h): infos[i] with "
+      "rewards[i], env_steps[i] and sample_index first_index + i; the bytes protobuf gives for them.");
   m.def(
       "scan_record_log",
       [](const py::bytes& data) {

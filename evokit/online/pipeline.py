@@ -44,6 +44,7 @@ solver's to say (``corrects_older_samples``, ``check_member``,
 from __future__ import annotations
 
 import collections
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -58,7 +59,7 @@ from ..errors import LogError
 from ..evaluation.base import Evaluator
 from ..evaluation.factory import make_evaluator
 from ..evaluation.seeds import SAMPLER_TAG, episode_seed_table
-from .samplelog import Skipped, append_records, iter_log
+from .samplelog import Skipped, append_sampler_chunk, iter_log
 from .warehouse import INFO_FILE, Consumed, Warehouse
 
 # Rewards are float32 in the Gaussian update: a larger one would abort the
@@ -171,18 +172,15 @@ def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
             agent.draw_members(start)
         for first in range(start, num_samples, chunk_size):
             count = min(chunk_size, num_samples - first)
-            infos = agent.draw_members(count, first)
+            infos = agent.draw_members(count, first, core=True)
             index = np.arange(first, first + count)
             seeds = episode_seed_table(seed, k, index // 2 if pairs else index, episodes_per_sample,
                                        SAMPLER_TAG)
             result = evaluator.evaluate(agent, infos, seeds)
             each = (result.sample_steps if result.sample_steps is not None
                     else np.full(count, result.steps // count, np.int64))
-            now = time.time()
-            append_records(log, [pb.SampleRecord(info=info, reward=float(r), config_fingerprint=cfp,
-                                                 model_fingerprint=mfp, sampler_id=seed, env_steps=int(n),
-                                                 time=now, sample_index=first + j)
-                                 for j, (info, r, n) in enumerate(zip(infos, result.rewards, each))])
+            append_sampler_chunk(log, infos, result.rewards, each, config_fingerprint=cfp, model_fingerprint=mfp,
+                                 sampler_id=seed, time=time.time(), first_index=first)
             rewards_sum += float(np.sum(result.rewards))
             reward_max = max(reward_max, float(np.max(result.rewards)))
             steps += int(result.steps)
@@ -246,6 +244,10 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
 
     dropped = collections.Counter()
     infos, rewards, ids, seen = [], [], [], {}
+    solver = agent.solver  # asked once per record: looked up once
+    older_ok = solver.corrects_older_samples
+    config_fp = wh.info.config_fingerprint
+    consumed.runs()  # compacted once: lookups below only read it
     for path in logs:
         try:
             records = iter_log(path, report.skipped)
@@ -255,33 +257,33 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
         for rec in records:  # of each record, only what the update needs is kept
             r = rec.record
             it = r.info.model_iter_id
-            if r.config_fingerprint != wh.info.config_fingerprint:
+            if r.config_fingerprint != config_fp:
                 dropped["from another config or model (config fingerprint differs)"] += 1
             elif it > k or it < 0:
                 dropped[f"from a future or unknown iteration (the warehouse is at {k})"] += 1
-            elif it != k and not agent.solver.corrects_older_samples:
+            elif it != k and not older_ok:
                 dropped[f"{agent.sampling_type} sample drawn at an older iteration (a sample is "
                         f"rebuilt only from the distribution/population it was drawn from)"] += 1
             elif it not in window:
                 dropped[f"from an iteration no longer kept (max_to_keep = {max_to_keep})"] += 1
             elif r.model_fingerprint != model_fingerprint(it):
                 dropped["from another run (model fingerprint differs from the warehouse's)"] += 1
-            elif rec.identity in consumed:
+            elif (identity := rec.identity) in consumed:
                 dropped["already applied by an earlier update"] += 1
-            elif rec.identity in seen:
-                dropped["duplicate of another record in these logs" if seen[rec.identity] == rec.record_id
+            elif identity in seen:
+                dropped["duplicate of another record in these logs" if seen[identity] == rec.record_id
                         else "another record with the same sampler, iteration and sample_index came first"] += 1
-            elif not np.isfinite(r.reward):
+            elif not math.isfinite(reward := r.reward):
                 dropped["reward is not finite"] += 1
-            elif abs(r.reward) > _FLOAT32_MAX:
+            elif abs(reward) > _FLOAT32_MAX:
                 dropped["reward beyond the float32 range (|reward| > 3.4e38)"] += 1
-            elif not _rebuildable(agent, info := core_info(r.info)):
+            elif not _rebuildable(solver, info := core_info(r.info)):
                 dropped["invalid key"] += 1
             else:
-                seen[rec.identity] = rec.record_id
+                seen[identity] = rec.record_id
                 infos.append(info)
-                rewards.append(r.reward)
-                ids.append(rec.identity)
+                rewards.append(reward)
+                ids.append(identity)
     report.dropped = dict(dropped)
     if not infos:
         return report
@@ -298,11 +300,11 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
     return report
 
 
-def _rebuildable(agent, info) -> bool:
-    """Whether the solver can rebuild ``info`` (a key in range; for CMA / GA
-    a member of the current generation)."""
+def _rebuildable(solver, info) -> bool:
+    """Whether the solver can rebuild ``info`` (the core's SamplingInfo: a
+    key in range; for CMA / GA a member of the current generation)."""
     try:
-        agent.check_member(info)
+        solver.check_member(info)
     except (ValueError, IndexError):
         return False
     return True

@@ -60,7 +60,7 @@ from ..errors import LogError
 
 __all__ = [
     "HEADER_SIZE", "MAGIC", "MAX_PAYLOAD", "LogRecord", "LogWriter", "ReadResult",
-    "Skipped", "append_records", "encode_record", "iter_log", "read_log", "read_logs",
+    "Skipped", "append_records", "append_sampler_chunk", "encode_record", "iter_log", "read_log", "read_logs",
 ]
 
 MAGIC: bytes = _core.RECORD_MAGIC  # b"EKR1"
@@ -162,6 +162,28 @@ def append_records(path: PathLike, records: Iterable[evokit_pb2.SampleRecord]) -
     try:
         if frames:
             _append_locked(fd, path, frames, fsync=True)
+    finally:
+        os.close(fd)
+
+
+def append_sampler_chunk(path: PathLike, infos, rewards, env_steps, *, config_fingerprint: str,
+                         model_fingerprint: str, sampler_id: int, time: float, first_index: int) -> None:
+    """Append a sampler's chunk as :func:`append_records` appends records
+    (created if missing, one write under the flock, fsynced, whole or not at
+    all): record i is infos[i] (the core's SamplingInfo) with rewards[i],
+    env_steps[i], sample_index first_index + i and the shared fields. The
+    core encodes the chunk in one call (evokit/formats/sample_record.h: the
+    bytes protobuf gives for the same records)."""
+    path = os.fspath(path)
+    data = _core.encode_sample_records(infos, rewards, env_steps, config_fingerprint, model_fingerprint,
+                                       sampler_id, time, first_index)
+    fd = _open_for_append(path)
+    try:
+        if infos:
+            try:
+                _core.log_append(fd, path, data, len(infos), True)
+            except ValueError as exc:
+                raise LogError(str(exc)) from None
     finally:
         os.close(fd)
 

@@ -394,7 +394,7 @@ class Consumed:
         if isinstance(identity, bytes):
             return identity in self.ids
         sampler, iteration, index = identity
-        runs = self.runs().get((sampler, iteration))
+        runs = (self.runs() if self._indices else self._runs).get((sampler, iteration))
         if not runs:
             return False
         at = bisect.bisect_right(runs, (index, float("inf"))) - 1

@@ -654,3 +654,41 @@ def test_log_writer_inherited_by_a_forked_child_reopens(tmp_path):
     assert result.skipped == []
     assert sorted((r.record.sampler_id, r.record.info.key[0]) for r in result.records) == [
         (s, i) for s in (1, 2) for i in range(PER_WRITER)]
+
+
+def test_the_cores_chunk_encoder_writes_the_bytes_protobuf_writes(tmp_path):
+    # The online sampler's chunks are encoded by the core
+    # (evokit/formats/sample_record.h), every other writer by protobuf: a
+    # reader cannot tell them apart. Seeded random records over each field's
+    # range: negative and extreme keys and ids, -0.0, inf, NaN and subnormal
+    # rewards, 2^64 - 1 sampler ids, empty and long fingerprints.
+    from evokit.online.samplelog import append_sampler_chunk
+
+    rng = random.Random(20261129)
+    specials = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 5e-324, -1.7976931348623157e308]
+    for trial in range(40):
+        count = rng.randint(1, 30)
+        infos = [_core.SamplingInfo(key=[rng.choice([0, -1, 2 ** 63 - 1, -(2 ** 63), rng.randint(-2 ** 40, 2 ** 40)])
+                                         for _ in range(rng.randint(0, 3))],
+                                    model_iter_id=rng.choice([0, 1, -5, 2 ** 62, rng.randint(0, 10 ** 6)]),
+                                    mirrored=rng.random() < 0.5) for _ in range(count)]
+        rewards = [rng.choice(specials) if rng.random() < 0.3 else rng.uniform(-1e6, 1e6) for _ in range(count)]
+        steps = [rng.choice([0, -1, 2 ** 63 - 1, rng.randint(0, 10 ** 9)]) for _ in range(count)]
+        cfp = "".join(rng.choice("0123456789abcdef") for _ in range(rng.choice([0, 64, 300])))
+        mfp = "".join(rng.choice("0123456789abcdef") for _ in range(rng.choice([0, 64])))
+        sampler = rng.choice([0, 1, 2 ** 64 - 1, rng.randint(0, 2 ** 63)])
+        now = rng.choice([0.0, 1.7e9 + rng.random(), -1.0])
+        first = rng.choice([0, 2 ** 63, rng.randint(0, 10 ** 6)])
+        want = b"".join(encode_record(pb.SampleRecord(
+            info=pb.SamplingInfo(key=list(info.key), model_iter_id=info.model_iter_id, mirrored=info.mirrored),
+            reward=float(r), config_fingerprint=cfp, model_fingerprint=mfp, sampler_id=sampler,
+            env_steps=n, time=now, sample_index=first + j))
+            for j, (info, r, n) in enumerate(zip(infos, rewards, steps)))
+        got = _core.encode_sample_records(infos, rewards, steps, cfp, mfp, sampler, now, first)
+        assert got == want, trial
+    # And through the file: the log reads back as the records.
+    path = tmp_path / "chunk.log"
+    append_sampler_chunk(path, infos, rewards, steps, config_fingerprint=cfp, model_fingerprint=mfp,
+                         sampler_id=sampler, time=now, first_index=first)
+    assert path.read_bytes() == want
+    assert [r.record.sample_index for r in read_log(path).records] == [first + j for j in range(count)]

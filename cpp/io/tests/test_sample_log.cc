@@ -1,14 +1,19 @@
 #include "evokit/io/sample_log.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
 #include <csignal>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "evokit/crc32.h"
+#include "evokit/formats/sample_record.h"
+#include "evokit/record_log.h"
 #include "evokit/io/errors.h"
 #include "io_test_util.h"
 
@@ -323,6 +328,47 @@ TEST(SampleLog, OversizedRecordIsRefusedAndAppendsNothing) {
   EXPECT_THROW_WITH(w.append({make_record(1), big}), std::invalid_argument,
                     "exceeds the maximum payload of 16777216 bytes");
   EXPECT_EQ(read_bytes(dir.file("a.log")), "");
+}
+
+// The online sampler's chunks are encoded by the core
+// (evokit/formats/sample_record.h): protobuf C++ reads them as the records
+// they are and writes the same bytes for them.
+TEST(SampleRecordChunk, TheCoresBytesAreProtobufsBytes) {
+  formats::SampleRecordChunk chunk{std::string(64, 'c'), "m", 18446744073709551615ull, 1.7e9, 41};
+  std::vector<SamplingInfo> infos(3);
+  infos[0].key = {7, -1};
+  infos[0].model_iter_id = 3;
+  infos[1].key = {};
+  infos[1].mirrored = true;
+  infos[2].key = {INT64_MIN};
+  infos[2].model_iter_id = -2;
+  const double rewards[] = {1.5, -0.0, -1e300};
+  const std::int64_t steps[] = {10, 0, -3};
+  std::string bytes;
+  formats::append_sample_records(bytes, chunk, infos, rewards, steps);
+  std::string want;
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    proto::SampleRecord r;
+    for (std::int64_t k : infos[i].key) r.mutable_info()->add_key(k);
+    r.mutable_info()->set_model_iter_id(infos[i].model_iter_id);
+    r.mutable_info()->set_mirrored(infos[i].mirrored);
+    r.set_reward(rewards[i]);
+    r.set_config_fingerprint(chunk.config_fingerprint);
+    r.set_model_fingerprint(chunk.model_fingerprint);
+    r.set_sampler_id(chunk.sampler_id);
+    r.set_env_steps(steps[i]);
+    r.set_time(chunk.time);
+    r.set_sample_index(chunk.first_index + i);
+    std::string payload;
+    {
+      google::protobuf::io::StringOutputStream stream(&payload);
+      google::protobuf::io::CodedOutputStream out(&stream);
+      out.SetSerializationDeterministic(true);
+      ASSERT_TRUE(r.SerializeToCodedStream(&out));
+    }
+    want += frame_record(payload);
+  }
+  EXPECT_EQ(bytes, want);
 }
 
 }  // namespace
