@@ -76,7 +76,7 @@ void CMASolver::rebuild_member(const std::vector<std::int64_t>& key, float* out)
 
 std::pair<std::size_t, std::string> CMASolver::requirement() const { return {1, "members"}; }
 
-void CMASolver::tell(const std::vector<std::vector<double>>& per_member) {
+void CMASolver::tell(const std::vector<double>& values) {
   if (cma_->stopped()) {
     std::string names;
     for (const auto& [name, threshold] : cma_->stop()) names += (names.empty() ? "" : ", ") + name;
@@ -84,13 +84,7 @@ void CMASolver::tell(const std::vector<std::vector<double>>& per_member) {
   }
   const auto& keys = member_keys();
   std::vector<std::int64_t> k(keys.size());
-  std::vector<double> values(keys.size());
-  for (std::size_t m = 0; m < keys.size(); ++m) {
-    k[m] = keys[m][0];
-    double sum = 0.0;
-    for (double r : per_member[m]) sum += r;
-    values[m] = -(sum / static_cast<double>(per_member[m].size()));  // CMA minimises
-  }
+  for (std::size_t m = 0; m < keys.size(); ++m) k[m] = keys[m][0];
   if (cma_->sampled_population() != nullptr && cma_->keys() == k) {
     cma_->ask();  // pending again if need be: the materialised generation, not a new one
     cma_->tell(values.data(), values.size());  // its samples, as tell_keys would rebuild them

@@ -374,13 +374,7 @@ std::pair<std::size_t, std::string> DistributionSolver::requirement() const {
   return {1, "members"};
 }
 
-void DistributionSolver::tell(const std::vector<std::vector<double>>& per_member) {
-  std::vector<double> values(per_member.size());
-  for (std::size_t m = 0; m < per_member.size(); ++m) {
-    double sum = 0.0;
-    for (double r : per_member[m]) sum += r;
-    values[m] = -(sum / static_cast<double>(per_member[m].size()));  // minimised
-  }
+void DistributionSolver::tell(const std::vector<double>& values) {
   strategy_->ask();
   strategy_->tell(values.data(), values.size());
 }

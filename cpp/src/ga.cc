@@ -246,6 +246,21 @@ void GeneticAlgorithm::tell_elite_candidates(const std::vector<double>& scores) 
     }
     means[c] = sum / static_cast<double>(evaluations);
   }
+  tell_elite_means(means);
+}
+
+void GeneticAlgorithm::tell_elite_means(const std::vector<double>& means) {
+  ask_elite_candidates();  // checks the phase
+  const std::size_t count = candidates_.size();
+  if (means.size() != count) {
+    throw std::invalid_argument("tell_elite_means: expected a mean score for each of the " + std::to_string(count) +
+                                " candidates, got " + std::to_string(means.size()));
+  }
+  for (std::size_t c = 0; c < count; ++c) {
+    if (std::isnan(means[c])) {
+      throw std::invalid_argument("the mean score of elite candidate " + std::to_string(c) + " is nan");
+    }
+  }
   // "Set Elite <- argmax_{theta in C} 1/K sum_k F(theta)", for E elites.
   std::vector<std::size_t> by_mean(count);
   std::iota(by_mean.begin(), by_mean.end(), std::size_t{0});

@@ -38,22 +38,19 @@ std::pair<std::size_t, std::string> GASolver::requirement() const {
   return {ga_->options().elite_evaluations, "elite candidates"};
 }
 
-void GASolver::tell(const std::vector<std::vector<double>>& per_member) {
+std::size_t GASolver::rewards_averaged() const {
+  // Elite candidates: the mean of their first elite_evaluations rewards.
+  return ga_->phase() == GeneticAlgorithm::Phase::kFitness ? 0 : ga_->options().elite_evaluations;
+}
+
+void GASolver::tell(const std::vector<double>& values) {
+  std::vector<double> fitness(values.size());  // the GA maximises the mean rewards
+  for (std::size_t m = 0; m < values.size(); ++m) fitness[m] = -values[m];
   if (ga_->phase() == GeneticAlgorithm::Phase::kFitness) {
-    std::vector<double> fitness(per_member.size());
-    for (std::size_t m = 0; m < per_member.size(); ++m) {
-      double sum = 0.0;
-      for (double r : per_member[m]) sum += r;
-      fitness[m] = sum / static_cast<double>(per_member[m].size());
-    }
     ga_->tell(fitness);
-    return;
+  } else {
+    ga_->tell_elite_means(fitness);
   }
-  const std::size_t k = ga_->options().elite_evaluations;
-  std::vector<double> scores;  // candidate-major: the first k rewards of each
-  scores.reserve(per_member.size() * k);
-  for (const auto& r : per_member) scores.insert(scores.end(), r.begin(), r.begin() + k);
-  ga_->tell_elite_candidates(scores);
 }
 
 void GASolver::compute_center(float* out) const {

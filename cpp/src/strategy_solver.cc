@@ -247,7 +247,16 @@ UpdateStats StrategySolver::update(const std::vector<SamplingInfo>& infos,
   const auto per_member = group(infos, rewards);
   const std::string missing = shortfall_of(per_member);
   if (!missing.empty()) throw std::invalid_argument(missing);
-  tell(per_member);
+  // Each member's value, once for every family: minus the mean of its rewards.
+  const std::size_t averaged = rewards_averaged();
+  std::vector<double> values(per_member.size());
+  for (std::size_t m = 0; m < per_member.size(); ++m) {
+    const std::size_t n = averaged != 0 ? averaged : per_member[m].size();
+    double sum = 0.0;
+    for (std::size_t k = 0; k < n; ++k) sum += per_member[m][k];
+    values[m] = -(sum / static_cast<double>(n));
+  }
+  tell(values);
   ++model_iter_id_;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -226,7 +226,7 @@ class DistributionSolver final : public StrategySolver {
   void prepare_generation() const override { strategy_->ask(); }
   void rebuild_member(const std::vector<std::int64_t>& key, float* out) const override;
   std::pair<std::size_t, std::string> requirement() const override;
-  void tell(const std::vector<std::vector<double>>& per_member) override;
+  void tell(const std::vector<double>& values) override;
   void compute_center(float* out) const override;
   void save_strategy(SolverState& state) const override;
   void load_strategy(const SolverState& state) override;

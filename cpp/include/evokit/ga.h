@@ -99,6 +99,9 @@ class GeneticAlgorithm {
   // that is undefined (+inf and -inf for the same candidate). Ends the
   // generation.
   void tell_elite_candidates(const std::vector<double>& scores);
+  // The same from each candidate's mean score (finite), as a caller that
+  // averaged them gives them.
+  void tell_elite_means(const std::vector<double>& means);
 
   // The parameters of an individual, rebuilt from its seeds (see Encoding):
   // `out` holds num_params() floats. Throws std::invalid_argument for an

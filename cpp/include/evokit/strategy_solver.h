@@ -94,7 +94,13 @@ class StrategySolver : public Solver {
   virtual void rebuild_member(const std::vector<std::int64_t>& key, float* out) const = 0;
   // (rewards needed per member, what the members are called).
   virtual std::pair<std::size_t, std::string> requirement() const = 0;
-  virtual void tell(const std::vector<std::vector<double>>& per_member) = 0;
+  // How many of a member's rewards its value averages: the first that many
+  // (the GA's elite re-evaluation), or 0: all of them.
+  virtual std::size_t rewards_averaged() const { return 0; }
+  // The generation's values, one per member in member order, minimised:
+  // minus the mean of the member's rewards, averaged here once for every
+  // family (update()).
+  virtual void tell(const std::vector<double>& values) = 0;
   virtual void compute_center(float* out) const = 0;
   virtual void save_strategy(SolverState& state) const = 0;
   // Validates everything, then replaces the strategy's state.
@@ -135,7 +141,7 @@ class CMASolver final : public StrategySolver {
   void prepare_generation() const override;
   void rebuild_member(const std::vector<std::int64_t>& key, float* out) const override;
   std::pair<std::size_t, std::string> requirement() const override;
-  void tell(const std::vector<std::vector<double>>& per_member) override;
+  void tell(const std::vector<double>& values) override;
   void compute_center(float* out) const override;
   void save_strategy(SolverState& state) const override;
   void load_strategy(const SolverState& state) override;
@@ -153,7 +159,8 @@ class GASolver final : public StrategySolver {
   std::vector<std::vector<std::int64_t>> members() const override;
   void rebuild_member(const std::vector<std::int64_t>& key, float* out) const override;
   std::pair<std::size_t, std::string> requirement() const override;
-  void tell(const std::vector<std::vector<double>>& per_member) override;
+  std::size_t rewards_averaged() const override;
+  void tell(const std::vector<double>& values) override;
   void compute_center(float* out) const override;
   void save_strategy(SolverState& state) const override;
   void load_strategy(const SolverState& state) override;
