@@ -187,7 +187,7 @@ struct DistributionFamily {
   std::unique_ptr<DistributionStrategy> (*make)(std::vector<double> x0, const OptionSet& options);
   // The options whose change would give logged keys another meaning are the
   // same for every family: sampling.type, param_pattern, population_size and
-  // sampling.<config_field>.seed (solver.cc's registry derives them).
+  // sampling.<config_field>.seed (solver_registry.cc derives them).
 };
 
 // Every family, in SamplingConfig.Type order.
