@@ -29,18 +29,19 @@ i-th (libraries innermost, so that shards interleave them):
     python bench/bbob.py timing --dims 2,5,10,20,40
     python -m cocopp DATA/bbob/evokit-bipop DATA/bbob/pycma-bipop   # COCO's own figures
 
-``summary`` writes bench/results/bbob.json and .md (per dimension and
+``summary`` writes bench/results/<suite>.json and .md (bbob.md,
+bbob_largescale.md, ...; per dimension and
 function group: runs solved, the ERT ratio against each peer; per
 dimension: a one-sided Fisher test of EvoKit's solved runs against each
-peer's) and bench/results/bbob_ecdf_d<D>.png (the fraction of (run,
+peer's) and bench/results/<suite>_ecdf_d<D>.png (the fraction of (run,
 target) pairs reached against evaluations / D). ``timing`` is COCO's timing
 experiment: CPU seconds per evaluation against the dimension, per library.
 
 Libraries: ``evokit-bipop`` (CMAES, BIPOP), ``evokit-ipop``, and
 ``evokit-<strategy>`` for any other EvoKit ask/tell strategy (sep-cma,
-snes, xnes, crfmnes, lmmaes, pgpe, cem, openes, ars, ga: independent
-restarts only); peers: ``pycma-bipop``, ``cmaes-ipop``, ``modcma-bipop``,
-``nevergrad`` (NGOpt). Peers are imported only when run:
+snes, xnes, crfmnes, lmmaes, maes, pgpe, cem, openes, ars, ga: independent
+restarts only); peers: ``pycma-bipop``, ``pycma-sep`` (pycma's separable
+model, CMA_diagonal=True), ``cmaes-ipop``, ``modcma-bipop``, ``nevergrad`` (NGOpt). Peers are imported only when run:
 ``pip install coco-experiment cocopp cma cmaes modcma``.
 """
 
@@ -134,7 +135,7 @@ def _evokit_strategy(name: str):
     import evokit
 
     table = {"sep-cma": evokit.SepCMAES, "snes": evokit.SNES, "xnes": evokit.XNES, "crfmnes": evokit.CRFMNES,
-             "lmmaes": evokit.LMMAES, "pgpe": evokit.PGPE, "cem": evokit.CEM, "openes": evokit.OpenES,
+             "lmmaes": evokit.LMMAES, "maes": evokit.MAES, "pgpe": evokit.PGPE, "cem": evokit.CEM, "openes": evokit.OpenES,
              "ars": evokit.ARS, "ga": evokit.GA}
     if name not in table:
         raise SystemExit(f"unknown EvoKit strategy {name!r}: one of bipop, ipop, {', '.join(table)}")
@@ -168,8 +169,10 @@ def run_evokit(obj: Objective, seed: int, variant: str) -> int:
     return run
 
 
-def run_pycma(obj: Objective, seed: int) -> int:
-    """pycma: fmin2(..., restarts=9, bipop=True), then independent restarts."""
+def run_pycma(obj: Objective, seed: int, restricted: Optional[str] = None) -> int:
+    """pycma: fmin2(..., restarts=9, bipop=True), then independent restarts;
+    restricted="diagonal": pycma's separable model (CMA_diagonal=True, the
+    counterpart of EvoKit's SepCMAES), independent restarts only."""
     import cma
 
     rng = np.random.default_rng(seed)
@@ -180,7 +183,10 @@ def run_pycma(obj: Objective, seed: int) -> int:
                 "termination_callback": lambda es: obj.problem.final_target_hit}
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            _, es = cma.fmin2(obj, x0, SIGMA0, opts, restarts=9, bipop=True)
+            if restricted == "diagonal":
+                cma.fmin2(obj, x0, SIGMA0, {**opts, "CMA_diagonal": True})
+            else:
+                cma.fmin2(obj, x0, SIGMA0, opts, restarts=9, bipop=True)
         run += 1
         x0 = obj.restart_x0(rng)
     return run
@@ -249,8 +255,8 @@ def runner(library: str) -> Callable[[Objective, int], int]:
         if variant not in ("bipop", "ipop"):
             _evokit_strategy(variant)  # the name is checked before any run
         return lambda obj, seed: run_evokit(obj, seed, variant)
-    table = {"pycma-bipop": run_pycma, "cmaes-ipop": run_cmaes, "modcma-bipop": run_modcma,
-             "nevergrad": run_nevergrad}
+    table = {"pycma-bipop": run_pycma, "pycma-sep": lambda obj, seed: run_pycma(obj, seed, "diagonal"),
+             "cmaes-ipop": run_cmaes, "modcma-bipop": run_modcma, "nevergrad": run_nevergrad}
     if library not in table:
         raise SystemExit(f"unknown library {library!r}: evokit-<strategy> or one of {', '.join(table)}")
     return table[library]
@@ -551,7 +557,8 @@ def _fmt_ratio(v) -> str:
 
 def cmd_summary(args) -> None:
     libs = args.libraries.split(",")
-    report = results.Report("bbob", f"COCO {args.suite}: {', '.join(libs)}", quiet=args.quiet)
+    name = args.suite.replace("-", "_")  # bbob.md, bbob_largescale.md, ...
+    report = results.Report(name, f"COCO {args.suite}: {', '.join(libs)}", quiet=args.quiet)
     records = load_records(args.data, args.suite, libs)
     cmp = compare(records, FIRST if FIRST in libs else libs[0])
     first = FIRST if FIRST in libs else libs[0]
@@ -595,7 +602,7 @@ def cmd_summary(args) -> None:
     figures = []
     if not args.no_figures:
         for d in cmp["dimensions"]:
-            path = os.path.join(args.out, f"bbob_ecdf_d{int(d)}.png")
+            path = os.path.join(args.out, f"{name}_ecdf_d{int(d)}.png")
             os.makedirs(args.out, exist_ok=True)
             draw_ecdf(records, int(d), common, path, max(budgets) if budgets else 1e4)
             figures.append(os.path.relpath(path, args.out))
