@@ -41,6 +41,13 @@ void bind_distribution(py::module_& m) {
       "The distribution families: (name, SamplingConfig type, config field), in "
       "SamplingConfig.Type order.");
 
+  py::dict stop_defaults;
+  stop_defaults["tolfun"] = kDefaultTolfun;
+  stop_defaults["tolfunhist"] = kDefaultTolfunhist;
+  stop_defaults["tolx"] = kDefaultTolx;
+  stop_defaults["conditioncov"] = kDefaultConditioncov;
+  stop_defaults["tolupsigma"] = kDefaultTolupsigma;
+  m.attr("STOP_DEFAULTS") = stop_defaults;
   py::class_<FValueHistory>(m, "FValueHistory",
                             "One run's f-value history and the stop criteria on it (evokit/termination.h: "
                             "pycma's definitions, shared by every strategy).")
@@ -78,8 +85,8 @@ void bind_distribution(py::module_& m) {
           },
           py::arg("evaluations"), py::arg("best_f"), py::kw_only(), py::arg("max_evaluations") = py::none(),
           py::arg("max_iterations") = py::none(),
-          py::arg("ftarget") = -std::numeric_limits<double>::infinity(), py::arg("tolfun") = 1e-11,
-          py::arg("tolfunhist") = 1e-12, py::arg("tolstagnation") = py::none(),
+          py::arg("ftarget") = -std::numeric_limits<double>::infinity(), py::arg("tolfun") = kDefaultTolfun,
+          py::arg("tolfunhist") = kDefaultTolfunhist, py::arg("tolstagnation") = py::none(),
           "The criteria met (pycma's name -> threshold).");
 
   py::class_<DistributionStrategy>(

@@ -29,6 +29,7 @@ import numpy as np
 from .. import _core
 from .asktell import AskTellStrategy, OptimizeResult
 from .replay import ReplayPickling
+from .tracked import STOP
 
 __all__ = ["CMAES", "SepCMAES"]
 
@@ -61,8 +62,9 @@ class _CMABlackBox(ReplayPickling, AskTellStrategy):
 
     def __init__(self, x0, sigma0: float, *, population_size: int | None = None, seed: int = 0,
                  bounds=None, max_evaluations: int | None = None, ftarget: float | None = None,
-                 tolfun: float = 1e-11, tolfunhist: float = 1e-12, tolx: float = 1e-11,
-                 tolstagnation: int | None = None, conditioncov: float = 1e14, tolupsigma: float = 1e20,
+                 tolfun: float = STOP["tolfun"], tolfunhist: float = STOP["tolfunhist"], tolx: float = STOP["tolx"],
+                 tolstagnation: int | None = None, conditioncov: float = STOP["conditioncov"],
+                 tolupsigma: float = STOP["tolupsigma"],
                  restarts: int = 0, restart_strategy: str = "ipop", integer_variables=None,
                  margin: float | None = None, step_size_adaptation: str = "auto", nan_policy: str = "error",
                  num_threads: int = 1):

@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import _core, evokit_pb2
 from ..solvers.options import field_comments
-from .tracked import TrackedStrategy, check_int, check_x0
+from .tracked import STOP, TrackedStrategy, check_int, check_x0
 
 __all__ = ["DistributionES", "SNES", "XNES", "CRFMNES", "LMMAES", "MAES", "PGPE", "CEM"]
 
@@ -153,8 +153,9 @@ class DistributionES(TrackedStrategy):
     def __init__(self, x0, sigma0, *, population_size: Optional[int] = None, seed: int = 0,
                  nan_policy: str = "error", num_threads: int = 1,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
-                 ftarget: Optional[float] = None, tolfun: float = 1e-11, tolfunhist: float = 1e-12,
-                 stagnation_iterations: Optional[int] = None, conditioncov: Optional[float] = 1e14,
+                 ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"],
+                 tolfunhist: float = STOP["tolfunhist"], stagnation_iterations: Optional[int] = None,
+                 conditioncov: Optional[float] = STOP["conditioncov"],
                  **options):
         population_size = check_int("population_size", population_size, 2, allow_none=True)
         seed = check_int("seed", seed, 0)
@@ -267,7 +268,7 @@ class DistributionES(TrackedStrategy):
 
     def __setstate__(self, d):
         family, it, version, floats, doubles, ints = d.pop("_es")
-        d.setdefault("_conditioncov", 1e14)  # pickled before conditioncov existed
+        d.setdefault("_conditioncov", STOP["conditioncov"])  # pickled before conditioncov existed
         self.__dict__.update(d)
         self._es = _core.make_distribution(self._family, self._x0, self._options)
         self._es.load(_core.SolverState(family, model_iter_id=it, noise_version=version,

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import _core
 from .replay import is_replay_state, replay
-from .tracked import TrackedStrategy, check_float32, check_int, check_x0
+from .tracked import STOP, TrackedStrategy, check_float32, check_int, check_x0
 
 __all__ = ["GA"]
 
@@ -55,7 +55,7 @@ class GA(TrackedStrategy):
                  elite_candidates: Optional[int] = None, elite_evaluations: int = 0,
                  seed: int = 0, nan_policy: str = "error", num_threads: int = 1,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
-                 ftarget: Optional[float] = None, tolfun: float = 1e-11, tolfunhist: float = 0.0,
+                 ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"], tolfunhist: float = 0.0,
                  stagnation_iterations: Optional[int] = None):
         population_size = check_int("population_size", population_size, 2)
         check_float32("GA", check_x0(x0), sigma)  # the core's individuals are float32

@@ -17,7 +17,7 @@ import numpy as np
 from .. import _core
 from ..config import FITNESS_SHAPING_NAMES
 from .replay import is_replay_state, replay
-from .tracked import TrackedStrategy, check_float32, check_int, check_positive, check_x0, float32_rewards
+from .tracked import STOP, TrackedStrategy, check_float32, check_int, check_positive, check_x0, float32_rewards
 
 __all__ = ["OpenES"]
 
@@ -59,7 +59,7 @@ class OpenES(TrackedStrategy):
                  fitness_shaping: str = "centered_rank", weight_decay: float = 0.0,
                  seed: int = 0, nan_policy: str = "error", num_threads: int = 1,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
-                 ftarget: Optional[float] = None, tolfun: float = 1e-11, tolfunhist: float = 0.0,
+                 ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"], tolfunhist: float = 0.0,
                  stagnation_iterations: Optional[int] = None, sigma_decay: float = 1.0,
                  learning_rate_decay: float = 1.0):
         x = check_x0(x0)

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _core, evokit_pb2
 from ..solvers.options import solver_options
-from .tracked import TrackedStrategy, check_float32, check_int, check_positive, check_x0, float32_rewards
+from .tracked import STOP, TrackedStrategy, check_float32, check_int, check_positive, check_x0, float32_rewards
 
 __all__ = ["SolverES", "ARS"]
 
@@ -38,7 +38,7 @@ class SolverES(TrackedStrategy):
 
     def __init__(self, x0, sigma, *, population_size: int, seed: int, nan_policy: str, num_threads: int,
                  max_evaluations: Optional[int], max_iterations: Optional[int], ftarget: Optional[float],
-                 tolfun: float, stagnation_iterations: Optional[int], tolfunhist: float = 1e-12):
+                 tolfun: float, stagnation_iterations: Optional[int], tolfunhist: float = STOP["tolfunhist"]):
         check_float32(type(self).__name__, check_x0(x0), sigma)  # the centre and the noise live in float32
         super().__init__(x0, sigma, population_size=population_size, nan_policy=nan_policy,
                          max_evaluations=max_evaluations, max_iterations=max_iterations, ftarget=ftarget,
@@ -152,7 +152,7 @@ class ARS(SolverES):
     def __init__(self, x0, sigma0, *, step_size: float = 0.02, top_directions: int = 0,
                  population_size: Optional[int] = None, seed: int = 0, nan_policy: str = "error",
                  num_threads: int = 1, max_evaluations: Optional[int] = None,
-                 max_iterations: Optional[int] = None, ftarget: Optional[float] = None, tolfun: float = 1e-11,
+                 max_iterations: Optional[int] = None, ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"],
                  tolfunhist: float = 0.0,
                  stagnation_iterations: Optional[int] = None):
         n = check_x0(x0).size

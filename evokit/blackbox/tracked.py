@@ -23,7 +23,10 @@ import numpy as np
 from .. import _core
 from .asktell import GA_WORDING, AskTellStrategy, Result
 
-__all__ = ["TrackedStrategy", "check_int", "check_positive", "check_x0", "float32_rewards"]
+__all__ = ["STOP", "TrackedStrategy", "check_int", "check_positive", "check_x0", "float32_rewards"]
+
+#: pycma's default thresholds (evokit/termination.h), the defaults of every class's arguments.
+STOP: Dict[str, float] = dict(_core.STOP_DEFAULTS)
 
 
 def check_x0(x0) -> np.ndarray:
@@ -148,7 +151,7 @@ class TrackedStrategy(AskTellStrategy):
     def __init__(self, x0, sigma, *, population_size: int, nan_policy: str,
                  max_evaluations: Optional[int], max_iterations: Optional[int],
                  ftarget: Optional[float], tolfun: float, stagnation_iterations: Optional[int],
-                 num_threads: int, tolfunhist: float = 1e-12):
+                 num_threads: int, tolfunhist: float = STOP["tolfunhist"]):
         self._x0 = check_x0(x0)
         self._sigma = float(check_positive("sigma", sigma))
         super().__init__(self._x0.size, nan_policy)

@@ -202,3 +202,35 @@ def test_a_non_finite_distribution_is_refused_by_name():
             Z = (X - es.mean) / 1e300
             es.tell(X, -np.sum(Z * Z, axis=1))
     assert es.iterations > 10  # it was the update, not the start
+
+
+def test_every_familys_options_and_defaults_are_its_messages():
+    # Each class's own options are its message's fields (proto/evokit.proto)
+    # with the defaults written there, shown by its signature and its help()
+    # with the message's comments; the stop thresholds are the core's.
+    import inspect
+
+    from google.protobuf.descriptor import FieldDescriptor
+
+    from evokit import evokit_pb2 as pb
+
+    classes = {cls._family: cls for cls in (evokit.SNES, evokit.XNES, evokit.CRFMNES, evokit.LMMAES,
+                                            evokit.MAES, evokit.PGPE, evokit.CEM)}
+    assert sorted(classes) == sorted(name for name, _, _ in _core.distribution_families())
+    for name, sampling_type, field in _core.distribution_families():
+        cls = classes[name]
+        message = pb.SamplingConfig.DESCRIPTOR.fields_by_name[field].message_type
+        params = inspect.signature(cls).parameters
+        for f in message.fields:
+            if f.name in ("sigma0", "seed"):
+                continue
+            default = (f.enum_type.values_by_number[f.default_value].name.lower()
+                       if f.type == FieldDescriptor.TYPE_ENUM else f.default_value)
+            assert params[f.name].default == default, (name, f.name)
+            assert params[f.name].kind == inspect.Parameter.KEYWORD_ONLY
+            assert f"    {f.name} = {default!r}" in cls.__doc__, (name, f.name)
+        for threshold in ("tolfun", "tolfunhist", "conditioncov"):
+            assert params[threshold].default == _core.STOP_DEFAULTS[threshold]
+    # A comment of the proto reaches help().
+    assert "eta_sigma (> 0; 0: (3 + ln d) / (5 sqrt(d)))." in evokit.SNES.__doc__
+    assert inspect.signature(evokit.CMAES).parameters["tolx"].default == _core.STOP_DEFAULTS["tolx"]

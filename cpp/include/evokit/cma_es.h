@@ -124,14 +124,14 @@ struct CMAESOptions {
   // tell(); those that fire are reported by stop() as name -> threshold.
   std::optional<std::int64_t> max_evaluations;  // "maxfevals": total over restarts, >= 1
   double ftarget = -std::numeric_limits<double>::infinity();  // "ftarget": best f <= ftarget
-  double tolfun = 1e-11;      // "tolfun": f-range of the generation and of the best-f history
-  double tolfunhist = 1e-12;  // "tolfunhist": range of the best-f history
-  double tolx = 1e-11;        // "tolx": sigma * max(|p_c_i|, sqrt(C_ii)) below it for all i
+  double tolfun = kDefaultTolfun;          // "tolfun": f-range of the generation and of the best-f history
+  double tolfunhist = kDefaultTolfunhist;  // "tolfunhist": range of the best-f history
+  double tolx = kDefaultTolx;              // "tolx": sigma * max(|p_c_i|, sqrt(C_ii)) below it for all i
   // "tolstagnation": iterations before the stagnation test is active;
   // nullopt: 100 + 100 n^1.5 / lambda (pycma's default).
   std::optional<std::int64_t> tolstagnation;
-  double conditioncov = 1e14;  // "conditioncov": max / min eigenvalue of C above it
-  double tolupsigma = 1e20;    // "tolupsigma": sigma / sigma0 > tolupsigma * sqrt(max eig C)
+  double conditioncov = kDefaultConditioncov;  // "conditioncov": max / min eigenvalue of C above it
+  double tolupsigma = kDefaultTolupsigma;    // "tolupsigma": sigma / sigma0 > tolupsigma * sqrt(max eig C)
   bool noeffectaxis = true;    // "noeffectaxis": m == m + 0.1 sigma D_i b_i, i = g mod n
   bool noeffectcoord = true;   // "noeffectcoord": m_i == m_i + 0.2 sigma sqrt(C_ii) for an i
 

@@ -64,13 +64,22 @@ class WindowedHistory {
 
 }  // namespace detail
 
+// pycma's default thresholds: the one place every strategy's defaults come
+// from (CMAESOptions, FValueCriteria, the Python classes through
+// _core.STOP_DEFAULTS).
+inline constexpr double kDefaultTolfun = 1e-11;
+inline constexpr double kDefaultTolfunhist = 1e-12;
+inline constexpr double kDefaultTolx = 1e-11;
+inline constexpr double kDefaultConditioncov = 1e14;
+inline constexpr double kDefaultTolupsigma = 1e20;
+
 // The thresholds (pycma's names in stop()'s keys).
 struct FValueCriteria {
   std::optional<std::int64_t> max_evaluations;  // "maxfevals"
   std::optional<std::int64_t> max_iterations;   // "maxiter"
   double ftarget = -std::numeric_limits<double>::infinity();  // "ftarget"
-  double tolfun = 1e-11;                        // "tolfun"
-  double tolfunhist = 1e-12;                    // "tolfunhist"
+  double tolfun = kDefaultTolfun;               // "tolfun"
+  double tolfunhist = kDefaultTolfunhist;       // "tolfunhist"
   std::optional<std::int64_t> tolstagnation;    // "tolstagnation"; nullopt: 100 + 100 n^1.5 / lambda
 };
 
