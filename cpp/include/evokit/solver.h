@@ -15,11 +15,17 @@
 // so do the Python package and the C++ io component. The families:
 //   GAUSSIAN_SAMPLING  GaussianSolver (gaussian_solver.h): OpenAI-ES with SGD,
 //                      momentum or Adam, EvoKit's correction for older samples
+//   ARS_SAMPLING       GaussianSolver with ARS's options (Mania et al. 2018)
 //   CMA_SAMPLING       CMASolver (strategy_solver.h): CMA-ES / sep-CMA-ES
 //   GA_SAMPLING        GASolver (strategy_solver.h): the GA of Such et al.
+//   SNES_SAMPLING ...  DistributionSolver (distribution.h) over each
+//   MAES_SAMPLING      distribution family (SNES, xNES, CR-FM-NES, LM-MA-ES,
+//                      PGPE, CEM, MA-ES)
 // A family is made from its options (SolverConfig of proto/evokit.proto,
-// flattened to dotted names: OptionSet) by the registry at the end of this
-// file; adding a family is its own files and one line there.
+// flattened to dotted names: OptionSet) by the registry declared at the end
+// of this file (cpp/src/solver_registry.cc, the one file that knows every
+// family); adding a family is its own files and one entry there (a
+// distribution family: one line in cpp/src/distribution_registry.cc).
 #pragma once
 
 #include <atomic>
