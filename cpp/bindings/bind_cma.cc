@@ -235,6 +235,17 @@ void bind_cma(py::module_& m) {
                              "(population_size: none).")
       .def_property_readonly("num_injected", &CMABase::num_injected,
                              "How many of the first rows of the last ask() were injected.")
+      .def(
+          "export_state", [](const CMABase& es) { return es.export_state(); },
+          "The whole strategy (distribution, restarts, history, injections, a pending ask) as a SolverState.")
+      .def(
+          "import_state",
+          [](CMABase& es, const SolverState& state) {
+            py::gil_scoped_release release;
+            es.import_state(state);
+          },
+          py::arg("state"),
+          "Continues from export_state() of a strategy made with the same arguments (checked first).")
       .def("disable_stagnation", &CMABase::disable_stagnation,
            "Switches the stagnation test off for the rest of the run.")
       .def_property_readonly("large_restarts", &CMABase::large_restarts)

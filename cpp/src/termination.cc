@@ -71,6 +71,37 @@ double WindowedHistory::median(int window, std::size_t from, std::size_t len) {
 
 }  // namespace detail
 
+void detail::WindowedHistory::restore(const std::vector<double>& values, std::uint64_t base) {
+  clear();
+  values_.assign(values.begin(), values.end());
+  base_ = base;
+}
+
+FValueHistory::Saved FValueHistory::saved() const {
+  Saved s;
+  s.generations = generations_;
+  s.n = n_;
+  s.lambda = lambda_;
+  s.last_min = last_min_;
+  s.last_max = last_max_;
+  s.best.assign(best_.begin(), best_.end());
+  s.stag_best = stag_best_.values();
+  s.stag_median = stag_median_.values();
+  s.stag_base = stag_best_.base();
+  return s;
+}
+
+void FValueHistory::restore(const Saved& s) {
+  generations_ = s.generations;
+  n_ = static_cast<std::size_t>(s.n);
+  lambda_ = static_cast<std::size_t>(s.lambda);
+  last_min_ = s.last_min;
+  last_max_ = s.last_max;
+  best_.assign(s.best.begin(), s.best.end());
+  stag_best_.restore(s.stag_best, s.stag_base);
+  stag_median_.restore(s.stag_median, s.stag_base);
+}
+
 void FValueHistory::clear() {
   generations_ = 0;
   best_.clear();

@@ -33,7 +33,6 @@ import numpy as np
 
 from .constraints import ConstraintHandler
 from .parallel import Evaluation
-from .replay import told
 
 __all__ = ["AskTellStrategy", "OptimizeResult", "Result", "NAN_POLICIES", "Wording"]
 
@@ -295,7 +294,7 @@ class AskTellStrategy:
             # update as the general path below.
             v = values.copy()
             self._tell(v)
-            self._told_once(asked, _NONE, v, None, owned=True)
+            self._told_once()
             return
         w, name = self._wording, type(self).__name__
         if asked is None:
@@ -337,19 +336,13 @@ class AskTellStrategy:
         if handler is not None and self._constraints is None:
             self._constraints_started()
         self._constraints = handler
-        self._told_once(x, differ, values, constraints)
+        self._told_once()
 
-    def _told_once(self, x: np.ndarray, differ: np.ndarray, values, constraints, owned: bool = False) -> None:
-        """tell()'s bookkeeping once the strategy has updated: the ask is
-        answered, and the tell recorded for pickling by replay (owned: values
-        is tell()'s own float64 copy, which the hooks only read, so the
-        record keeps it instead of another copy)."""
+    def _told_once(self) -> None:
+        """tell()'s bookkeeping once the strategy has updated: the ask is answered."""
         self._tells += 1
         self._asked = None
         self._told = True
-        record = getattr(self, "_record", None)
-        if record is not None:
-            record(*told(x, differ, values, constraints, owned))
 
     def stop(self) -> Dict[str, Any]:
         """name -> threshold of the termination criteria that fired; {} while the run goes on."""

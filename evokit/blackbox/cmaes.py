@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import _core
 from .asktell import AskTellStrategy, OptimizeResult
-from .replay import ReplayPickling
+from .replay import is_replay_state, replay
 from .tracked import STOP
 
 __all__ = ["CMAES", "SepCMAES"]
@@ -57,7 +57,7 @@ def _bounds(bounds, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
     return out[0], out[1]
 
 
-class _CMABlackBox(ReplayPickling, AskTellStrategy):
+class _CMABlackBox(AskTellStrategy):
     _core_class: Any = None
 
     def __init__(self, x0, sigma0: float, *, population_size: int | None = None, seed: int = 0,
@@ -73,15 +73,33 @@ class _CMABlackBox(ReplayPickling, AskTellStrategy):
             raise ValueError(f"x0 must be a 1-D array of the initial solution, got shape {x0.shape}")
         super().__init__(x0.size, nan_policy)
         lower, upper = _bounds(bounds, x0.size)
-        self._es = self._core_class(
-            x0, float(sigma0), population_size=population_size, seed=seed, lower=lower, upper=upper,
+        self._core_args = ((x0, float(sigma0)), dict(
+            population_size=population_size, seed=seed, lower=lower, upper=upper,
             max_evaluations=max_evaluations, ftarget=-math.inf if ftarget is None else float(ftarget),
             tolfun=tolfun, tolfunhist=tolfunhist, tolx=tolx, tolstagnation=tolstagnation,
             conditioncov=conditioncov, tolupsigma=tolupsigma, restarts=restarts,
             restart_strategy=restart_strategy,
             integer_variables=None if integer_variables is None else _indices(integer_variables),
             margin=None if margin is None else float(margin), step_size_adaptation=step_size_adaptation,
-            num_threads=num_threads)
+            num_threads=num_threads))
+        self._es = self._core_class(*self._core_args[0], **self._core_args[1])
+
+    # ---- pickling: the core's whole state (export_state), never a replay ----------
+    def __getstate__(self):
+        d = self.__dict__.copy()
+        s = d.pop("_es").export_state()
+        d["_es_state"] = (s.family, s.model_iter_id, s.noise_version, s.floats, s.doubles, s.ints)
+        return d
+
+    def __setstate__(self, d):
+        if is_replay_state(d):  # pickled by replay, before CMAES pickled its state
+            replay(self, d)
+            return
+        family, it, version, floats, doubles, ints = d.pop("_es_state")
+        self.__dict__.update(d)
+        self._es = self._core_class(*self._core_args[0], **self._core_args[1])
+        self._es.import_state(_core.SolverState(family, model_iter_id=it, noise_version=version, floats=floats,
+                                                doubles=doubles, ints=ints))
 
     # hooks
     def _ask(self) -> np.ndarray:
@@ -109,7 +127,6 @@ class _CMABlackBox(ReplayPickling, AskTellStrategy):
             raise ValueError(f"method `inject` needs a list or array of solutions each of dimension "
                              f"{self.num_params}, got shape {x.shape}")
         self._es.inject(x, force=bool(force))
-        self._record("inject", x.copy(), bool(force))
 
     def _stop(self) -> dict[str, Any]:
         return self._es.stop()

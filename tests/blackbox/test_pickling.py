@@ -125,29 +125,72 @@ def test_ga_and_openes_pickle_their_state_not_their_history():
     assert "_core_state" in ga.__getstate__() and "log" not in ga.__getstate__()
 
 
+def test_cmaes_pickles_its_state_not_its_history():
+    es = evokit.CMAES(np.full(6, 1.0), 0.5, seed=3, population_size=20)
+    sizes = {}
+    for g in range(1, 101):
+        X = es.ask()
+        es.tell(X, (X * X).sum(axis=1) + 1.0)
+        if g in (50, 100):
+            sizes[g] = len(pickle.dumps(es))
+            assert "log" not in es.__getstate__()
+    # The state grows only by the stop criteria's history (the best and the
+    # median f-value of each generation: 16 bytes), never by the 20 told
+    # values of each generation (160 bytes).
+    assert sizes[100] - sizes[50] <= 50 * 16
+
+
+def _cmaes_replayed():
+    return evokit.CMAES(np.full(4, 1.0), 0.5, seed=4, restarts=2, restart_strategy="bipop", tolfun=1e-3)
+
+
 @pytest.mark.parametrize("name,make", [
+    ("cmaes", _cmaes_replayed),
     ("ga", lambda: evokit.GA(np.full(4, 1.0), 0.3, population_size=8, elite_evaluations=2, elite_candidates=2,
                              seed=4)),
     ("openes", lambda: evokit.OpenES(np.full(4, 1.0), 0.2, seed=4, sigma_decay=0.99, learning_rate_decay=0.98)),
 ])
 def test_a_strategy_pickled_by_replay_before_still_loads_and_continues(name, make):
-    # data/<name>_replay_pickle.pkl: `make()` told sum(x^2) for 5 generations,
-    # then asked once more (pending), pickled by the code that pickled GA and
-    # OpenES by replaying their tells.
+    # data/<name>_replay_pickle.pkl: `make()` told f for 5 generations (CMA:
+    # 30, with an injection after the sixth and its BIPOP restarts), then
+    # asked once more (pending), pickled by the code that pickled CMAES, GA
+    # and OpenES by replaying their tells.
     import os
 
     def f(X):
-        return (X * X).sum(axis=1)
+        return (X * X).sum(axis=1) + (np.sin(3 * X[:, 0]) if name == "cmaes" else 0.0)
 
     with open(os.path.join(os.path.dirname(__file__), "data", f"{name}_replay_pickle.pkl"), "rb") as fh:
         old = pickle.load(fh)
     fresh = make()
-    for _ in range(5):
+    for g in range(30 if name == "cmaes" else 5):
         X = fresh.ask()
         fresh.tell(X, f(X))
+        if name == "cmaes" and g == 5:
+            fresh.inject([np.full(4, 0.3)])
     for _ in range(4):
         X = fresh.ask()
         np.testing.assert_array_equal(old.ask(), X)
         old.tell(X, f(X))
         fresh.tell(X, f(X))
     np.testing.assert_array_equal(old.result.xfavorite, fresh.result.xfavorite)
+
+
+def test_a_cmaes_state_that_does_not_fit_is_refused_by_entry_and_changes_nothing():
+    es = evokit.CMAES(np.full(4, 1.0), 0.5, seed=1)
+    X = es.ask()
+    es.tell(X, (X * X).sum(axis=1))
+    state = es._es.export_state()
+    other = evokit.CMAES(np.full(4, 1.0), 0.5, seed=1)
+    before = other._es.export_state()
+    doubles = dict(state.doubles)
+    doubles["mean"] = np.zeros(3)
+    with pytest.raises(ValueError, match=r"'mean'"):
+        other._es.import_state(evokit._core.SolverState(state.family, doubles=doubles, ints=state.ints))
+    del doubles["mean"]
+    with pytest.raises(ValueError, match=r"'mean'"):
+        other._es.import_state(evokit._core.SolverState(state.family, doubles=doubles, ints=state.ints))
+    with pytest.raises(ValueError, match="the state is of CMAES, this strategy is SepCMAES"):
+        evokit.SepCMAES(np.full(4, 1.0), 0.5)._es.import_state(state)
+    after = other._es.export_state()
+    assert {k: list(v) for k, v in after.doubles.items()} == {k: list(v) for k, v in before.doubles.items()}

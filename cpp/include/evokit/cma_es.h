@@ -87,6 +87,7 @@
 #include <string>
 #include <vector>
 
+#include "evokit/solver.h"  // SolverState
 #include "evokit/symmetric_eigen.h"
 #include "evokit/termination.h"
 
@@ -342,6 +343,15 @@ class CMABase {
     complete_state();
     return state_;
   }
+  // The whole strategy as named arrays, for saving an optimisation mid-run
+  // (pickling): the distribution, the run and restart bookkeeping, the
+  // f-value history, the best solution, queued injections and a pending
+  // ask. import_state(export_state()) on a strategy constructed with the same
+  // arguments continues bit for bit; it checks every entry's presence and
+  // size before it changes anything (std::invalid_argument naming it).
+  SolverState export_state() const;
+  void import_state(const SolverState& state);
+
   // Replaces the distribution (checkpoint restore, tests). Validates sizes,
   // sigma > 0, finiteness and positive definiteness (std::invalid_argument);
   // an empty eigenvalues/eigenvectors pair is recomputed from cov, with

@@ -47,6 +47,11 @@ class WindowedHistory {
  public:
   void push(double v, std::size_t cap);
   void clear();
+  // The entries kept (oldest first) and the absolute index of the first, and
+  // their restore (the sorted windows are rebuilt when next asked for).
+  std::vector<double> values() const { return {values_.begin(), values_.end()}; }
+  std::uint64_t base() const noexcept { return base_; }
+  void restore(const std::vector<double>& values, std::uint64_t base);
   std::size_t size() const noexcept { return values_.size(); }
   // The median of entries [from, from + len) (positions in the current
   // history); `window` (0 or 1) names the cached window to move there.
@@ -92,6 +97,17 @@ class FValueHistory {
   // Forgets the run (a restart).
   void clear();
   std::int64_t generations() const noexcept { return generations_; }
+  // Everything check() reads, for saving a strategy whole, and its restore:
+  // the same criteria, bit for bit, after restore(saved()).
+  struct Saved {
+    std::int64_t generations = 0;
+    std::uint64_t n = 1, lambda = 1;
+    double last_min = 0, last_max = 0;
+    std::vector<double> best, stag_best, stag_median;
+    std::uint64_t stag_base = 0;
+  };
+  Saved saved() const;
+  void restore(const Saved& s);
   // The criteria met (name -> threshold) after the generations recorded,
   // with `evaluations` in all and the best f-value `best_f` so far.
   std::map<std::string, double> check(const FValueCriteria& c, std::int64_t evaluations, double best_f);
