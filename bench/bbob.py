@@ -445,6 +445,19 @@ def load_records(data: str, suite: str, libraries: Sequence[str]) -> Dict[str, L
     return out
 
 
+def cpu_per_evaluation(records: Dict[str, List[dict]], cells: set) -> Dict[str, Dict[int, float]]:
+    """CPU seconds per evaluation of each library per dimension, over the
+    given cells (its runs as they ran: the strategy's own cost and f's)."""
+    out: Dict[str, Dict[int, float]] = {}
+    for lib, recs in records.items():
+        for d in sorted({r["dimension"] for r in recs}):
+            runs = [r for r in recs if r["dimension"] == d and (r["function"], d, r["instance_index"]) in cells]
+            evals = sum(r["evaluations"] for r in runs)
+            if evals:
+                out.setdefault(lib, {})[d] = sum(r["cpu_s"] for r in runs) / evals
+    return out
+
+
 def ert(runs: Sequence[dict]) -> float:
     """Expected running time to the final target: evaluations of all runs / runs solved."""
     solved = sum(r["solved"] for r in runs)
@@ -607,6 +620,14 @@ def cmd_summary(args) -> None:
             draw_ecdf(records, int(d), common, path, max(budgets) if budgets else 1e4)
             figures.append(os.path.relpath(path, args.out))
         report.print("\nECDF figures: " + ", ".join(figures))
+    per_eval = cpu_per_evaluation(records, common)
+    if per_eval:
+        dims = sorted({d for t in per_eval.values() for d in t})
+        report.print("\nCPU seconds per evaluation over the cells every library ran (their whole runs):\n")
+        report.print("| library | " + " | ".join(f"D={d}" for d in dims) + " |")
+        report.print("|---|" + "---|" * len(dims))
+        for lib, t in per_eval.items():
+            report.print(f"| {lib} | " + " | ".join(f"{t[d]:.2e}" if d in t else "-" for d in dims) + " |")
     timing = load_timing(args.data, libs)
     if timing:
         report.print("\nTiming (COCO's timing experiment): CPU seconds per evaluation\n")
@@ -617,6 +638,7 @@ def cmd_summary(args) -> None:
             report.print(f"| {lib} | " + " | ".join(
                 f"{t[str(d)]['cpu_per_evaluation']:.2e}" if str(d) in t else "-" for d in dims) + " |")
     report.write(args.out, {"suite": args.suite, "comparison": cmp, "figures": figures, "timing": timing,
+                            "cpu_per_evaluation": {lib: {str(d): v for d, v in t.items()} for lib, t in per_eval.items()},
                             "data": os.path.relpath(os.path.abspath(args.data), results.ROOT)})
 
 
