@@ -68,6 +68,22 @@ void bind_distribution(py::module_& m) {
           py::arg("values"), py::arg("n"), py::arg("population_size"),
           "Records a generation's f-values (n parameters, population_size members set the windows).")
       .def("clear", &FValueHistory::clear, "Forgets the run.")
+      // Pickles as FValueHistory::save's entries, read back (and checked) by FValueHistory::read.
+      .def(py::pickle(
+          [](const FValueHistory& h) {
+            SolverState s;
+            h.save(s, "");
+            const py::object state = py::cast(s);
+            return py::make_tuple(state.attr("doubles"), state.attr("ints"));
+          },
+          [](const py::tuple& t) {
+            if (t.size() != 2) throw std::invalid_argument("an FValueHistory pickles as (doubles, ints)");
+            const SolverState s = py::type::of<SolverState>()("", py::arg("doubles") = t[0], py::arg("ints") = t[1])
+                                      .cast<SolverState>();
+            FValueHistory h;
+            h.restore(FValueHistory::read(s, ""));
+            return h;
+          }))
       .def_property_readonly("generations", &FValueHistory::generations)
       .def(
           "check",

@@ -37,14 +37,7 @@ SolverState CMABase::export_state() const {
   d["best_x"] = best_x_;
   d["best_f"] = {best_f_};
   d["last_values"] = last_values_;
-  const FValueHistory::Saved h = history_.saved();
-  i["history.generations"] = {h.generations};
-  i["history.shape"] = {static_cast<std::int64_t>(h.n), static_cast<std::int64_t>(h.lambda)};
-  d["history.last"] = {h.last_min, h.last_max};
-  d["history.best"] = h.best;
-  d["history.stag_best"] = h.stag_best;
-  d["history.stag_median"] = h.stag_median;
-  i["history.stag_base"] = {static_cast<std::int64_t>(h.stag_base)};
+  history_.save(out, "history.");
   for (const auto& [name, threshold] : stop_) d["stop." + name] = {threshold};
   i["restart_history"] = {static_cast<std::int64_t>(restart_history_.size())};
   for (std::size_t r = 0; r < restart_history_.size(); ++r) {
@@ -109,21 +102,7 @@ void CMABase::import_state(const SolverState& in) {
   s.tpa_s = sized("tpa_s", 1)[0];
   s.mean_shift = any("mean_shift");
   s.mean_shift_z = any("mean_shift_z");
-  FValueHistory::Saved h;
-  h.generations = in.int_array("history.generations", 1)[0];
-  const auto& shape = in.int_array("history.shape", 2);
-  h.n = static_cast<std::uint64_t>(shape[0]);
-  h.lambda = static_cast<std::uint64_t>(shape[1]);
-  const auto& last = sized("history.last", 2);
-  h.last_min = last[0];
-  h.last_max = last[1];
-  h.best = any("history.best");
-  h.stag_best = any("history.stag_best");
-  h.stag_median = any("history.stag_median");
-  h.stag_base = static_cast<std::uint64_t>(in.int_array("history.stag_base", 1)[0]);
-  if (h.stag_best.size() != h.stag_median.size()) {
-    throw std::invalid_argument("state entries 'history.stag_best' and 'history.stag_median' differ in size");
-  }
+  const FValueHistory::Saved h = FValueHistory::read(in, "history.");
   std::map<std::string, double> stop;
   std::vector<std::map<std::string, double>> restart_history(
       static_cast<std::size_t>(in.int_array("restart_history", 1)[0]));

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+
+#include "evokit/solver.h"
 
 namespace evokit {
 
@@ -100,6 +103,45 @@ void FValueHistory::restore(const Saved& s) {
   best_.assign(s.best.begin(), s.best.end());
   stag_best_.restore(s.stag_best, s.stag_base);
   stag_median_.restore(s.stag_median, s.stag_base);
+}
+
+void FValueHistory::save(SolverState& state, const std::string& prefix) const {
+  const Saved h = saved();
+  state.ints[prefix + "generations"] = {h.generations};
+  state.ints[prefix + "shape"] = {static_cast<std::int64_t>(h.n), static_cast<std::int64_t>(h.lambda)};
+  state.doubles[prefix + "last"] = {h.last_min, h.last_max};
+  state.doubles[prefix + "best"] = h.best;
+  state.doubles[prefix + "stag_best"] = h.stag_best;
+  state.doubles[prefix + "stag_median"] = h.stag_median;
+  state.ints[prefix + "stag_base"] = {static_cast<std::int64_t>(h.stag_base)};
+}
+
+FValueHistory::Saved FValueHistory::read(const SolverState& state, const std::string& prefix) {
+  auto any = [&](const std::string& name) -> const std::vector<double>& {
+    const auto it = state.doubles.find(prefix + name);
+    if (it == state.doubles.end()) throw std::invalid_argument("state entry '" + prefix + name + "' is missing");
+    return it->second;
+  };
+  Saved h;
+  h.generations = state.int_array(prefix + "generations", 1)[0];
+  const auto& shape = state.int_array(prefix + "shape", 2);
+  if (shape[0] < 1 || shape[1] < 1) {
+    throw std::invalid_argument("state entry '" + prefix + "shape' must hold n >= 1 and lambda >= 1");
+  }
+  h.n = static_cast<std::uint64_t>(shape[0]);
+  h.lambda = static_cast<std::uint64_t>(shape[1]);
+  const auto& last = state.double_array(prefix + "last", 2);
+  h.last_min = last[0];
+  h.last_max = last[1];
+  h.best = any("best");
+  h.stag_best = any("stag_best");
+  h.stag_median = any("stag_median");
+  h.stag_base = static_cast<std::uint64_t>(state.int_array(prefix + "stag_base", 1)[0]);
+  if (h.stag_best.size() != h.stag_median.size()) {
+    throw std::invalid_argument("state entries '" + prefix + "stag_best' and '" + prefix +
+                                "stag_median' differ in size");
+  }
+  return h;
 }
 
 void FValueHistory::clear() {

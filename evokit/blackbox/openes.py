@@ -90,7 +90,6 @@ class OpenES(TrackedStrategy):
         learning_rate = float(check_positive("learning_rate", learning_rate))
         if isinstance(weight_decay, bool) or not math.isfinite(weight_decay) or weight_decay < 0:
             raise ValueError(f"weight_decay must be >= 0 and finite, got {weight_decay!r}")
-        self._population_size = population_size
         self._sigma_decay = float(sigma_decay)
         self._learning_rate_decay = float(learning_rate_decay)
         self._seed = check_int("seed", seed, 0)

@@ -44,7 +44,6 @@ class SolverES(TrackedStrategy):
                          max_evaluations=max_evaluations, max_iterations=max_iterations, ftarget=ftarget,
                          tolfun=tolfun, stagnation_iterations=stagnation_iterations, num_threads=num_threads,
                          tolfunhist=tolfunhist)
-        self._population_size = population_size
         self._seed = check_int("seed", seed, 0)
         if self._seed >= 2 ** 64:
             raise ValueError(f"seed must be < 2**64, got {seed}")

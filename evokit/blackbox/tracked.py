@@ -89,44 +89,6 @@ def check_int(name: str, value, lowest: int, allow_none: bool = False):
     return int(value)
 
 
-class FValueHistory:
-    """The core's f-value history (evokit._core.FValueHistory: the stop
-    criteria every strategy shares) with what it was given, so that it
-    pickles: each generation as its (best, median, worst) f-value, from
-    which the core's history is the same (its criteria read no more)."""
-
-    _KEEP = 20000  # the core keeps its stagnation histories this long
-
-    def __init__(self, n: int, population_size: int):
-        self._n, self._population_size = int(n), int(population_size)
-        self._rows: List[tuple] = []
-        self._core = _core.FValueHistory()
-
-    def record(self, values: np.ndarray) -> None:
-        values = np.asarray(values, dtype=np.float64)
-        v = np.sort(values)
-        k = v.size // 2
-        with np.errstate(over="ignore"):  # the core's median: inf for two middle values near the largest double
-            median = v[k] if v.size % 2 else 0.5 * (v[k - 1] + v[k])
-        row = (float(v[0]), float(median), float(v[-1]))
-        self._core.record(values, self._n, self._population_size)
-        self._rows.append(row)
-        del self._rows[:-self._KEEP]
-
-    def check(self, evaluations: int, best_f: float, **criteria) -> Dict[str, float]:
-        return dict(self._core.check(evaluations, best_f, **criteria))
-
-    def __getstate__(self):
-        return {"n": self._n, "population_size": self._population_size,
-                "rows": np.array(self._rows, dtype=np.float64).reshape(-1, 3)}
-
-    def __setstate__(self, d):
-        self.__init__(d["n"], d["population_size"])
-        for row in d["rows"]:
-            self._core.record(row, self._n, self._population_size)
-        self._rows = [tuple(map(float, row)) for row in d["rows"]]
-
-
 class TrackedStrategy(AskTellStrategy):
     """The bookkeeping GA and OpenES add to the shared ask / tell contract
     (minimisation): evaluation counts, the best solution and the stop criteria.
@@ -170,7 +132,8 @@ class TrackedStrategy(AskTellStrategy):
         self._tolfunhist = float(tolfunhist)
         self._stagnation_iterations = check_int("stagnation_iterations", stagnation_iterations, 1,
                                                 allow_none=True)
-        self._history = FValueHistory(n, population_size)
+        self._population_size = population_size  # the windows of the stop criteria
+        self._history = _core.FValueHistory()  # pickles as the core's own entries
 
         self._evaluations = 0
         self._iterations = 0
@@ -218,7 +181,7 @@ class TrackedStrategy(AskTellStrategy):
         self._iteration_values.append(values)
         if ended:
             self._iterations += 1
-            self._history.record(np.concatenate(self._iteration_values))
+            self._history.record(np.concatenate(self._iteration_values), self.num_params, self._population_size)
             self._iteration_values = []
 
     def _stop(self) -> Dict[str, Any]:

@@ -137,13 +137,25 @@ def _open_for_append(path: str) -> int:
         raise LogError(str(exc)) from None
 
 
-def _append_locked(fd: int, path: str, frames: list[bytes], fsync: bool) -> None:
-    """Append ``frames`` whole or not at all (a refusal is one
-    :class:`LogError` naming the log, which is then back to its length)."""
+def _append_locked(fd: int, path: str, data: bytes, count: int, fsync: bool) -> None:
+    """Append ``count`` framed records, ``data``, whole or not at all (a
+    refusal is one :class:`LogError` naming the log, which is then back to
+    its length)."""
     try:
-        _core.log_append(fd, path, b"".join(frames), len(frames), fsync)
+        _core.log_append(fd, path, data, count, fsync)
     except ValueError as exc:
         raise LogError(str(exc)) from None
+
+
+def _append_once(path: str, data: bytes, count: int) -> None:
+    """Open (creating) the log, append ``count`` framed records whole,
+    fsynced, and close it."""
+    fd = _open_for_append(path)
+    try:
+        if count:
+            _append_locked(fd, path, data, count, fsync=True)
+    finally:
+        os.close(fd)
 
 
 def append_records(path: PathLike, records: Iterable[evokit_pb2.SampleRecord]) -> None:
@@ -156,14 +168,8 @@ def append_records(path: PathLike, records: Iterable[evokit_pb2.SampleRecord]) -
     write or fsync the batch (the log is then cut back to its length before
     the batch), raises :class:`LogError` naming the log.
     """
-    path = os.fspath(path)
     frames = [encode_record(r) for r in records]
-    fd = _open_for_append(path)
-    try:
-        if frames:
-            _append_locked(fd, path, frames, fsync=True)
-    finally:
-        os.close(fd)
+    _append_once(os.fspath(path), b"".join(frames), len(frames))
 
 
 def append_sampler_chunk(path: PathLike, infos, rewards, env_steps, *, config_fingerprint: str,
@@ -174,18 +180,9 @@ def append_sampler_chunk(path: PathLike, infos, rewards, env_steps, *, config_fi
     env_steps[i], sample_index first_index + i and the shared fields. The
     core encodes the chunk in one call (evokit/formats/sample_record.h: the
     bytes protobuf gives for the same records)."""
-    path = os.fspath(path)
     data = _core.encode_sample_records(infos, rewards, env_steps, config_fingerprint, model_fingerprint,
                                        sampler_id, time, first_index)
-    fd = _open_for_append(path)
-    try:
-        if infos:
-            try:
-                _core.log_append(fd, path, data, len(infos), True)
-            except ValueError as exc:
-                raise LogError(str(exc)) from None
-    finally:
-        os.close(fd)
+    _append_once(os.fspath(path), data, len(infos))
 
 
 class LogWriter:
@@ -219,7 +216,7 @@ class LogWriter:
         with self._lock:
             fd = self._fd_for_this_process()
             if frames:
-                _append_locked(fd, self.path, frames, self.fsync)
+                _append_locked(fd, self.path, b"".join(frames), len(frames), self.fsync)
 
     def _fd_for_this_process(self) -> int:
         if self._fd is None:

@@ -34,6 +34,8 @@
 
 namespace evokit {
 
+struct SolverState;  // solver.h
+
 namespace detail {
 
 // A history of values (oldest first, at most `cap` kept) whose medians over
@@ -108,6 +110,11 @@ class FValueHistory {
   };
   Saved saved() const;
   void restore(const Saved& s);
+  // saved() as entries "<prefix>generations", "<prefix>best", ... of a
+  // SolverState (a pickled strategy's), and their reading back: every entry
+  // present and consistent, else std::invalid_argument naming it.
+  void save(SolverState& state, const std::string& prefix) const;
+  static Saved read(const SolverState& state, const std::string& prefix);
   // The criteria met (name -> threshold) after the generations recorded,
   // with `evaluations` in all and the best f-value `best_f` so far.
   std::map<std::string, double> check(const FValueCriteria& c, std::int64_t evaluations, double best_f);
