@@ -37,7 +37,7 @@ def wheel():
 
 def test_the_wheel_is_manylinux_with_libgomp_bundled(wheel):
     name = os.path.basename(wheel)
-    assert name.startswith("evokit_es-0.1.0-") and "-manylinux_2_" in name and name.endswith("_x86_64.whl")
+    assert name.startswith("evokit_es-0.2.0-") and "-manylinux_2_" in name and name.endswith("_x86_64.whl")
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
     assert any(n.startswith("evokit/_core.") and n.endswith(".so") for n in names)

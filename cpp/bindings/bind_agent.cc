@@ -1,4 +1,5 @@
 #include <evokit/es_agent.h>
+#include <evokit/gaussian_solver.h>
 #include <evokit/solver.h>
 
 #include <map>

@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "messages.h"
+#include "common/messages.h"
 #include "policy_graph_ops.h"
 #include "policy_kernels.h"
 #include "policy_recurrent.h"

@@ -49,7 +49,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "messages.h"
+#include "common/messages.h"
 
 namespace evokit {
 

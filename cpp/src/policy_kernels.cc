@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "evokit/policy_graph.h"
-#include "kernel_targets.h"
+#include "common/kernel_targets.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define EVOKIT_KERNEL_INLINE inline __attribute__((always_inline))

@@ -8,7 +8,7 @@
 // tanh form and Mish use PolicyGraph's Tanh (tanh_block, error < 1e-6).
 #include <cmath>
 
-#include "kernel_targets.h"
+#include "common/kernel_targets.h"
 #include "policy_graph_ops.h"
 #include "policy_kernels.h"
 

@@ -5,6 +5,7 @@
 // thread-count invariance, misuse. ESAgent over the other families, and the
 // solvers' state, are in test_solver.cc.
 #include "evokit/es_agent.h"
+#include "evokit/gaussian_solver.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>

@@ -4,7 +4,8 @@
 #
 #   1. `cmake --install` the EvoKit build into a temporary prefix, then
 #      configure and build demo/cpp against it with find_package(evokit
-#      COMPONENTS core io): this tests the installed package;
+#      COMPONENTS core io), and compile every installed header on its own:
+#      this tests the installed package;
 #   2. check the C++ CartPole's physics against gymnasium's;
 #   3. `evokit init-model` + `evokit init-solver` make a warehouse (Python);
 #   4. the C++ sampler writes a log, `evokit update` (Python) consumes it and
@@ -74,6 +75,16 @@ if grep -q "warning:" "$work/build.log"; then
   grep -A3 "warning:" "$work/build.log"
   fail "demo/cpp builds with warnings"
 fi
+# Every installed header compiles on its own: a service includes only what
+# it uses.
+cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+(cd "$work/prefix/include" && find evokit -name '*.h' | sort) >"$work/headers.txt"
+while read -r header; do
+  echo "#include <$header>" | "${cxx:-c++}" -std=c++17 -fsyntax-only -Wall -Wextra -x c++ \
+    -I"$work/prefix/include" - 2>"$work/header.log" ||
+    { cat "$work/header.log"; fail "the installed header <$header> does not compile on its own"; }
+done <"$work/headers.txt"
+echo "$(wc -l <"$work/headers.txt") installed headers compile on their own"
 sampler=$work/demo-build/evokit_online_sampling
 evaluator=$work/demo-build/evokit_evaluate_model
 

@@ -88,7 +88,7 @@ def test_sample_update_round_trip(setup):
 
 
 def test_a_family_added_by_one_registry_row_runs_the_pipeline(tmp_path):
-    # MA-ES (cpp/src/maes.cc, one line in distribution_registry.cc): the
+    # MA-ES (cpp/src/search/distribution/maes.cc, one line in distribution_registry.cc): the
     # warehouse, the samplers and the offline update take it as they take
     # every family, and the update is the agent's own.
     _, _, _, wh = make_warehouse(tmp_path, "solver { sampling { type: MAES_SAMPLING maes_sampling { sigma0: 0.5 "

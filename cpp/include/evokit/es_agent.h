@@ -19,10 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "evokit/gaussian_solver.h"
 #include "evokit/solver.h"
 
 namespace evokit {
+
+struct GaussianSolverOptions;  // evokit/gaussian_solver.h
 
 inline constexpr std::size_t kDefaultParamsPoolBytes = std::size_t{256} << 20;
 
@@ -34,7 +35,8 @@ class ESAgent {
   explicit ESAgent(std::unique_ptr<Solver> solver, int num_threads = 1,
                    std::size_t params_pool_bytes = kDefaultParamsPoolBytes);
   // The original agent over a GaussianSolver(options, params), with the
-  // options' num_threads and params_pool_bytes.
+  // options' num_threads and params_pool_bytes (the options are defined by
+  // evokit/gaussian_solver.h, which this header does not include).
   ESAgent(const GaussianSolverOptions& options, std::vector<float> params);
 
   ESAgent(const ESAgent&) = delete;

@@ -23,9 +23,9 @@
 //                      PGPE, CEM, MA-ES)
 // A family is made from its options (SolverConfig of proto/evokit.proto,
 // flattened to dotted names: OptionSet) by the registry declared at the end
-// of this file (cpp/src/solver_registry.cc, the one file that knows every
+// of this file (cpp/src/search/solver_registry.cc, the one file that knows every
 // family); adding a family is its own files and one entry there (a
-// distribution family: one line in cpp/src/distribution_registry.cc).
+// distribution family: one line in cpp/src/search/distribution/distribution_registry.cc).
 #pragma once
 
 #include <atomic>

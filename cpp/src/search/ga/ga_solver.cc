@@ -1,0 +1,152 @@
+// The GA of Such et al. as the solver of a policy agent (GA_SAMPLING); see
+// evokit/strategy_solver.h.
+#include <algorithm>
+#include <stdexcept>
+
+#include "evokit/strategy_solver.h"
+#include "common/option_checks.h"
+#include "search/strategy_internal.h"
+
+namespace evokit {
+
+using detail::get_infos;
+using detail::put_infos;
+
+// ---- GASolver ---------------------------------------------------------------
+
+GASolver::GASolver(const GeneticAlgorithmOptions& options, std::vector<float> x0)
+    : StrategySolver("GA_SAMPLING", "GA", x0),
+      ga_(std::make_unique<GeneticAlgorithm>(options, std::move(x0))) {
+  refresh();
+}
+
+std::vector<std::vector<std::int64_t>> GASolver::members() const {
+  const auto& infos = ga_->phase() == GeneticAlgorithm::Phase::kFitness ? ga_->ask()
+                                                                         : ga_->ask_elite_candidates();
+  std::vector<std::vector<std::int64_t>> keys;
+  keys.reserve(infos.size());
+  for (const SamplingInfo& info : infos) keys.push_back(info.key);
+  return keys;
+}
+
+void GASolver::rebuild_member(const std::vector<std::int64_t>& key, float* out) const {
+  ga_->rebuild(key, out, ga_->options().num_threads);
+}
+
+std::pair<std::size_t, std::string> GASolver::requirement() const {
+  if (ga_->phase() == GeneticAlgorithm::Phase::kFitness) return {1, "individuals"};
+  return {ga_->options().elite_evaluations, "elite candidates"};
+}
+
+std::size_t GASolver::rewards_averaged() const {
+  // Elite candidates: the mean of their first elite_evaluations rewards.
+  return ga_->phase() == GeneticAlgorithm::Phase::kFitness ? 0 : ga_->options().elite_evaluations;
+}
+
+void GASolver::tell(const std::vector<double>& values) {
+  std::vector<double> fitness(values.size());  // the GA maximises the mean rewards
+  for (std::size_t m = 0; m < values.size(); ++m) fitness[m] = -values[m];
+  if (ga_->phase() == GeneticAlgorithm::Phase::kFitness) {
+    ga_->tell(fitness);
+  } else {
+    ga_->tell_elite_means(fitness);
+  }
+}
+
+void GASolver::compute_center(float* out) const {
+  const auto& elites = ga_->elites();
+  if (elites.empty()) {
+    std::copy(ga_->x0().begin(), ga_->x0().end(), out);
+  } else {
+    ga_->rebuild(elites[0].key, out, ga_->options().num_threads);
+  }
+}
+
+void GASolver::save_strategy(SolverState& state) const {
+  state.floats["ga.x0"] = ga_->x0();
+  state.ints["ga.generation"] = {ga_->generation()};
+  put_infos(state, "ga.population", ga_->ask());
+  put_infos(state, "ga.elites", ga_->elites());
+  state.doubles["ga.elite_scores"] = ga_->elite_scores();
+  const auto order = ga_->pending_order();
+  state.ints["ga.order"].assign(order.begin(), order.end());
+}
+
+void GASolver::load_strategy(const SolverState& state) {
+  const std::vector<float>& x0 = state.float_array("ga.x0", num_params());
+  const auto& order = state.int_array("ga.order");
+  std::vector<std::size_t> positions;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (order[i] < 0) {
+      throw std::invalid_argument("ga.order[" + std::to_string(i) + "] must be >= 0, got " +
+                                  std::to_string(order[i]));
+    }
+    positions.push_back(static_cast<std::size_t>(order[i]));
+  }
+  // A fresh GA around the saved x0 (the individuals are rebuilt from it),
+  // given the saved generation; the current one is replaced only if it holds.
+  auto ga = std::make_unique<GeneticAlgorithm>(ga_->options(), x0);
+  ga->set_state(state.int_value("ga.generation"), get_infos(state, "ga.population"),
+                get_infos(state, "ga.elites"), state.double_array("ga.elite_scores"),
+                std::move(positions));
+  ga_ = std::move(ga);
+}
+
+// ---- options ----------------------------------------------------------------
+
+void validate_ga_options(const OptionSet& o, std::optional<std::size_t> /*num_params*/) {
+  using detail::fail;
+  detail::validate_strategy_options(o);
+  const std::string f = "sampling.ga_sampling.";
+  const std::int64_t n = o.integer("population_size");
+  const std::int64_t truncation = o.integer(f + "truncation_size");
+  if (!(1 <= truncation && truncation <= n)) {
+    fail(f + "truncation_size", "must be in [1, " + std::to_string(n) +
+                                    "] (solver.population_size), got " + std::to_string(truncation));
+  }
+  const std::int64_t elites = o.integer(f + "num_elites");
+  if (!(1 <= elites && elites <= n - 1)) {
+    fail(f + "num_elites", "must be in [1, " + std::to_string(n - 1) +
+                               "] (solver.population_size - 1), got " + std::to_string(elites));
+  }
+  detail::positive(o, f + "mutation_power");
+  detail::non_negative(o, f + "init_sigma");
+  detail::at_least(o, f + "elite_evaluations", 0);
+  const std::int64_t evaluations = o.integer(f + "elite_evaluations");
+  if (evaluations > 0) {
+    const std::int64_t candidates = o.integer(f + "elite_candidates");
+    if (!(elites <= candidates && candidates <= n)) {
+      fail(f + "elite_candidates", "must be in [" + std::to_string(elites) + ", " +
+                                       std::to_string(n) +
+                                       "] (num_elites to solver.population_size), got " +
+                                       std::to_string(candidates));
+    }
+    const std::int64_t need = (candidates + elites) * evaluations;
+    if (need > n) {
+      fail(f + "elite_evaluations",
+           "(" + std::to_string(evaluations) + ") times the at most " +
+               std::to_string(candidates + elites) +
+               " candidates (elite_candidates + num_elites) is " + std::to_string(need) +
+               ", more than the " + std::to_string(n) +
+               " samples of a generation (solver.population_size)");
+    }
+  }
+}
+
+std::unique_ptr<Solver> make_ga_solver(const OptionSet& o, std::vector<float> x0,
+                                       int num_threads) {
+  const std::string f = "sampling.ga_sampling.";
+  GeneticAlgorithmOptions g;
+  g.population_size = static_cast<std::size_t>(o.integer("population_size"));
+  g.truncation_size = static_cast<std::size_t>(o.integer(f + "truncation_size"));
+  g.num_elites = static_cast<std::size_t>(o.integer(f + "num_elites"));
+  g.mutation_power = static_cast<float>(o.real(f + "mutation_power"));
+  g.init_sigma = static_cast<float>(o.real(f + "init_sigma"));
+  g.elite_candidates = static_cast<std::size_t>(o.integer(f + "elite_candidates"));
+  g.elite_evaluations = static_cast<std::size_t>(o.integer(f + "elite_evaluations"));
+  g.seed = static_cast<std::uint64_t>(o.integer(f + "seed"));
+  g.num_threads = num_threads;
+  return std::make_unique<GASolver>(g, std::move(x0));
+}
+
+}  // namespace evokit

@@ -1,0 +1,299 @@
+// The strategy solvers' shared base (StrategySolver); see
+// evokit/strategy_solver.h. CMASolver is in cma_solver.cc, GASolver in
+// ga_solver.cc.
+#include "evokit/strategy_solver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "evokit/noise.h"
+#include "evokit/population.h"
+#include "common/option_checks.h"
+#include "search/strategy_internal.h"
+
+namespace evokit {
+
+namespace detail {
+
+void put_infos(SolverState& state, const std::string& name, const std::vector<SamplingInfo>& infos) {
+  auto& keys = state.ints[name];
+  auto& lengths = state.ints[name + ".lengths"];
+  auto& iterations = state.ints[name + ".iterations"];
+  for (const SamplingInfo& info : infos) {
+    keys.insert(keys.end(), info.key.begin(), info.key.end());
+    lengths.push_back(static_cast<std::int64_t>(info.key.size()));
+    iterations.push_back(info.model_iter_id);
+  }
+}
+
+std::vector<SamplingInfo> get_infos(const SolverState& state, const std::string& name) {
+  const auto& keys = state.int_array(name);
+  const auto& lengths = state.int_array(name + ".lengths");
+  const auto& iterations = state.int_array(name + ".iterations", lengths.size());
+  std::vector<SamplingInfo> infos(lengths.size());
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    if (lengths[i] < 0 || static_cast<std::uint64_t>(lengths[i]) > keys.size() - at) {
+      throw std::invalid_argument(name + ".lengths[" + std::to_string(i) + "] = " +
+                                  std::to_string(lengths[i]) + " runs past the " +
+                                  std::to_string(keys.size()) + " keys of " + name);
+    }
+    infos[i].key.assign(keys.begin() + static_cast<std::ptrdiff_t>(at),
+                        keys.begin() + static_cast<std::ptrdiff_t>(at + lengths[i]));
+    infos[i].model_iter_id = iterations[i];
+    at += static_cast<std::size_t>(lengths[i]);
+  }
+  if (at != keys.size()) {
+    throw std::invalid_argument(name + " holds " + std::to_string(keys.size()) + " keys, its " +
+                                name + ".lengths add up to " + std::to_string(at));
+  }
+  return infos;
+}
+
+// What CMA and the GA share: no mirrored pairs, at least two members.
+void validate_strategy_options(const OptionSet& o) {
+  const std::string name = o.text("sampling.type");
+  if (o.flag("antithetic")) {
+    fail("antithetic", "must be false with " + name +
+                           " (mirrored pairs are a Gaussian-sampling scheme), got true");
+  }
+  at_least(o, "population_size", 2);
+}
+
+}  // namespace detail
+
+namespace {
+
+std::string key_text(const std::vector<std::int64_t>& key) {
+  std::ostringstream out;
+  out << '[';
+  for (std::size_t i = 0; i < key.size(); ++i) out << (i ? ", " : "") << key[i];
+  out << ']';
+  return out.str();
+}
+}  // namespace
+
+using detail::get_infos;
+using detail::put_infos;
+
+// ---- StrategySolver --------------------------------------------------------
+
+StrategySolver::StrategySolver(std::string family, std::string kind, std::vector<float> x0)
+    : Solver(std::move(family), std::move(x0)), kind_(std::move(kind)) {}
+
+std::int64_t StrategySolver::draws() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return draws_;
+}
+
+SamplingInfo StrategySolver::draw(int /*clone*/, std::uint64_t /*stream*/) {
+  SamplingInfo info;
+  std::lock_guard<std::mutex> lock(mutex_);
+  info.key = members_[static_cast<std::size_t>(draws_) % members_.size()];
+  info.model_iter_id = model_iter_id_;
+  ++draws_;
+  return info;
+}
+
+void StrategySolver::check_iteration(const SamplingInfo& info, const std::string& where) const {
+  if (info.model_iter_id != model_iter_id_) {
+    throw std::invalid_argument(where + "a " + kind_ + " sample of iteration " +
+                                std::to_string(info.model_iter_id) + " cannot be rebuilt at iteration " +
+                                std::to_string(model_iter_id_) +
+                                ": its distribution is gone (only samples of the current iteration "
+                                "are usable)");
+  }
+}
+
+void StrategySolver::check_member(const SamplingInfo& info) const {
+  check_iteration(info, "");
+  if (!is_member(info)) {
+    throw std::invalid_argument("key " + key_text(info.key) + " is not a member of iteration " +
+                                std::to_string(model_iter_id_));
+  }
+}
+
+void StrategySolver::rebuild(const SamplingInfo& info, float* out, int /*num_threads*/) const {
+  check_member(info);
+  if (replica_rows_.empty()) {
+    std::shared_lock<std::shared_mutex> lock(generation_mutex_);
+    rebuild_member(info.key, out);
+    return;
+  }
+  const std::size_t p = num_params();
+  const auto member = std::find(members_.begin(), members_.end(), info.key) - members_.begin();
+  const float* row = replica_rows_.data() + static_cast<std::size_t>(member) * p;
+  std::copy(row, row + p, out);
+}
+
+Population StrategySolver::population(const std::vector<const SamplingInfo*>& members,
+                                      int num_threads) const {
+  if (replica_rows_.empty()) {
+    std::size_t count = 0;
+    for (const SamplingInfo* info : members) count += info != nullptr;
+    if (count >= members_.size()) {
+      std::unique_lock<std::shared_mutex> lock(generation_mutex_);
+      prepare_generation();
+    }
+  }
+  return Solver::population(members, num_threads);
+}
+
+SolverState StrategySolver::member_rows_state() const {
+  SolverState state = state_header();
+  std::vector<SamplingInfo> infos(members_.size());
+  std::vector<float>& rows = state.floats["members.rows"];
+  rows.resize(members_.size() * num_params());
+  for (std::size_t m = 0; m < members_.size(); ++m) {
+    infos[m].key = members_[m];
+    infos[m].model_iter_id = model_iter_id_;
+    rebuild_member(members_[m], rows.data() + m * num_params());
+  }
+  put_infos(state, "members", infos);
+  state.floats["center"] = center_;
+  return state;
+}
+
+void StrategySolver::load_member_rows(const SolverState& state) {
+  check_state(state, /*needs_noise_version=*/false);  // rows, not keys, travel
+  const std::vector<SamplingInfo> infos = get_infos(state, "members");
+  if (infos.empty()) throw std::invalid_argument("state entry 'members' holds no member");
+  const std::size_t p = num_params();
+  const std::vector<float>& rows = state.float_array("members.rows", infos.size() * p);
+  const std::vector<float>& centre = state.float_array("center", p);
+  std::vector<std::vector<std::int64_t>> keys;
+  for (const SamplingInfo& info : infos) keys.push_back(info.key);
+  members_ = std::move(keys);
+  replica_rows_ = rows;
+  std::copy(centre.begin(), centre.end(), center_.begin());
+  model_iter_id_ = state.model_iter_id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    draws_ = 0;
+  }
+  center_changed();
+}
+
+bool StrategySolver::is_member(const SamplingInfo& info) const noexcept {
+  if (info.model_iter_id != model_iter_id_) return false;
+  for (const auto& k : members_) {
+    if (k == info.key) return true;
+  }
+  return false;
+}
+
+std::vector<std::vector<double>> StrategySolver::group(const std::vector<SamplingInfo>& infos,
+                                                       const std::vector<double>& rewards) const {
+  if (infos.size() != rewards.size()) {
+    throw std::invalid_argument("got " + std::to_string(infos.size()) + " sampling infos and " +
+                                std::to_string(rewards.size()) + " rewards");
+  }
+  for (std::size_t i = 0; i < rewards.size(); ++i) {
+    if (!std::isfinite(rewards[i])) {
+      std::ostringstream v;
+      v << rewards[i];
+      throw std::invalid_argument("reward " + std::to_string(i) + " is " + v.str() +
+                                  ", expected a finite value");
+    }
+  }
+  std::map<std::vector<std::int64_t>, std::size_t> index;
+  for (std::size_t m = 0; m < members_.size(); ++m) index.emplace(members_[m], m);
+  std::vector<std::vector<double>> per_member(members_.size());
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    const std::string where = "sampling info " + std::to_string(i) + ": ";
+    check_iteration(infos[i], where);
+    const auto it = index.find(infos[i].key);
+    if (it == index.end()) {
+      throw std::invalid_argument(where + "key " + key_text(infos[i].key) +
+                                  " is not a member of iteration " + std::to_string(model_iter_id_));
+    }
+    per_member[it->second].push_back(rewards[i]);
+  }
+  return per_member;
+}
+
+std::string StrategySolver::shortfall_of(const std::vector<std::vector<double>>& per_member) const {
+  const auto [need, what] = requirement();
+  std::size_t short_count = 0, first = 0;
+  for (std::size_t m = per_member.size(); m-- > 0;) {
+    if (per_member[m].size() < need) {
+      ++short_count;
+      first = m;
+    }
+  }
+  if (short_count == 0) return {};
+  return kind_ + " update needs " + std::to_string(need) + " reward(s) for each of the " +
+         std::to_string(per_member.size()) + " " + what + " of iteration " +
+         std::to_string(model_iter_id_) + "; " + std::to_string(short_count) +
+         " have fewer (first: member " + std::to_string(first) + " with " +
+         std::to_string(per_member[first].size()) + ")";
+}
+
+std::string StrategySolver::shortfall(const std::vector<SamplingInfo>& infos,
+                                      const std::vector<double>& rewards) const {
+  return shortfall_of(group(infos, rewards));
+}
+
+UpdateStats StrategySolver::update(const std::vector<SamplingInfo>& infos,
+                                   const std::vector<double>& rewards,
+                                   const ParamsLookup& /*history*/) {
+  if (!replica_rows_.empty()) {
+    throw std::logic_error(kind_ + " replica (loaded from a sampling state) rebuilds members "
+                           "only; updates belong to the solver that owns the state");
+  }
+  const auto per_member = group(infos, rewards);
+  const std::string missing = shortfall_of(per_member);
+  if (!missing.empty()) throw std::invalid_argument(missing);
+  // Each member's value, once for every family: minus the mean of its rewards.
+  const std::size_t averaged = rewards_averaged();
+  std::vector<double> values(per_member.size());
+  for (std::size_t m = 0; m < per_member.size(); ++m) {
+    const std::size_t n = averaged != 0 ? averaged : per_member[m].size();
+    double sum = 0.0;
+    for (std::size_t k = 0; k < n; ++k) sum += per_member[m][k];
+    values[m] = -(sum / static_cast<double>(n));
+  }
+  tell(values);
+  ++model_iter_id_;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    draws_ = 0;
+  }
+  refresh();
+  UpdateStats stats;
+  stats.num_samples = infos.size();
+  stats.model_iter_id = model_iter_id_;
+  return stats;
+}
+
+void StrategySolver::refresh() {
+  members_ = members();
+  compute_center(center_.data());
+  center_changed();
+}
+
+SolverState StrategySolver::save() const {
+  SolverState state = state_header();
+  state.ints["draws"] = {draws()};
+  save_strategy(state);
+  return state;
+}
+
+void StrategySolver::load(const SolverState& state) {
+  check_state(state, /*needs_noise_version=*/true);
+  const std::int64_t draws = state.int_value("draws");
+  if (draws < 0) throw std::invalid_argument("draws must be >= 0, got " + std::to_string(draws));
+  load_strategy(state);  // validates, then replaces
+  replica_rows_.clear();
+  model_iter_id_ = state.model_iter_id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    draws_ = draws;
+  }
+  refresh();
+}
+
+}  // namespace evokit
