@@ -297,6 +297,11 @@ class GeneticAlgorithm:
     @property
     def num_threads(self) -> int: ...
 
+#: The default population size's formula (cma_es.h), as signatures show it.
+DEFAULT_POPULATION_RULE: str
+#: CMAESOptions.margin's default (cma_es.h), as signatures show it.
+MARGIN_RULE: str
+def default_population_size(n: int) -> int: ...
 def cma_default_params(num_params: int, population_size: Optional[int] = None,
                        separable: bool = False) -> Dict[str, Any]: ...
 def symmetric_eigen(a: npt.ArrayLike, num_threads: int = 1) -> Tuple[npt.NDArray[np.float64],
@@ -600,6 +605,8 @@ def onnx_data_type_name(data_type: int) -> str: ...
 # ---- stop criteria on f-values (termination.h) ----------------------------------
 #: pycma's default thresholds: tolfun, tolfunhist, tolx, conditioncov, tolupsigma.
 STOP_DEFAULTS: Dict[str, float]
+#: tolstagnation's default, computed per run, as signatures show it.
+TOLSTAGNATION_RULE: str
 
 class FValueHistory:
     def __init__(self) -> None: ...

@@ -141,6 +141,10 @@ py::class_<Strategy, CMABase> bind_strategy(py::module_& m, const char* name, co
 }  // namespace
 
 void bind_cma(py::module_& m) {
+  m.def("default_population_size", &cma_default_population_size, py::arg("n"),
+        "The default population size 4 + floor(3 ln n) (Hansen's tutorial, Eq. (48)).");
+  m.attr("DEFAULT_POPULATION_RULE") = kDefaultPopulationRule;
+  m.attr("MARGIN_RULE") = kDefaultMarginRule;
   m.def(
       "cma_default_params",
       [](std::size_t num_params, std::optional<std::size_t> population_size, bool separable) {

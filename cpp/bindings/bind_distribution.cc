@@ -48,6 +48,7 @@ void bind_distribution(py::module_& m) {
   stop_defaults["conditioncov"] = kDefaultConditioncov;
   stop_defaults["tolupsigma"] = kDefaultTolupsigma;
   m.attr("STOP_DEFAULTS") = stop_defaults;
+  m.attr("TOLSTAGNATION_RULE") = kDefaultTolstagnationRule;
   py::class_<FValueHistory>(m, "FValueHistory",
                             "One run's f-value history and the stop criteria on it (evokit/termination.h: "
                             "pycma's definitions, shared by every strategy).")

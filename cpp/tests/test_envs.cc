@@ -2,7 +2,7 @@
 // against values gymnasium 1.4 / numpy 2.4 computed (env.unwrapped.state and
 // the step's reward, reset(seed=12345), actions 0.5, -3.0, 1.25), and the
 // episodes' errors. Whole episodes against gymnasium, on 1 and 2 threads:
-// tests/evaluation/test_native_envs.py.
+// tests/evaluation/test_cartpole_native.py and test_pendulum_native.py.
 #include "evokit/env.h"
 
 #include <gtest/gtest.h>

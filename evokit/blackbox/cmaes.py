@@ -27,11 +27,16 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from ..solvers.options import Rule, given
 from .asktell import AskTellStrategy, OptimizeResult
 from .replay import is_replay_state, replay
-from .tracked import STOP
+from .tracked import POPULATION_SIZE, STOP, TOLSTAGNATION
 
 __all__ = ["CMAES", "SepCMAES"]
+
+
+#: margin's default (computed per run by the core), as the signature shows it.
+MARGIN = Rule(_core.MARGIN_RULE)
 
 
 def _indices(integer_variables) -> np.ndarray:
@@ -60,13 +65,13 @@ def _bounds(bounds, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
 class _CMABlackBox(AskTellStrategy):
     _core_class: Any = None
 
-    def __init__(self, x0, sigma0: float, *, population_size: int | None = None, seed: int = 0,
+    def __init__(self, x0, sigma0: float, *, population_size: int | None = POPULATION_SIZE, seed: int = 0,
                  bounds=None, max_evaluations: int | None = None, ftarget: float | None = None,
                  tolfun: float = STOP["tolfun"], tolfunhist: float = STOP["tolfunhist"], tolx: float = STOP["tolx"],
-                 tolstagnation: int | None = None, conditioncov: float = STOP["conditioncov"],
+                 tolstagnation: int | None = TOLSTAGNATION, conditioncov: float = STOP["conditioncov"],
                  tolupsigma: float = STOP["tolupsigma"],
                  restarts: int = 0, restart_strategy: str = "ipop", integer_variables=None,
-                 margin: float | None = None, step_size_adaptation: str = "auto", nan_policy: str = "error",
+                 margin: float | None = MARGIN, step_size_adaptation: str = "auto", nan_policy: str = "error",
                  num_threads: int = 1):
         x0 = np.asarray(x0, dtype=np.float64)
         if x0.ndim != 1:
@@ -74,13 +79,13 @@ class _CMABlackBox(AskTellStrategy):
         super().__init__(x0.size, nan_policy)
         lower, upper = _bounds(bounds, x0.size)
         self._core_args = ((x0, float(sigma0)), dict(
-            population_size=population_size, seed=seed, lower=lower, upper=upper,
+            population_size=given(population_size), seed=seed, lower=lower, upper=upper,
             max_evaluations=max_evaluations, ftarget=-math.inf if ftarget is None else float(ftarget),
-            tolfun=tolfun, tolfunhist=tolfunhist, tolx=tolx, tolstagnation=tolstagnation,
+            tolfun=tolfun, tolfunhist=tolfunhist, tolx=tolx, tolstagnation=given(tolstagnation),
             conditioncov=conditioncov, tolupsigma=tolupsigma, restarts=restarts,
             restart_strategy=restart_strategy,
             integer_variables=None if integer_variables is None else _indices(integer_variables),
-            margin=None if margin is None else float(margin), step_size_adaptation=step_size_adaptation,
+            margin=None if given(margin) is None else float(margin), step_size_adaptation=step_size_adaptation,
             num_threads=num_threads))
         self._es = self._core_class(*self._core_args[0], **self._core_args[1])
 
@@ -186,7 +191,7 @@ class CMAES(_CMABlackBox):
 
     x0, sigma0: the initial mean and step size (about a quarter of the
         search range is a good sigma0).
-    population_size: None is the tutorial's default 4 + floor(3 ln n).
+    population_size: the tutorial's default is 4 + floor(3 ln n).
     seed: the noise seed; same seed, same run, bit for bit, for any
         num_threads.
     bounds: None or (lower, upper), each a scalar, an array of n, or None
@@ -194,7 +199,7 @@ class CMAES(_CMABlackBox):
         reflection, the mean lives in the unbounded space.
     max_evaluations (pycma's maxfevals), ftarget (stop once an f-value
         <= ftarget), tolfun, tolfunhist, tolx, tolstagnation (iterations;
-        None: 100 + 100 n^1.5 / population_size), conditioncov, tolupsigma:
+        default 100 + 100 n^1.5 / population_size), conditioncov, tolupsigma:
         termination criteria, reported by stop() under pycma's names.
     restarts, restart_strategy: restarts after a stop by any criterion but
         maxfevals and ftarget. 'ipop': up to `restarts` restarts, each
@@ -216,8 +221,8 @@ class CMAES(_CMABlackBox):
         f-values: tolfun, tolfunhist and tolstagnation may then end a run
         that the margin would still improve; set them to 0 / a large
         number and use max_evaluations for long mixed-integer runs.
-    margin: the margin alpha in [0, 0.5); None: the paper's 1 / (n *
-        population_size); 0: rounding only (plain CMA-ES on the encoded
+    margin: the margin alpha in [0, 0.5); the default is the paper's 1 /
+        (n population_size); 0: rounding only (plain CMA-ES on the encoded
         function).
     step_size_adaptation: 'csa' (cumulative, the tutorial's Eq. (44)),
         'tpa' (two-point adaptation, Hansen 2008, arXiv:0805.0231, as pycma

@@ -38,8 +38,8 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 import numpy as np
 
 from .. import _core, evokit_pb2
-from ..solvers.options import field_comments
-from .tracked import STOP, TrackedStrategy, check_int, check_x0
+from ..solvers.options import Rule, field_comments, given, rule_in_comment
+from .tracked import EVEN_POPULATION_SIZE, POPULATION_SIZE, STOP, TOLSTAGNATION, TrackedStrategy, check_int, check_x0
 
 __all__ = ["DistributionES", "SNES", "XNES", "CRFMNES", "LMMAES", "MAES", "PGPE", "CEM"]
 
@@ -58,10 +58,10 @@ class FamilyOption(NamedTuple):
     doc: str
 
     def convert(self, value):
-        """The value as the core reads it; None is the default where that
-        is 0 (the paper's default, computed by the core)."""
-        if value is None and self.default in (0, 0.0):
-            return self.default
+        """The value as the core reads it; the default's Rule (or None)
+        is 0, which selects the rule's formula in the core."""
+        if isinstance(self.default, Rule) and given(value) is None:
+            return 0.0 if self.kind == "real" else 0
         if self.kind == "enum":
             if isinstance(value, str) and value.lower() in self.values:
                 return value.upper()
@@ -97,7 +97,9 @@ def family_options(family: str) -> Tuple[FamilyOption, ...]:
             values, default, kind = (), float(field.default_value), "real"
         else:
             values, default, kind = (), int(field.default_value), "int"
-        out.append(FamilyOption(field.name, default, kind, values, docs.get(field.name, "")))
+        doc = docs.get(field.name, "")
+        rule = rule_in_comment(doc) if default == 0 else None  # "(0: <formula>)": the core computes it
+        out.append(FamilyOption(field.name, rule or default, kind, values, doc))
     return tuple(out)
 
 
@@ -116,7 +118,7 @@ class DistributionES(TrackedStrategy):
     A subclass sets ``_family`` (the core's family name); its own options
     are its family's message fields (:func:`family_options`), taken as
     keyword arguments. Arguments every family takes: x0 (the initial mean), sigma0 (the initial
-    step size, > 0), population_size (None: the family's default), seed,
+    step size, > 0), population_size (the default: the family's), seed,
     nan_policy, num_threads, and the stop criteria of
     :class:`~evokit.blackbox.tracked.TrackedStrategy` (max_evaluations,
     max_iterations, ftarget, tolfun, tolfunhist, stagnation_iterations), plus
@@ -131,6 +133,10 @@ class DistributionES(TrackedStrategy):
 
     _family = ""
     _family_options: Tuple[FamilyOption, ...] = ()
+    #: population_size's default, as the core computes it for population_size
+    #: 0: EVEN_POPULATION_SIZE for the families whose members are mirrored
+    #: pairs, a number for a family with a fixed default.
+    _population_rule: Any = POPULATION_SIZE
     _ask_returns_copy = False
 
     def __init_subclass__(cls, **kwargs):
@@ -139,7 +145,8 @@ class DistributionES(TrackedStrategy):
             return
         if "_family_options" not in cls.__dict__:
             cls._family_options = family_options(cls._family)
-        common = list(inspect.signature(DistributionES.__init__).parameters.values())
+        common = [p.replace(default=cls._population_rule) if p.name == "population_size" else p
+                  for p in inspect.signature(DistributionES.__init__).parameters.values()]
         own = [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default)
                for o in cls._family_options]
         cls.__signature__ = inspect.Signature(common[1:3] + own + common[3:-1])
@@ -150,14 +157,14 @@ class DistributionES(TrackedStrategy):
             cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n\n    Options (proto/evokit.proto):\n" + \
                 "\n".join(lines) + "\n"
 
-    def __init__(self, x0, sigma0, *, population_size: Optional[int] = None, seed: int = 0,
+    def __init__(self, x0, sigma0, *, population_size: Optional[int] = POPULATION_SIZE, seed: int = 0,
                  nan_policy: str = "error", num_threads: int = 1,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
                  ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"],
-                 tolfunhist: float = STOP["tolfunhist"], stagnation_iterations: Optional[int] = None,
+                 tolfunhist: float = STOP["tolfunhist"], stagnation_iterations: Optional[int] = TOLSTAGNATION,
                  conditioncov: Optional[float] = STOP["conditioncov"],
                  **options):
-        population_size = check_int("population_size", population_size, 2, allow_none=True)
+        population_size = check_int("population_size", given(population_size), 2, allow_none=True)
         seed = check_int("seed", seed, 0)
         if seed >= 2 ** 64:
             raise ValueError(f"seed must be < 2**64, got {seed}")
@@ -280,7 +287,7 @@ class SNES(DistributionES):
     Algorithm 6; Schaul et al. 2011), minimising: N(mean, diag(sigma)^2) with
     the NES utilities, linear time and memory per sample.
 
-    population_size: None is 4 + floor(3 ln n).
+    population_size: the default is 4 + floor(3 ln n).
     Other arguments: :class:`DistributionES`.
     """
 
@@ -294,7 +301,7 @@ class XNES(DistributionES):
     utilities, B <- B expm(eta_B / 2 G_B). Full covariance: O(n^2) memory and
     time per sample, for up to a few thousand parameters.
 
-    population_size: None is 4 + floor(3 ln n).
+    population_size: the default is 4 + floor(3 ln n).
     Other arguments: :class:`DistributionES`.
     """
 
@@ -313,11 +320,12 @@ class CRFMNES(DistributionES):
     published it turned D negative and sampled NaN solutions); the initial v
     is N(0, I / n) drawn from the seed.
 
-    population_size: even; None is 4 + floor(3 ln n), rounded up to even.
+    population_size: even; the default is 4 + floor(3 ln n), rounded up to even.
     Other arguments: :class:`DistributionES`.
     """
 
     _family = "CRFMNES"
+    _population_rule = EVEN_POPULATION_SIZE
 
 
 class LMMAES(DistributionES):
@@ -330,7 +338,7 @@ class LMMAES(DistributionES):
     is capped at 1 for n < 2 lambda, where the paper's formula leaves its
     range.
 
-    population_size: None is 4 + floor(3 ln n). The other rates are the
+    population_size: the default is 4 + floor(3 ln n). The other rates are the
     paper's: c_d,i = 1 / (1.5^(i-1) n), c_c,i = lambda / (4^(i-1) n) (capped
     at 1), CMA-ES's weights on the best floor(lambda / 2).
     Other arguments: :class:`DistributionES`.
@@ -350,7 +358,7 @@ class MAES(DistributionES):
     ``parameters`` lists them. O(n^2) memory and time per sample: for up to
     a few thousand parameters (at most 20,000).
 
-    population_size: None is 4 + floor(3 ln n).
+    population_size: the default is 4 + floor(3 ln n).
     Other arguments: :class:`DistributionES`.
     """
 
@@ -366,12 +374,13 @@ class PGPE(DistributionES):
     deviations' initial value (pgpelib's stdev_init); choose
     center_learning_rate for the problem's scale (parameter units).
 
-    population_size: even (pairs); None is 4 + floor(3 ln n) rounded up to
-        even (pgpelib's popsize).
+    population_size: even (pairs); the default is 4 + floor(3 ln n) rounded
+        up to even (pgpelib's popsize).
     Other arguments: :class:`DistributionES`.
     """
 
     _family = "PGPE"
+    _population_rule = EVEN_POPULATION_SIZE
 
 
 class CEM(DistributionES):
@@ -390,11 +399,12 @@ class CEM(DistributionES):
     the optimum in units of sigma0 (its spread shrinks faster than its mean
     travels): start with sigma0 of the distance to cover.
 
-    population_size: None is 100 (the tutorial's N).
+    population_size: the default is 100 (the tutorial's N).
     Other arguments: :class:`DistributionES`.
     """
 
     _family = "CEM"
+    _population_rule = 100
 
 
 class _PickledDistributionARS:

@@ -25,9 +25,14 @@ import numpy as np
 
 from .. import _core
 from .replay import is_replay_state, replay
-from .tracked import STOP, TrackedStrategy, check_float32, check_int, check_x0
+from ..solvers.options import Rule, given
+from .tracked import STOP, TOLSTAGNATION, TrackedStrategy, check_float32, check_int, check_x0
 
 __all__ = ["GA"]
+
+# The defaults computed from the population size (GA.__init__ applies them).
+TRUNCATION_SIZE = Rule("max(1, population_size // 5)")
+ELITE_CANDIDATES = Rule("min(10, population_size)")
 
 
 class GA(TrackedStrategy):
@@ -51,12 +56,12 @@ class GA(TrackedStrategy):
     """
 
     def __init__(self, x0, sigma, *, population_size: int = 50,
-                 truncation_size: Optional[int] = None, num_elites: int = 1,
-                 elite_candidates: Optional[int] = None, elite_evaluations: int = 0,
+                 truncation_size: Optional[int] = TRUNCATION_SIZE, num_elites: int = 1,
+                 elite_candidates: Optional[int] = ELITE_CANDIDATES, elite_evaluations: int = 0,
                  seed: int = 0, nan_policy: str = "error", num_threads: int = 1,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
                  ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"], tolfunhist: float = 0.0,
-                 stagnation_iterations: Optional[int] = None):
+                 stagnation_iterations: Optional[int] = TOLSTAGNATION):
         population_size = check_int("population_size", population_size, 2)
         check_float32("GA", check_x0(x0), sigma)  # the core's individuals are float32
         super().__init__(x0, sigma, population_size=population_size, nan_policy=nan_policy,
@@ -64,9 +69,9 @@ class GA(TrackedStrategy):
                          ftarget=ftarget, tolfun=tolfun,
                          stagnation_iterations=stagnation_iterations, num_threads=num_threads,
                          tolfunhist=tolfunhist)
-        if truncation_size is None:
+        if given(truncation_size) is None:
             truncation_size = max(1, population_size // 5)
-        if elite_candidates is None:
+        if given(elite_candidates) is None:
             elite_candidates = min(10, population_size)
         # The core validates the options and names them in its messages.
         self._core_options = dict(

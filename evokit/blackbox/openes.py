@@ -17,7 +17,9 @@ import numpy as np
 from .. import _core
 from ..config import FITNESS_SHAPING_NAMES
 from .replay import is_replay_state, replay
-from .tracked import STOP, TrackedStrategy, check_float32, check_int, check_positive, check_x0, float32_rewards
+from ..solvers.options import given
+from .tracked import (EVEN_POPULATION_SIZE, STOP, TOLSTAGNATION, TrackedStrategy, check_float32, check_int,
+                      check_positive, check_x0, default_population_size, float32_rewards)
 
 __all__ = ["OpenES"]
 
@@ -37,7 +39,7 @@ class OpenES(TrackedStrategy):
     beta2 0.999, epsilon 1e-8; SGD; or momentum 0.9) steps along
         -1/(N sigma) sum_i w_i s_i eps(k_i) + weight_decay * theta.
     population_size defaults to 4 + floor(3 ln n), rounded up to even when
-    antithetic. f-values must be finite (NaNs under nan_policy="worst" take
+    antithetic (odd when not: 4 + floor(3 ln n) as it is). f-values must be finite (NaNs under nan_policy="worst" take
     the largest f-value of the batch).
 
     Convergence. With its published defaults (a fixed sigma, Adam at a fixed
@@ -54,13 +56,13 @@ class OpenES(TrackedStrategy):
 
     _accepts_infinite = False
 
-    def __init__(self, x0, sigma, *, population_size: Optional[int] = None,
+    def __init__(self, x0, sigma, *, population_size: Optional[int] = EVEN_POPULATION_SIZE,
                  learning_rate: float = 0.1, optimizer: str = "adam", antithetic: bool = True,
                  fitness_shaping: str = "centered_rank", weight_decay: float = 0.0,
                  seed: int = 0, nan_policy: str = "error", num_threads: int = 1,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
                  ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"], tolfunhist: float = 0.0,
-                 stagnation_iterations: Optional[int] = None, sigma_decay: float = 1.0,
+                 stagnation_iterations: Optional[int] = TOLSTAGNATION, sigma_decay: float = 1.0,
                  learning_rate_decay: float = 1.0):
         x = check_x0(x0)
         n = x.size
@@ -68,10 +70,8 @@ class OpenES(TrackedStrategy):
         for name, decay in (("sigma_decay", sigma_decay), ("learning_rate_decay", learning_rate_decay)):
             if isinstance(decay, bool) or not (0 < decay <= 1):
                 raise ValueError(f"{name} must be in (0, 1], got {decay!r}")
-        if population_size is None:
-            population_size = 4 + int(3 * math.log(n))
-            if antithetic:
-                population_size += population_size % 2
+        if given(population_size) is None:
+            population_size = default_population_size(n, even=antithetic)
         population_size = check_int("population_size", population_size, 2)
         if antithetic and population_size % 2:
             raise ValueError(f"population_size must be even with antithetic=True (mirrored pairs), "

@@ -14,14 +14,14 @@ ask), never by replaying its history.
 
 from __future__ import annotations
 
-import math
 from typing import Dict, Optional
 
 import numpy as np
 
 from .. import _core, evokit_pb2
-from ..solvers.options import solver_options
-from .tracked import STOP, TrackedStrategy, check_float32, check_int, check_positive, check_x0, float32_rewards
+from ..solvers.options import given, solver_options
+from .tracked import (EVEN_POPULATION_SIZE, STOP, TOLSTAGNATION, TrackedStrategy, check_float32, check_int,
+                      check_positive, check_x0, default_population_size, float32_rewards)
 
 __all__ = ["SolverES", "ARS"]
 
@@ -142,22 +142,21 @@ class ARS(SolverES):
         size is set by alpha and by how the reward differences compare
         with their spread.
     top_directions: b (0: all population_size / 2 directions).
-    population_size: even; None is 4 + floor(3 ln n) rounded up to even.
+    population_size: even; the default is 4 + floor(3 ln n) rounded up to even.
     f-values must be finite.
     Other arguments: :class:`~evokit.blackbox.tracked.TrackedStrategy`'s
     stop criteria, nan_policy, seed, num_threads.
     """
 
     def __init__(self, x0, sigma0, *, step_size: float = 0.02, top_directions: int = 0,
-                 population_size: Optional[int] = None, seed: int = 0, nan_policy: str = "error",
+                 population_size: Optional[int] = EVEN_POPULATION_SIZE, seed: int = 0, nan_policy: str = "error",
                  num_threads: int = 1, max_evaluations: Optional[int] = None,
                  max_iterations: Optional[int] = None, ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"],
                  tolfunhist: float = 0.0,
-                 stagnation_iterations: Optional[int] = None):
+                 stagnation_iterations: Optional[int] = TOLSTAGNATION):
         n = check_x0(x0).size
-        if population_size is None:
-            population_size = 4 + int(3 * math.log(n))
-            population_size += population_size % 2
+        if given(population_size) is None:
+            population_size = default_population_size(n, even=True)
         population_size = check_int("population_size", population_size, 2)
         if population_size % 2:
             raise ValueError(f"population_size must be even (mirrored pairs), got {population_size}")

@@ -21,12 +21,24 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from .. import _core
+from ..solvers.options import Rule, given
 from .asktell import GA_WORDING, AskTellStrategy, Result
 
-__all__ = ["STOP", "TrackedStrategy", "check_int", "check_positive", "check_x0", "float32_rewards"]
+__all__ = ["EVEN_POPULATION_SIZE", "POPULATION_SIZE", "STOP", "TOLSTAGNATION", "TrackedStrategy",
+           "default_population_size", "check_int", "check_positive", "check_x0", "float32_rewards"]
 
 #: pycma's default thresholds (evokit/termination.h), the defaults of every class's arguments.
 STOP: Dict[str, float] = dict(_core.STOP_DEFAULTS)
+#: The defaults the core computes per problem, as signatures show them.
+POPULATION_SIZE = Rule(_core.DEFAULT_POPULATION_RULE)
+EVEN_POPULATION_SIZE = Rule(_core.DEFAULT_POPULATION_RULE + ", rounded up to even")
+TOLSTAGNATION = Rule(_core.TOLSTAGNATION_RULE)
+
+
+def default_population_size(n: int, even: bool) -> int:
+    """POPULATION_SIZE (EVEN_POPULATION_SIZE when ``even``) for dimension n."""
+    size = _core.default_population_size(n)
+    return size + size % 2 if even else size
 
 
 def check_x0(x0) -> np.ndarray:
@@ -130,7 +142,7 @@ class TrackedStrategy(AskTellStrategy):
         if not (isinstance(tolfunhist, (int, float)) and tolfunhist >= 0):
             raise ValueError(f"tolfunhist must be >= 0, got {tolfunhist!r}")
         self._tolfunhist = float(tolfunhist)
-        self._stagnation_iterations = check_int("stagnation_iterations", stagnation_iterations, 1,
+        self._stagnation_iterations = check_int("stagnation_iterations", given(stagnation_iterations), 1,
                                                 allow_none=True)
         self._population_size = population_size  # the windows of the stop criteria
         self._history = _core.FValueHistory()  # pickles as the core's own entries

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from typing import Dict, List, Mapping, Optional, Set, Union
 
 from google.protobuf.descriptor import FieldDescriptor
 
 from .. import _core
 
-__all__ = ["field_comments", "message_fields", "set_fields", "solver_options", "validate_solver_options"]
+__all__ = ["Rule", "field_comments", "given", "message_fields", "rule_in_comment", "set_fields", "solver_options",
+           "validate_solver_options"]
 
 Option = Union[bool, int, float, str, List[int]]
 
@@ -128,3 +130,48 @@ def field_comments(descriptor) -> Dict[str, str]:
     show. Read from evokit_proto.desc, which the build installs beside
     evokit_pb2."""
     return dict(_schema_comments().get(descriptor.full_name, {}))
+
+
+class Rule:
+    """A default computed from the problem (the dimension n, the population
+    size, ...), shown in signatures and ``help()`` as its formula: the
+    default of ``CMAES(population_size=...)`` reads ``4 + floor(3 ln n)``.
+    Passing the rule itself, or None, selects that default."""
+
+    __slots__ = ("formula",)
+
+    def __init__(self, formula: str):
+        self.formula = formula
+
+    def __repr__(self) -> str:
+        return self.formula
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Rule) and other.formula == self.formula
+
+    def __hash__(self) -> int:
+        return hash(self.formula)
+
+    def __reduce__(self):
+        return Rule, (self.formula,)
+
+
+def given(value):
+    """``value``, or None where it selects a computed default (None or a :class:`Rule`)."""
+    return None if isinstance(value, Rule) else value
+
+
+def rule_in_comment(comment: str) -> Optional[Rule]:
+    """The computed default a field's comment names by the convention of
+    proto/evokit.proto, ``(0: <formula>)`` or ``(...; 0: <formula>)``: the
+    option's 0 selects the formula, which the core computes."""
+    for start in (m.end() for m in re.finditer(r"[(;] ?0: ", comment)):
+        depth = 0
+        for i in range(start, len(comment)):
+            if comment[i] == "(":
+                depth += 1
+            elif comment[i] == ")":
+                if depth == 0:
+                    return Rule(comment[start:i].strip())
+                depth -= 1
+    return None

@@ -11,6 +11,7 @@ import pytest
 import distribution_reference as ref
 import evokit
 from evokit import _core
+from evokit.solvers.options import Rule
 from helpers import ROOT
 
 
@@ -226,11 +227,22 @@ def test_every_familys_options_and_defaults_are_its_messages():
                 continue
             default = (f.enum_type.values_by_number[f.default_value].name.lower()
                        if f.type == FieldDescriptor.TYPE_ENUM else f.default_value)
-            assert params[f.name].default == default, (name, f.name)
+            shown = params[f.name].default
+            if isinstance(shown, Rule):  # a 0 that selects the formula its comment names
+                assert default == 0 and f"0: {shown.formula})" in cls.__doc__, (name, f.name)
+                default = shown
+            assert shown == default, (name, f.name)
             assert params[f.name].kind == inspect.Parameter.KEYWORD_ONLY
             assert f"    {f.name} = {default!r}" in cls.__doc__, (name, f.name)
         for threshold in ("tolfun", "tolfunhist", "conditioncov"):
             assert params[threshold].default == _core.STOP_DEFAULTS[threshold]
-    # A comment of the proto reaches help().
+    # A comment of the proto reaches help(); a default the core computes shows its formula.
     assert "eta_sigma (> 0; 0: (3 + ln d) / (5 sqrt(d)))." in evokit.SNES.__doc__
+    shown = {(cls.__name__, name): repr(p.default) for cls in classes.values()
+             for name, p in inspect.signature(cls).parameters.items() if isinstance(p.default, Rule)}
+    assert shown[("SNES", "learning_rate_sigma")] == "(3 + ln d) / (5 sqrt(d))"
+    assert shown[("PGPE", "max_speed")] == "2 center_learning_rate"
+    assert shown[("LMMAES", "memory")] == shown[("SNES", "population_size")] == "4 + floor(3 ln n)"
+    assert shown[("PGPE", "population_size")] == "4 + floor(3 ln n), rounded up to even"
+    assert inspect.signature(evokit.CEM).parameters["population_size"].default == 100
     assert inspect.signature(evokit.CMAES).parameters["tolx"].default == _core.STOP_DEFAULTS["tolx"]

@@ -148,7 +148,8 @@ struct CMAESOptions {
   // A bounded integer coordinate needs an integer within its bounds.
   std::vector<std::size_t> integer_variables;
   // The margin alpha, in [0, 0.5); nullopt: 1 / (n lambda) of the current
-  // run (the paper's default); 0: rounding only, no margin correction.
+  // run (the paper's default, kDefaultMarginRule); 0: rounding only, no
+  // margin correction.
   std::optional<double> margin;
 
   StepSizeAdaptation step_size_adaptation = StepSizeAdaptation::kAuto;
@@ -190,8 +191,14 @@ struct CMAParams {
 // Throws std::invalid_argument if n == 0 or lambda < 2.
 CMAParams cma_default_params(std::size_t n, std::size_t lambda, bool separable);
 
-// The default population size 4 + floor(3 ln n), Eq. (48).
+// The default population size 4 + floor(3 ln n), Eq. (48), of every family
+// whose population_size is 0 (the distribution families round it up to even
+// where their members are mirrored pairs); kDefaultPopulationRule is the
+// formula as signatures and documentation show it.
 std::size_t cma_default_population_size(std::size_t n);
+inline constexpr const char* kDefaultPopulationRule = "4 + floor(3 ln n)";
+// CMAESOptions::margin's default, as signatures and documentation show it.
+inline constexpr const char* kDefaultMarginRule = "1 / (n population_size)";
 
 // Cumulative step-size adaptation, the step-size control of CMA-ES that
 // MA-ES (maes.cc) shares: Eq. (43), p_sigma <- (1 - c_sigma) p_sigma +

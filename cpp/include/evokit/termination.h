@@ -79,6 +79,9 @@ inline constexpr double kDefaultTolfunhist = 1e-12;
 inline constexpr double kDefaultTolx = 1e-11;
 inline constexpr double kDefaultConditioncov = 1e14;
 inline constexpr double kDefaultTolupsigma = 1e20;
+// tolstagnation's default, computed per run (FValueHistory::check), as
+// signatures and documentation show it.
+inline constexpr const char* kDefaultTolstagnationRule = "100 + 100 n^1.5 / population_size";
 
 // The thresholds (pycma's names in stop()'s keys).
 struct FValueCriteria {

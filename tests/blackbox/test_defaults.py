@@ -1,0 +1,108 @@
+"""The defaults every black-box class shows: real values, or the formula of a
+default the problem decides (a Rule), never a bare None for a computed
+default; a Rule default does what its formula says."""
+
+import inspect
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+import evokit
+from evokit import _core
+from evokit.solvers.options import Rule, rule_in_comment
+
+CLASSES = [evokit.CMAES, evokit.SepCMAES, evokit.GA, evokit.OpenES, evokit.ARS, evokit.SNES, evokit.XNES,
+           evokit.CRFMNES, evokit.LMMAES, evokit.MAES, evokit.PGPE, evokit.CEM]
+# None means "off" for these (no limit, no target, no box, no integers).
+OFF_SWITCHES = {"max_evaluations", "max_iterations", "ftarget", "bounds", "integer_variables"}
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_no_default_is_a_bare_none_but_the_off_switches(cls):
+    params = inspect.signature(cls).parameters
+    nones = {name for name, p in params.items() if p.default is None}
+    assert nones <= OFF_SWITCHES, (cls.__name__, nones - OFF_SWITCHES)
+    assert isinstance(params["population_size"].default, (Rule, int))
+    stagnation = params.get("tolstagnation", params.get("stagnation_iterations"))
+    assert repr(stagnation.default) == "100 + 100 n^1.5 / population_size"
+
+
+def first_generation(es, f=lambda x: float(np.sum(x * x)), generations=2):
+    rows = []
+    for _ in range(generations):
+        X = np.array(es.ask())
+        rows.append(X)
+        es.tell(X, [f(x) for x in X])
+    return np.concatenate(rows)
+
+
+@pytest.mark.parametrize("n", [3, 10, 41])
+def test_population_size_defaults_are_their_formula(n):
+    base = 4 + math.floor(3 * math.log(n))
+    even = base + base % 2
+    x0 = np.full(n, 0.5)
+    assert _core.default_population_size(n) == base
+    assert evokit.CMAES(x0, 0.3).population_size == base
+    assert evokit.SNES(x0, 0.3).population_size == base
+    assert evokit.PGPE(x0, 0.3).population_size == even
+    assert evokit.CRFMNES(x0, 0.3).population_size == even
+    assert len(evokit.ARS(x0, 0.3).ask()) == even
+    assert len(evokit.OpenES(x0, 0.3).ask()) == even
+    assert len(evokit.OpenES(x0, 0.3, antithetic=False).ask()) == base
+    assert evokit.CEM(x0, 0.3).population_size == 100
+
+
+@pytest.mark.parametrize("make", [
+    lambda **k: evokit.CMAES(np.full(5, 1.0), 0.4, seed=3, **k),
+    lambda **k: evokit.SNES(np.full(5, 1.0), 0.4, seed=3, **k),
+    lambda **k: evokit.ARS(np.full(5, 1.0), 0.4, seed=3, **k),
+    lambda **k: evokit.OpenES(np.full(5, 1.0), 0.4, seed=3, **k),
+], ids=["CMAES", "SNES", "ARS", "OpenES"])
+def test_the_rule_none_and_the_formulas_value_are_the_same_run(make):
+    rule = inspect.signature(make().__class__).parameters["population_size"].default
+    value = make().population_size if hasattr(make(), "population_size") else len(make().ask())
+    runs = [first_generation(make(**k)) for k in ({}, {"population_size": rule},
+                                                  {"population_size": None}, {"population_size": value})]
+    for other in runs[1:]:
+        np.testing.assert_array_equal(other, runs[0])
+
+
+def test_a_family_options_rule_is_the_value_the_core_computes():
+    # SNES's eta_sigma = (3 + ln d) / (5 sqrt(d)) by default: given explicitly, the same bits.
+    d = 7
+    x0 = np.full(d, 1.0)
+    default = first_generation(evokit.SNES(x0, 0.5, seed=2), generations=4)
+    explicit = first_generation(evokit.SNES(x0, 0.5, seed=2,
+                                            learning_rate_sigma=(3 + math.log(d)) / (5 * math.sqrt(d))),
+                                generations=4)
+    np.testing.assert_array_equal(default, explicit)
+    other = first_generation(evokit.SNES(x0, 0.5, seed=2, learning_rate_sigma=0.05), generations=4)
+    assert not np.array_equal(default, other)
+
+
+def test_ga_defaults_computed_from_the_population():
+    params = inspect.signature(evokit.GA).parameters
+    assert repr(params["truncation_size"].default) == "max(1, population_size // 5)"
+    assert repr(params["elite_candidates"].default) == "min(10, population_size)"
+    x0 = np.zeros(4)
+    a = first_generation(evokit.GA(x0, 0.3, population_size=15, seed=1), generations=3)
+    b = first_generation(evokit.GA(x0, 0.3, population_size=15, seed=1, truncation_size=3, elite_candidates=10),
+                         generations=3)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_cmaes_margin_default_is_the_papers():
+    es = evokit.CMAES(np.zeros(4), 1.0, population_size=8, integer_variables=[0, 1])
+    assert repr(inspect.signature(evokit.CMAES).parameters["margin"].default) == "1 / (n population_size)"
+    assert es.core.margin == pytest.approx(1 / (4 * 8))
+
+
+def test_rules_read_from_the_proto_comment_convention():
+    assert rule_in_comment("eta_sigma (> 0; 0: (3 + ln d) / (5 sqrt(d))).").formula == "(3 + ln d) / (5 sqrt(d))"
+    assert rule_in_comment("m, the direction vectors kept (0: 4 + floor(3 ln n)).").formula == "4 + floor(3 ln n)"
+    assert rule_in_comment("The momentum, in [0, 1).") is None
+    assert rule_in_comment("ratio (10: ten)") is None
+    rule = Rule("4 + floor(3 ln n)")
+    assert pickle.loads(pickle.dumps(rule)) == rule and repr(rule) == "4 + floor(3 ln n)"
