@@ -1,9 +1,8 @@
-// PolicyGraph: recurrent state, the recurrent ops LSTM and GRU, and
-// Transpose: building and their kernels. compile() plans them in
-// policy_graph_plan.cc, execute() runs them in policy_graph.cc. The other
-// layout ops exported recurrent graphs put around them (Squeeze, Unsqueeze,
-// Slice, Reshape) and the integer shape arithmetic (Shape, Concat, Gather,
-// Mul, ...) are policy_graph_ops.cc's.
+// The recurrent ops LSTM and GRU, and Transpose (policy_op_table.h):
+// building, planning, running and their kernels. The other layout ops
+// exported recurrent graphs put around them (Squeeze, Unsqueeze, Slice,
+// Reshape) and the integer shape arithmetic (Shape, Concat, Gather, Mul, ...)
+// are policy_ops_shape.cc's, policy_ops_index.cc's and policy_ops_binary.cc's.
 //
 // Op semantics follow the ONNX operator specs (opset 13+):
 //   LSTM  layout 0, direction forward, default activations (sigmoid, tanh,
@@ -14,10 +13,6 @@
 //         exports 1).
 //   Transpose  perm (default: reversed axes).
 // Every attribute value outside these is refused naming the node.
-//
-// Recurrent state: add_state_input() declares an input holding state,
-// add_state_output() the value that holds its next value; compile() places
-// the state in a caller's buffer and execute() replaces it in place.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -27,7 +22,7 @@
 #include <utility>
 
 #include "evokit/policy_graph.h"
-#include "policy_graph_ops.h"
+#include "policy_op_table.h"
 #include "policy_recurrent.h"
 
 namespace evokit {
@@ -40,209 +35,225 @@ std::string join_strings(const std::vector<std::string>& v) {
   return out + "]";
 }
 
-std::int64_t int_or(const NodeAttributes& a, const char* key, std::int64_t fallback) {
-  return detail::attribute_or(a.ints, key, fallback);
+}  // namespace
+
+// ---- building, planning, running -------------------------------------------
+
+namespace {
+
+// Input i's shape, which must be a float tensor's.
+const SymbolicShape& float_input(const ops::Build& b, std::size_t i, const char* what) {
+  if (b.ints_in(i) || b.value(i).boolean) {
+    throw std::invalid_argument(b.label() + ": " + what + " '" + b.value(i).name +
+                                "' is an integer or boolean tensor, expected a float tensor");
+  }
+  return b.shape_of(i);
+}
+
+SymbolicShape build_recurrent(ops::Build& b, bool lstm) {
+  const std::string& label = b.label();
+  const std::int64_t hidden = b.int_attr("hidden_size", 0);
+  if (hidden < 1) {
+    throw std::invalid_argument(label + ": attribute hidden_size must be >= 1, got " +
+                                std::to_string(hidden) +
+                                (b.attributes.ints.count("hidden_size") ? "" : " (missing)"));
+  }
+  if (b.int_attr("layout", 0) != 0) {
+    throw std::invalid_argument(label + ": attribute layout " +
+                                std::to_string(b.int_attr("layout", 0)) +
+                                " is not supported (only 0: (seq, batch, input))");
+  }
+  if (lstm && b.int_attr("input_forget", 0) != 0) {
+    throw std::invalid_argument(label + ": attribute input_forget " +
+                                std::to_string(b.int_attr("input_forget", 0)) +
+                                " is not supported (only 0)");
+  }
+  const std::int64_t lbr = b.int_attr("linear_before_reset", 0);
+  if (lbr != 0 && lbr != 1) {
+    throw std::invalid_argument(label + ": attribute linear_before_reset must be 0 or 1, got " +
+                                std::to_string(lbr));
+  }
+  b.node.linear_before_reset = lbr == 1;
+  const auto dir = b.attributes.strings.find("direction");
+  if (dir != b.attributes.strings.end() && dir->second != std::vector<std::string>{"forward"}) {
+    throw std::invalid_argument(label + ": direction " + join_strings(dir->second) +
+                                " is not supported (only 'forward')");
+  }
+  const std::vector<std::string> defaults =
+      lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+           : std::vector<std::string>{"Sigmoid", "Tanh"};
+  const auto act = b.attributes.strings.find("activations");
+  if (act != b.attributes.strings.end() && act->second != defaults) {
+    throw std::invalid_argument(label + ": activations " + join_strings(act->second) +
+                                " are not supported (only the default " +
+                                join_strings(defaults) + ")");
+  }
+  if (b.has_input(4)) {
+    throw std::invalid_argument(label + ": input sequence_lens '" + b.value(4).name +
+                                "' is not supported (every sequence has the full length)");
+  }
+  if (lstm && b.has_input(7)) {
+    throw std::invalid_argument(label + ": input P (peepholes) '" + b.value(7).name +
+                                "' is not supported");
+  }
+  const auto h = static_cast<std::size_t>(hidden);
+  const std::size_t gates = lstm ? 4 : 3;
+  const SymbolicShape& x = float_input(b, 0, "input X");
+  if (x.size() != 3 || x[0].batch || x[2].batch) {
+    throw std::invalid_argument(label + ": input X '" + b.value(0).name +
+                                "' must have shape (seq_length, batch, input_size), got " +
+                                format_shape(x));
+  }
+  const Dim batch = x[1];
+  const std::size_t input = x[2].factor;
+  const auto expect = [&](std::size_t i, const char* what, const SymbolicShape& want) {
+    const SymbolicShape& got = float_input(b, i, what);
+    if (got != want) {
+      throw std::invalid_argument(label + ": input " + what + " '" + b.value(i).name +
+                                  "' has shape " + format_shape(got) + ", expected " +
+                                  format_shape(want));
+    }
+  };
+  expect(1, "W", {Dim{1, false}, Dim{gates * h, false}, Dim{input, false}});
+  expect(2, "R", {Dim{1, false}, Dim{gates * h, false}, Dim{h, false}});
+  if (b.has_input(3)) expect(3, "B", {Dim{1, false}, Dim{2 * gates * h, false}});
+  const SymbolicShape state{Dim{1, false}, batch, Dim{h, false}};
+  if (b.has_input(5)) expect(5, "initial_h", state);
+  if (lstm && b.has_input(6)) expect(6, "initial_c", state);
+  b.node.hidden = h;
+  b.more.assign(lstm ? 2 : 1, state);
+  return {x[0], Dim{1, false}, batch, Dim{h, false}};
+}
+
+// The step's operands, shared by LSTM and GRU.
+detail::RecurrentArgs recurrent_args(const ops::Step& step, const ops::Ctx& ctx, float* y) noexcept {
+  detail::RecurrentArgs a;
+  a.x = ctx.view(step.in[0]).base;
+  a.w = ctx.view(step.in[1]);
+  a.r = ctx.view(step.in[2]);
+  a.has_b = step.has_c;
+  if (a.has_b) a.b = ctx.view(step.in[3]);
+  a.h0 = step.has_h0 ? ctx.view(step.in[4]).base : nullptr;
+  a.c0 = step.has_c0 ? ctx.view(step.in[5]).base : nullptr;
+  a.seq = step.seq;
+  a.batch = step.m;
+  a.input = step.k;
+  a.hidden = step.hidden;
+  a.linear_before_reset = step.linear_before_reset;
+  a.y = y;
+  a.c = ctx.workspace + step.out2;
+  a.scratch = ctx.workspace + step.scratch;
+  return a;
 }
 
 }  // namespace
 
-// ---- state --------------------------------------------------------------
+SymbolicShape ops::build_lstm(Build& b) { return build_recurrent(b, true); }
+SymbolicShape ops::build_gru(Build& b) { return build_recurrent(b, false); }
 
-void PolicyGraph::add_state_input(const std::string& name, const std::vector<std::size_t>& shape,
-                                  std::size_t batch_axis) {
-  const std::string label = "state input '" + name + "'";
-  if (batch_axis >= shape.size()) {
-    throw std::invalid_argument(label + ": batch axis " + std::to_string(batch_axis) +
-                                " is out of range for shape " + format_shape(shape));
+// Y, then Y_c (LSTM) and the gate scratch; Y_h is Y's last step.
+bool ops::plan_recurrent(Planner& p, Step& step) {
+  const PolicyGraph::Ops::Node& node = p.node;
+  const bool lstm = step.run == run_lstm;
+  const auto has = [&](std::size_t i) { return node.inputs.size() > i && node.inputs[i] >= 0; };
+  step.seq = p.in_shape(0)[0];
+  step.m = p.in_shape(0)[1];  // batch
+  step.k = p.in_shape(0)[2];  // input size
+  step.hidden = node.hidden;
+  step.linear_before_reset = node.linear_before_reset;
+  step.in[0] = p.plain_in(0);
+  step.in[1] = p.at(1);
+  step.in[2] = p.at(2);
+  step.has_c = has(3);  // the bias B
+  if (has(3)) step.in[3] = p.at(3);
+  step.has_h0 = has(5);  // else zeros
+  step.has_c0 = lstm && has(6);
+  if (step.has_h0) step.in[4] = p.plain_in(5);
+  if (step.has_c0) step.in[5] = p.plain_in(6);
+  const std::size_t state = step.m * step.hidden;
+  step.size = step.seq * state;
+  p.place_output(step);
+  step.out2 = lstm ? p.reserve(state) : 0;
+  step.scratch = p.reserve(detail::recurrent_scratch_size(lstm, step.m, step.hidden));
+  using Operand = PolicyGraph::Ops::Operand;
+  using Source = PolicyGraph::Ops::Source;
+  if (!node.more_outputs.empty() && node.more_outputs[0] >= 0) {
+    p.where[static_cast<std::size_t>(node.more_outputs[0])] =
+        Operand{Source::kWork, step.out + (step.seq - 1) * state, nullptr};
   }
-  Value v{name, Kind::kState, {}};
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i != batch_axis && shape[i] == 0) {
-      throw std::invalid_argument(label + ": dimension " + std::to_string(i) +
-                                  " must be >= 1, got 0");
-    }
-    v.shape.push_back(i == batch_axis ? Dim{1, true} : Dim{shape[i], false});
+  if (node.more_outputs.size() > 1 && node.more_outputs[1] >= 0) {
+    p.where[static_cast<std::size_t>(node.more_outputs[1])] = Operand{Source::kWork, step.out2, nullptr};
   }
-  v.state = state_inputs_.size();
-  define(std::move(v), label);
-  state_inputs_.push_back(name);
-  state_outputs_.emplace_back();
+  return true;
 }
 
-void PolicyGraph::add_state_output(const std::string& input, const std::string& output) {
-  const int in = find_value(input);
-  if (in < 0 || values_[static_cast<std::size_t>(in)].kind != Kind::kState) {
-    throw std::invalid_argument("state output '" + output + "': '" + input +
-                                "' is not a state input of the graph");
-  }
-  const Value& state = values_[static_cast<std::size_t>(in)];
-  if (!state_outputs_[state.state].empty()) {
-    throw std::invalid_argument("state input '" + input + "' is already paired with output '" +
-                                state_outputs_[state.state] + "'");
-  }
-  const int out = find_value(output);
-  if (out < 0) {
-    throw std::invalid_argument("state output '" + output + "' is not a value of the graph");
-  }
-  const SymbolicShape& shape = values_[static_cast<std::size_t>(out)].shape;
-  if (shape != state.shape) {
-    throw std::invalid_argument("state output '" + output + "' has shape " + format_shape(shape) +
-                                ", its state input '" + input + "' has shape " +
-                                format_shape(state.shape));
-  }
-  state_outputs_[state.state] = output;
+void ops::run_lstm(const Step& step, const Ctx& ctx, float* y) noexcept {
+  detail::lstm_forward(recurrent_args(step, ctx, y));
 }
 
-std::vector<std::vector<std::size_t>> PolicyGraph::state_shapes(std::size_t batch) const {
-  std::vector<std::vector<std::size_t>> out;
-  for (const std::string& name : state_inputs_) {
-    std::vector<std::size_t> dims;
-    for (const Dim& d : values_[static_cast<std::size_t>(find_value(name))].shape) {
-      dims.push_back(d.resolve(batch));
-    }
-    out.push_back(std::move(dims));
+void ops::run_gru(const Step& step, const Ctx& ctx, float* y) noexcept {
+  detail::gru_forward(recurrent_args(step, ctx, y));
+}
+
+SymbolicShape ops::build_transpose(Build& b) {
+  const std::string& label = b.label();
+  const SymbolicShape& x = float_input(b, 0, "input");
+  std::vector<std::int64_t> perm;
+  const auto it = b.attributes.int_lists.find("perm");
+  if (it != b.attributes.int_lists.end()) {
+    perm = it->second;
+  } else {
+    for (std::size_t i = x.size(); i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
+  }
+  std::vector<bool> seen(x.size(), false);
+  bool ok = perm.size() == x.size();
+  for (std::size_t i = 0; ok && i < perm.size(); ++i) {
+    ok = perm[i] >= 0 && static_cast<std::size_t>(perm[i]) < x.size() &&
+         !seen[static_cast<std::size_t>(perm[i])];
+    if (ok) seen[static_cast<std::size_t>(perm[i])] = true;
+  }
+  if (!ok) {
+    throw std::invalid_argument(label + ": perm " + ops::ints_text(perm) +
+                                " is not a permutation of the " + std::to_string(x.size()) +
+                                " axes of " + format_shape(x));
+  }
+  SymbolicShape out;
+  b.node.perm.clear();
+  for (std::int64_t p : perm) {
+    b.node.perm.push_back(static_cast<std::size_t>(p));
+    out.push_back(x[static_cast<std::size_t>(p)]);
   }
   return out;
 }
 
-std::size_t PolicyGraph::state_size() const {
-  std::size_t total = 0;
-  for (const std::vector<std::size_t>& shape : state_shapes(1)) {
-    std::size_t n = 1;
-    for (std::size_t d : shape) n *= d;
-    total += n;
+// The input strides of each output axis; no step when that walk is
+// contiguous (the same bytes).
+bool ops::plan_transpose(Planner& p, Step& step) {
+  const std::vector<std::size_t>& x = p.in_shape(0);
+  const std::vector<std::size_t>& out_shape = p.out_shape();
+  std::vector<std::size_t> stride(x.size(), 1);
+  for (std::size_t i = x.size(); i-- > 1;) stride[i - 1] = stride[i] * x[i];
+  std::vector<std::size_t> strides;
+  for (std::size_t d : p.node.perm) strides.push_back(stride[d]);
+  bool contiguous = true;
+  std::size_t expect = 1;
+  for (std::size_t i = out_shape.size(); i-- > 0;) {
+    if (out_shape[i] == 1) continue;
+    contiguous = contiguous && strides[i] == expect;
+    expect *= out_shape[i];
   }
-  return total;
+  if (contiguous) return false;
+  if (out_shape.size() > 16) {
+    throw std::invalid_argument(p.node.label + ": more than 16 dimensions are not supported");
+  }
+  step.in[0] = p.at(0);
+  step.out_shape = out_shape;
+  step.stride_a = strides;
+  return true;
 }
 
-// ---- building -------------------------------------------------------------
-
-SymbolicShape PolicyGraph::infer_recurrent_shape(Node& node, const NodeAttributes& attributes,
-                                                 std::vector<SymbolicShape>& more) const {
-  const std::string& label = node.label;
-  const auto has = [&](std::size_t i) { return i < node.inputs.size() && node.inputs[i] >= 0; };
-  const auto value = [&](std::size_t i) -> const Value& {
-    return values_[static_cast<std::size_t>(node.inputs[i])];
-  };
-  const auto float_input = [&](std::size_t i, const char* what) -> const SymbolicShape& {
-    if (value(i).kind == Kind::kInts || value(i).boolean) {
-      throw std::invalid_argument(label + ": " + what + " '" + value(i).name +
-                                  "' is an integer or boolean tensor, expected a float tensor");
-    }
-    return value(i).shape;
-  };
-
-  switch (node.op) {
-    case Op::kLSTM:
-    case Op::kGRU: {
-      const bool lstm = node.op == Op::kLSTM;
-      const std::int64_t hidden = int_or(attributes, "hidden_size", 0);
-      if (hidden < 1) {
-        throw std::invalid_argument(label + ": attribute hidden_size must be >= 1, got " +
-                                    std::to_string(hidden) +
-                                    (attributes.ints.count("hidden_size") ? "" : " (missing)"));
-      }
-      if (int_or(attributes, "layout", 0) != 0) {
-        throw std::invalid_argument(label + ": attribute layout " +
-                                    std::to_string(int_or(attributes, "layout", 0)) +
-                                    " is not supported (only 0: (seq, batch, input))");
-      }
-      if (lstm && int_or(attributes, "input_forget", 0) != 0) {
-        throw std::invalid_argument(label + ": attribute input_forget " +
-                                    std::to_string(int_or(attributes, "input_forget", 0)) +
-                                    " is not supported (only 0)");
-      }
-      const std::int64_t lbr = int_or(attributes, "linear_before_reset", 0);
-      if (lbr != 0 && lbr != 1) {
-        throw std::invalid_argument(label + ": attribute linear_before_reset must be 0 or 1, got " +
-                                    std::to_string(lbr));
-      }
-      node.linear_before_reset = lbr == 1;
-      const auto dir = attributes.strings.find("direction");
-      if (dir != attributes.strings.end() && dir->second != std::vector<std::string>{"forward"}) {
-        throw std::invalid_argument(label + ": direction " + join_strings(dir->second) +
-                                    " is not supported (only 'forward')");
-      }
-      const std::vector<std::string> defaults =
-          lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-               : std::vector<std::string>{"Sigmoid", "Tanh"};
-      const auto act = attributes.strings.find("activations");
-      if (act != attributes.strings.end() && act->second != defaults) {
-        throw std::invalid_argument(label + ": activations " + join_strings(act->second) +
-                                    " are not supported (only the default " +
-                                    join_strings(defaults) + ")");
-      }
-      if (has(4)) {
-        throw std::invalid_argument(label + ": input sequence_lens '" + value(4).name +
-                                    "' is not supported (every sequence has the full length)");
-      }
-      if (lstm && has(7)) {
-        throw std::invalid_argument(label + ": input P (peepholes) '" + value(7).name +
-                                    "' is not supported");
-      }
-      const auto h = static_cast<std::size_t>(hidden);
-      const std::size_t gates = lstm ? 4 : 3;
-      const SymbolicShape& x = float_input(0, "input X");
-      if (x.size() != 3 || x[0].batch || x[2].batch) {
-        throw std::invalid_argument(label + ": input X '" + value(0).name +
-                                    "' must have shape (seq_length, batch, input_size), got " +
-                                    format_shape(x));
-      }
-      const Dim batch = x[1];
-      const std::size_t input = x[2].factor;
-      const auto expect = [&](std::size_t i, const char* what, const SymbolicShape& want) {
-        const SymbolicShape& got = float_input(i, what);
-        if (got != want) {
-          throw std::invalid_argument(label + ": input " + what + " '" + value(i).name +
-                                      "' has shape " + format_shape(got) + ", expected " +
-                                      format_shape(want));
-        }
-      };
-      expect(1, "W", {Dim{1, false}, Dim{gates * h, false}, Dim{input, false}});
-      expect(2, "R", {Dim{1, false}, Dim{gates * h, false}, Dim{h, false}});
-      if (has(3)) expect(3, "B", {Dim{1, false}, Dim{2 * gates * h, false}});
-      const SymbolicShape state{Dim{1, false}, batch, Dim{h, false}};
-      if (has(5)) expect(5, "initial_h", state);
-      if (lstm && has(6)) expect(6, "initial_c", state);
-      node.hidden = h;
-      more.assign(lstm ? 2 : 1, state);
-      return {x[0], Dim{1, false}, batch, Dim{h, false}};
-    }
-
-    case Op::kTranspose: {
-      const SymbolicShape& x = float_input(0, "input");
-      std::vector<std::int64_t> perm;
-      const auto it = attributes.int_lists.find("perm");
-      if (it != attributes.int_lists.end()) {
-        perm = it->second;
-      } else {
-        for (std::size_t i = x.size(); i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
-      }
-      std::vector<bool> seen(x.size(), false);
-      bool ok = perm.size() == x.size();
-      for (std::size_t i = 0; ok && i < perm.size(); ++i) {
-        ok = perm[i] >= 0 && static_cast<std::size_t>(perm[i]) < x.size() &&
-             !seen[static_cast<std::size_t>(perm[i])];
-        if (ok) seen[static_cast<std::size_t>(perm[i])] = true;
-      }
-      if (!ok) {
-        throw std::invalid_argument(label + ": perm " + detail::ints_text(perm) +
-                                    " is not a permutation of the " + std::to_string(x.size()) +
-                                    " axes of " + format_shape(x));
-      }
-      SymbolicShape out;
-      node.perm.clear();
-      for (std::int64_t p : perm) {
-        node.perm.push_back(static_cast<std::size_t>(p));
-        out.push_back(x[static_cast<std::size_t>(p)]);
-      }
-      return out;
-    }
-
-    default:
-      break;
-  }
-  throw std::logic_error(label + ": not LSTM, GRU or Transpose");  // unreachable
+void ops::run_transpose(const Step& step, const Ctx& ctx, float* y) noexcept {
+  detail::strided_copy(ctx.view(step.in[0]), step.out_shape, step.stride_a, step.size, y);
 }
 
 // ---- kernels --------------------------------------------------------------
