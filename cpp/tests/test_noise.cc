@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "evokit/gaussian_sampler.h"
-#include "../src/noise/noise_blocks.h"
+#include "noise/noise_blocks.h"
 #include "test_util.h"
 
 namespace evokit {

@@ -1,4 +1,4 @@
-// PolicyGraph: the ops PyTorch exports add (policy_graph_ops.cc) against
+// PolicyGraph: the ops PyTorch exports add (policy_ops_*.cc) against
 // double-precision references, the build-time evaluation of shape
 // arithmetic, perturbed parameters read in place, and every refusal.
 #include <gtest/gtest.h>

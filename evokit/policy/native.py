@@ -15,12 +15,12 @@ Supported: ``Gemm``, ``MatMul`` (2-D right operand), ``Add``, ``Sub``,
 ``Softmax`` (last axis), ``Identity``, ``Flatten``, ``Clip``, the ops
 PyTorch's ``torch.onnx.export`` writes for common policies
 (``LayerNormalization`` and its decomposed form ``ReduceMean`` / ``Pow`` /
-``Sqrt``, ``Gelu`` and ``Erf``, ``LeakyRelu``, ``Elu``, ``Selu``,
+``Sqrt``, ``ReduceSum``, ``Gelu`` and ``Erf``, ``LeakyRelu``, ``Elu``, ``Selu``,
 ``Softplus``, ``Mish``, ``Greater`` / ``Less`` / ``Where``, ``Concat``,
 ``Gather`` and ``Slice`` by constants, ``Reshape``, ``Squeeze``,
 ``Unsqueeze``, ``Dropout`` in inference mode, ``Cast``, ``Shape``), and
 ``Constant`` nodes and initializers holding float tensors, or integer and
-boolean ones for shapes, axes and indices (cpp/src/policy_graph_ops.cc):
+boolean ones for shapes, axes and indices (the op table, cpp/src/policy/policy_op_table.cc):
 the MLPs of :func:`~evokit.policy.mlp.init_mlp` and PyTorch exports of
 ``Linear`` / ``LayerNorm`` / activation stacks at opsets 13 to 20.
 Integer shape arithmetic (``Shape`` -> ``Gather`` -> ``Concat`` ->
@@ -28,7 +28,7 @@ Integer shape arithmetic (``Shape`` -> ``Gather`` -> ``Concat`` ->
 size kept symbolic. Recurrent policies: ``LSTM`` and ``GRU`` (one forward
 direction, layout 0, default activations; other attribute values are
 refused naming the node) with ``Transpose`` and the layout ops above around
-them (cpp/src/policy_graph_recurrent.cc), the state inputs paired with
+them (cpp/src/policy/policy_graph_recurrent.cc), the state inputs paired with
 their outputs as :mod:`evokit.policy.onnx_policy` describes; the state is
 carried in a flat float32 buffer the caller passes (``state=``) and the
 core updates in place. Anything else raises :class:`NotSupportedError`

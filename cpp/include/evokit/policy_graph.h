@@ -14,12 +14,12 @@
 //     Identity, Flatten, Clip, with ONNX semantics (numpy broadcasting for
 //     Add, Sub, Mul, Div, MatMul with a 2-D right operand, Clip's min and max
 //     given as one-element constants); the ops PyTorch exports of common
-//     policies produce (policy_graph_ops.cc): LayerNormalization, Gelu, Erf,
+//     policies produce: LayerNormalization, Gelu, Erf,
 //     LeakyRelu, Elu, Selu, Softplus, Mish, Sqrt, Pow, ReduceMean, ReduceSum,
 //     Greater, Less, Where, Concat, Gather and Slice (constant indices),
 //     Reshape, Squeeze, Unsqueeze, Dropout (inference only), Cast, Shape; and
-//     the recurrent ops LSTM and GRU with Transpose
-//     (policy_graph_recurrent.cc). Nodes whose inputs are all integer
+//     the recurrent ops LSTM and GRU with Transpose (the op table,
+//     policy_op_table.cc, lists them all). Nodes whose inputs are all integer
 //     constants or shapes (Shape -> Gather -> Concat -> Reshape) are
 //     evaluated when the graph is built, the batch size kept symbolic;
 //   - outputs: run() returns the first.
@@ -104,8 +104,15 @@ class PolicyGraph {
  public:
   class Plan;
 
-  // The ops add_node() accepts (ONNX op_type names).
+  // The ops add_node() accepts (ONNX op_type names), in the order of the op
+  // table.
   static const std::vector<std::string>& supported_ops();
+
+  // Internal (policy_op_table.h): an op's row of the op table, the access its
+  // functions have to a graph, and what a compiled step reads at run time.
+  struct OpDef;
+  struct Ops;
+  struct RunContext;
 
   // The observation input, shape [batch, *feature_shape] (every feature dim
   // >= 1). Exactly one input per graph.
@@ -208,17 +215,6 @@ class PolicyGraph {
 
  private:
   enum class Kind { kInput, kParam, kConstant, kNode, kInts, kState };
-  // In the order of the op table (policy_graph_build.cc).
-  enum class Op {
-    kGemm, kMatMul, kAdd, kRelu, kTanh, kSigmoid, kSoftmax, kIdentity, kFlatten,
-    kSub, kMul, kDiv, kClip,
-    // policy_graph_ops.cc
-    kLayerNorm, kGelu, kErf, kLeakyRelu, kElu, kSelu, kSoftplus, kMish, kSqrt, kPow,
-    kReduceMean, kGreater, kLess, kWhere, kConcat, kGather, kSlice, kReshape, kSqueeze,
-    kUnsqueeze, kDropout, kCast, kShape, kReduceSum,
-    // policy_graph_recurrent.cc
-    kLSTM, kGRU, kTranspose
-  };
   // An element of an integer value: factor, times the batch size if `batch`.
   struct IntDim {
     std::int64_t factor = 0;
@@ -239,7 +235,7 @@ class PolicyGraph {
   };
   struct Node {
     std::string label;  // for errors: "node 'fc1' (Gemm)"
-    Op op;
+    const OpDef* op = nullptr;
     std::vector<int> inputs;  // value ids, -1 for an omitted optional input
     int output = 0;           // value id
     // Gemm
@@ -249,11 +245,12 @@ class PolicyGraph {
     std::int64_t axis = 0;
     // Clip
     float lo = 0.0f, hi = 0.0f;
-    // policy_graph_ops.cc: LayerNorm epsilon (alpha), Selu gamma, Gelu tanh
-    // (trans_a); Gather indices, Slice starts and steps per output dim.
+    // LayerNorm epsilon (alpha), the elementwise ops' alpha and gamma, Gelu
+    // tanh (trans_a); Gather indices, Slice starts and steps per output dim,
+    // the reduced axes' first and last.
     float gamma = 0.0f;
     std::vector<std::int64_t> index;
-    // policy_graph_recurrent.cc: LSTM / GRU's further outputs (Y_h, Y_c; -1
+    // LSTM / GRU's further outputs (Y_h, Y_c; -1
     // if omitted), hidden size and GRU's linear_before_reset; Transpose's
     // perm.
     std::vector<int> more_outputs;
@@ -264,27 +261,6 @@ class PolicyGraph {
 
   int find_value(const std::string& name) const;  // -1 if unknown
   int define(Value value, const std::string& label);
-  SymbolicShape infer_shape(Node& node, const NodeAttributes& attributes) const;
-  // policy_graph_ops.cc: the ops PyTorch exports add. The attributes each
-  // op knows (refused otherwise), its output shape (throwing like
-  // infer_shape), and for a node evaluated when the graph is built, the
-  // value it defines (an integer value or a float constant).
-  static bool is_extended(Op op) noexcept;
-  void check_extended_attributes(const Node& node, const NodeAttributes& attributes) const;
-  SymbolicShape infer_extended(Node& node, const NodeAttributes& attributes, Value& folded);
-  const std::vector<IntDim>& int_input(const Node& node, std::size_t i, const char* what) const;
-  // Refuses an integer or boolean value among the first `inputs` inputs.
-  void refuse_non_float(const Node& node, std::size_t inputs = 1024) const;
-  // Add, Sub, Mul, Div or Identity on integer values only: evaluated into
-  // `folded` (true), else false.
-  bool fold_int_arithmetic(const Node& node, Value& folded) const;
-  // Planning and running the ops of policy_graph_ops.cc (policy_graph_ops.h).
-  struct Ops;
-  // LSTM, GRU and Transpose (policy_graph_recurrent.cc): the output shape,
-  // more_outputs' shapes in `more`.
-  static bool is_recurrent(Op op) noexcept { return op == Op::kLSTM || op == Op::kGRU || op == Op::kTranspose; }
-  SymbolicShape infer_recurrent_shape(Node& node, const NodeAttributes& attributes,
-                                      std::vector<SymbolicShape>& more) const;
 
   std::vector<Value> values_;
   std::map<std::string, int> value_ids_;
@@ -312,6 +288,7 @@ class PolicyGraph::Plan {
  private:
   friend class PolicyGraph;
   friend struct PolicyGraph::Ops;
+  friend struct PolicyGraph::RunContext;
 
   // Where an operand lives: the observations, the parameter vector (read
   // through the ParamView), a constant of the graph, or the workspace.
@@ -325,7 +302,8 @@ class PolicyGraph::Plan {
   // (x + bias), the left one, or the general strided walk.
   enum class AddKind : unsigned char { kSame, kRowRight, kRowLeft, kGeneral };
   struct Step {
-    Op op = Op::kIdentity;
+    // The op's kernel (its row's run function).
+    void (*run)(const Step&, const RunContext&, float*) noexcept = nullptr;
     Operand in[6];
     bool has_c = false;
     std::size_t out = 0;   // workspace offset of the output
@@ -343,8 +321,7 @@ class PolicyGraph::Plan {
     // aliases its last step).
     std::size_t seq = 0, hidden = 0, scratch = 0, out2 = 0;
     bool linear_before_reset = false, has_h0 = false, has_c0 = false;
-    // policy_graph_ops.cc: the unary ops' alpha (lo), gamma (hi); LayerNorm
-    // epsilon (alpha); Where's third operand strides; Concat's inputs (their
+    // The elementwise ops' alpha (lo), gamma (hi); LayerNorm epsilon (alpha); Where's third operand strides; Concat's inputs (their
     // chunk sizes in `stride_b`); Gather's indices and Slice's starts / steps.
     std::vector<std::size_t> stride_c;
     std::vector<Operand> more;

@@ -5,7 +5,7 @@
 // the best one the CPU has. They vectorise across independent output
 // elements only, never across a sum, and nothing is contracted into FMA
 // (-ffp-contract=off): every instruction set gives the same bits.
-#include "policy_kernels.h"
+#include "policy/policy_kernels.h"
 
 #include <cmath>
 #include <type_traits>

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "policy_kernels.h"
+#include "policy/policy_kernels.h"
 
 namespace evokit::detail {
 
