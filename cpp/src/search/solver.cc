@@ -10,7 +10,7 @@
 #include "evokit/noise.h"
 #include "evokit/population.h"
 #include "common/messages.h"
-#include "common/option_checks.h"
+#include "search/option_checks.h"
 
 namespace evokit {
 

@@ -12,7 +12,7 @@
 #include "evokit/solver.h"
 #include "evokit/strategy_solver.h"
 #include "common/messages.h"
-#include "common/option_checks.h"
+#include "search/option_checks.h"
 
 namespace evokit {
 

@@ -11,7 +11,7 @@
 
 #include "evokit/noise.h"
 #include "evokit/population.h"
-#include "common/option_checks.h"
+#include "search/option_checks.h"
 #include "search/strategy_internal.h"
 
 namespace evokit {

@@ -52,8 +52,8 @@
 #include <cmath>
 #include <limits>
 
-#include "common/option_checks.h"
 #include "search/distribution/distribution_internal.h"
+#include "search/option_checks.h"
 
 namespace evokit {
 

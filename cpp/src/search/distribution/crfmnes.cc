@@ -75,7 +75,7 @@
 #include "search/distribution/distribution_internal.h"
 #include "evokit/noise.h"
 #include "evokit/philox.h"
-#include "common/option_checks.h"
+#include "search/option_checks.h"
 
 namespace evokit {
 

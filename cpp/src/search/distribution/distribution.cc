@@ -13,10 +13,10 @@
 #include "evokit/noise.h"
 #include "evokit/philox.h"
 #include "common/messages.h"
-#include "common/option_checks.h"
 #include "common/parallel.h"
 #include "linalg/dense_kernels.h"
 #include "search/distribution/distribution_internal.h"
+#include "search/option_checks.h"
 #include "search/strategy_internal.h"
 
 namespace evokit {

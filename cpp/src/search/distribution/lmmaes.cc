@@ -39,8 +39,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/option_checks.h"
 #include "search/distribution/distribution_internal.h"
+#include "search/option_checks.h"
 
 namespace evokit {
 

@@ -22,8 +22,8 @@
 // State: "snes.mean", "snes.sigma" (n doubles each).
 #include <cmath>
 
-#include "common/option_checks.h"
 #include "search/distribution/distribution_internal.h"
+#include "search/option_checks.h"
 
 namespace evokit {
 

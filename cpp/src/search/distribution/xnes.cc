@@ -37,8 +37,8 @@
 
 #include "search/distribution/distribution_internal.h"
 #include "evokit/symmetric_eigen.h"
-#include "common/option_checks.h"
 #include "common/parallel.h"
+#include "search/option_checks.h"
 
 namespace evokit {
 

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "evokit/strategy_solver.h"
-#include "common/option_checks.h"
+#include "search/option_checks.h"
 #include "search/strategy_internal.h"
 
 namespace evokit {

@@ -15,8 +15,8 @@
 #include "evokit/noise.h"
 #include "evokit/population.h"
 #include "common/messages.h"
-#include "common/option_checks.h"
 #include "common/parallel.h"
+#include "search/option_checks.h"
 
 namespace evokit {
 
