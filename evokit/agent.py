@@ -69,7 +69,8 @@ class ESAgent:
     Construct it empty and call :meth:`load_config`, :meth:`load_inference_model`
     and then :meth:`init_solver` (a fresh solver; ``ESAgent(config, model)``
     does the three at once) or :meth:`load_solver` (the solver a
-    :meth:`save_solver` wrote), in that order.
+    :meth:`save_solver` wrote), in that order; or take a warehouse iteration
+    with :meth:`from_iteration`.
     """
 
     def __init__(self, config=None, model=None):
@@ -104,16 +105,12 @@ class ESAgent:
         return self._config
 
     def load_inference_model(self, path: Union[str, os.PathLike],
-                             backend: Optional[str] = None, *, sha256: Optional[str] = None,
-                             sha256_source: str = "the solver state") -> None:
+                             backend: Optional[str] = None) -> None:
         """Load the ONNX policy: a ``.onnx`` file, or a directory holding ``model.onnx``.
 
         ``backend`` (``"auto"``, ``"native"`` or ``"onnxruntime"``) chooses
         the forward pass of :meth:`predict` (see :class:`~evokit.policy.onnx_policy.OnnxPolicy`);
         by default the config's ``solver.backend``, ``"auto"`` without a config.
-        With ``sha256`` (hex), the file's bytes must have that digest (what a
-        warehouse's solver.pb, ``sha256_source``, records of the model.onnx
-        beside it).
         """
         self._require_original("load_inference_model")
         path = os.fspath(path)
@@ -122,8 +119,7 @@ class ESAgent:
         pattern = self._config.solver.param_pattern if self._config is not None else ".*"
         if backend is None:
             backend = self._config.solver.backend if self._config is not None else "auto"
-        self._policy = OnnxPolicy.load(path, param_pattern=pattern, backend=backend, sha256=sha256,
-                                       sha256_source=sha256_source)
+        self._policy = OnnxPolicy.load(path, param_pattern=pattern, backend=backend)
         self._initial = self._policy.initial_params()
         self._set_core(None)
 
@@ -168,6 +164,22 @@ class ESAgent:
         agent._config = config
         agent._policy = policy
         agent._set_core(_make_core_agent(config, policy.initial_params(), num_threads=1))
+        return agent
+
+    @classmethod
+    def from_iteration(cls, iteration) -> "ESAgent":
+        """The agent at a warehouse iteration: ``iteration`` is what
+        :meth:`Warehouse.iteration <evokit.online.warehouse.Warehouse.iteration>`
+        returns, its config, model and solver state read and verified there.
+        They are taken as they are (nothing is read or checked again): the
+        solver the config describes is built at the model's parameters and
+        the state restored into it, as :meth:`load_solver` restores it."""
+        agent = cls()
+        agent._config = pb.EvoKitConfig()
+        agent._config.CopyFrom(iteration.config)
+        agent._policy = iteration.policy
+        agent._initial = agent._policy.initial_params()
+        agent._restore_solver_state(iteration.state, iteration.solver_path)
         return agent
 
     def sampling_state(self) -> bytes:
@@ -496,15 +508,12 @@ class ESAgent:
         left as it was."""
         self._require_original("load_solver_state")
         self._require_config_and_model("load_solver_state")
-        name = pb.OptimizerConfig.Type.Name
-        try:
-            _core.solver_state_check(
-                state.HasField("num_params"), state.num_params, state.fingerprint_version,
-                state.model_fingerprint, state.params_fingerprint, name(state.optimizer),
-                self.policy.source, self.num_params, [1, FINGERPRINT_VERSION], self.policy.fingerprint,
-                self.center, name(self._config.solver.optimizer.type), exact_model, path)
-        except ValueError as exc:
-            raise SolverFileError(str(exc)) from None
+        check_solver_state(state, self.policy, self.center, self._config, path, exact_model=exact_model)
+        self._restore_solver_state(state, path)
+
+    def _restore_solver_state(self, state: pb.SolverState, path: str) -> None:
+        """Restore a state checked against the agent's config and model
+        (:func:`check_solver_state`); on error the agent is left as it was."""
         # The calling-order rule: a state is restored into the agent's solver,
         # or, without one (no init_solver() before), into a new solver built
         # from the config, which the agent keeps once the state has loaded.
@@ -552,16 +561,20 @@ def read_solver_file(path: str) -> pb.SolverState:
     return read_state_file(path, pb.SolverState(), SolverFileError, "solver state file")
 
 
-def check_params_fingerprint(state: pb.SolverState, policy: OnnxPolicy, params: np.ndarray,
-                             path: str) -> None:
-    """Refuse a model whose parameters are not the ones ``state`` (read from
-    ``path``) recorded: its params_fingerprint, where it records one, is the
-    fingerprint of the exact model saved beside it (the core's check)."""
-    if not state.params_fingerprint:
-        return
+def check_solver_state(state: pb.SolverState, policy: OnnxPolicy, params: np.ndarray,
+                       config: pb.EvoKitConfig, path: str, *, exact_model: bool = False) -> None:
+    """Refuse a solver state (read from ``path``) that does not belong to
+    ``policy`` at ``params`` under ``config`` (the core's check, in this
+    order): num_params, the fingerprint version, the graph's fingerprint, with
+    ``exact_model`` the params_fingerprint where the state records one (the
+    exact model saved beside it), the optimizer type of the config."""
+    name = pb.OptimizerConfig.Type.Name
     try:
-        _core.check_params_fingerprint(state.params_fingerprint, policy.fingerprint(state.fingerprint_version),
-                                       np.ascontiguousarray(params, dtype=np.float32), policy.source, path)
+        _core.solver_state_check(
+            state.HasField("num_params"), state.num_params, state.fingerprint_version,
+            state.model_fingerprint, state.params_fingerprint, name(state.optimizer),
+            policy.source, policy.num_params, [1, FINGERPRINT_VERSION], policy.fingerprint,
+            params, name(config.solver.optimizer.type), exact_model, path)
     except ValueError as exc:
         raise SolverFileError(str(exc)) from None
 

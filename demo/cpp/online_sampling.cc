@@ -170,13 +170,15 @@ int run(const evokit_demo::Args& args) {
   if (!args.has("num-samples")) throw evokit_demo::UsageError("--num-samples is required");
   const auto num_samples = static_cast<std::size_t>(args.integer("num-samples", 0, 1, 1 << 20));
 
-  // The newest iteration: config (from its solver.pb), model, solver state.
+  // The newest iteration: config (from its solver.pb), model, solver state,
+  // each file read once and verified.
   const evokit::io::Warehouse warehouse(warehouse_path);
-  const std::int64_t k = warehouse.latest();
-  evokit::io::ESAgent agent = warehouse.load_agent(k);
-  // Copied, never computed: what `evokit update` checks records against.
-  const std::string config_fingerprint = warehouse.config_fingerprint();
-  const std::string model_fingerprint = warehouse.model_fingerprint(k);
+  const evokit::io::Iteration iteration = warehouse.iteration();
+  const std::int64_t k = iteration.k;
+  evokit::io::ESAgent agent(iteration);
+  // What `evokit update` checks records against.
+  const std::string& config_fingerprint = iteration.config_fingerprint;
+  const std::string& model_fingerprint = iteration.params_fingerprint;
 
   // The same sampler at the same iteration would draw the same samples again.
   if (std::filesystem::exists(log_path)) {

@@ -143,8 +143,9 @@ def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
     drawn again: a sampler stopped part way resumes where its log ends, and
     a larger ``num_samples`` goes on from there."""
     wh = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
-    k = wh.latest if iteration is None else iteration
-    agent = wh.load_agent(k)
+    it = wh.iteration(iteration)
+    k = it.k
+    agent = ESAgent.from_iteration(it)
     pairs = agent.solver.mirrored_pairs  # members 2p, 2p + 1 share a noise and their episodes
     if num_samples < 1:
         raise ValueError(f"num_samples must be >= 1, got {num_samples}")
@@ -159,8 +160,7 @@ def sample(warehouse, env_id: str, num_samples: int, log, seed: int = 0, *,
     log = os.fspath(log)
     start = _samples_written(log, seed, k)
     agent.sampling_stream = seed
-    cfp = wh.info.config_fingerprint
-    mfp = wh.model_fingerprint(k)
+    cfp, mfp = it.config_fingerprint, it.params_fingerprint
     rewards_sum, reward_max, steps, written = 0.0, -np.inf, 0, 0
     own = evaluator is None
     evaluator = evaluator or make_evaluator(env_id, workers, policy=agent.policy)

@@ -14,12 +14,16 @@ others by id: :class:`Consumed`), so that running ``update`` again on the
 same logs does not apply them twice. Only the last ``async_es.max_to_keep`` iterations are kept.
 
 An iteration's files never change once it is committed: a :class:`Warehouse`
-reads each one at most once (its model and its solver state), and a model
-loaded for an agent serves as that iteration's model too. Each is verified as
-it is read: warehouse.pb, solver.pb and consumed.pb by their sha256 trailer
-(:mod:`evokit.statefile`), a model.onnx by the sha256 of its bytes its
-solver.pb records (model_sha256) and by the params_fingerprint (the exact
-model); a file that does not match is refused, naming it.
+reads each one at most once and verifies it as it is read, in one place,
+:meth:`Warehouse.iteration`, which returns the verified :class:`Iteration`
+(config, model bytes, policy, solver state, fingerprints) that
+:meth:`ESAgent.from_iteration <evokit.agent.ESAgent.from_iteration>` takes as
+it is. warehouse.pb, solver.pb and consumed.pb are verified by their sha256
+trailer (:mod:`evokit.statefile`), a model.onnx by the sha256 of its bytes its
+solver.pb records (model_sha256), then the solver state against the model
+(the params_fingerprint: the exact model), the iteration the state is at and
+the warehouse's config fingerprint; a file that does not match is refused,
+naming it.
 
 Crash safety: a new iteration is written into a temporary directory beside
 the others, every file fsynced, then renamed into place in one step (and the
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import hashlib
@@ -44,17 +49,17 @@ import numpy as np
 
 from .. import evokit_pb2 as pb
 from .. import _core
-from ..agent import (MODEL_FILE, SOLVER_FILE, ESAgent, check_params_fingerprint, params_fingerprint,
+from ..agent import (MODEL_FILE, SOLVER_FILE, ESAgent, check_solver_state, params_fingerprint,
                      read_solver_file)
 from ..config import config_to_text, load_config, parse_config
-from ..errors import ConfigError, SolverFileError, WarehouseError
+from ..errors import ConfigError, ModelError, SolverFileError, WarehouseError
 from ..policy.fingerprint import FINGERPRINT_VERSION
 from ..policy.onnx_policy import OnnxPolicy, write_model_bytes
 from ..solvers import solver_options
 from ..statefile import read_state_file, write_state_file
 from ..util import fsync_dir
 
-__all__ = ["Warehouse", "config_fingerprint",
+__all__ = ["Warehouse", "Iteration", "config_fingerprint",
            "ITER_PREFIX", "INFO_FILE", "CONSUMED_FILE"]
 
 # The layout's names and rules are the core's (cpp/include/evokit/formats/warehouse.h),
@@ -113,6 +118,50 @@ def check_config_compatible(old: pb.EvoKitConfig, new: pb.EvoKitConfig, source: 
                               field=name)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class Iteration:
+    """Iteration ``k`` of a warehouse, read and verified by
+    :meth:`Warehouse.iteration` (each file read once, each digest computed
+    once), as :meth:`ESAgent.from_iteration <evokit.agent.ESAgent.from_iteration>`
+    takes it. Read its messages, do not modify them."""
+
+    k: int
+    #: ``W/model_iter_id-k``.
+    directory: str
+    #: The config an agent of the iteration runs with: the one its solver.pb
+    #: stores, or the one given to :meth:`Warehouse.iteration`; validated.
+    config: pb.EvoKitConfig
+    #: The bytes of model.onnx, whose sha256 is solver.pb's model_sha256
+    #: where it records one.
+    model_bytes: bytes
+    #: The model parsed from ``model_bytes`` (the config's param_pattern and
+    #: backend); its parameters are the centre of the iteration.
+    policy: OnnxPolicy
+    #: solver.pb, checked against the model (the exact model), the config's
+    #: optimizer and ``k``.
+    state: pb.SolverState
+    #: What SampleRecord.model_fingerprint of a sample drawn at ``k`` holds:
+    #: solver.pb's params_fingerprint (computed, of its fingerprint version,
+    #: where it records none).
+    params_fingerprint: str
+    #: What SampleRecord.config_fingerprint holds: warehouse.pb's, equal to
+    #: the one of this config and model.
+    config_fingerprint: str
+
+    @property
+    def solver_path(self) -> str:
+        return os.path.join(self.directory, SOLVER_FILE)
+
+    @property
+    def model_path(self) -> str:
+        return os.path.join(self.directory, MODEL_FILE)
+
+    @property
+    def params(self) -> np.ndarray:
+        """The centre parameters (a new array)."""
+        return self.policy.initial_params()
+
+
 class Warehouse:
     """An existing warehouse. Raises :class:`WarehouseError` if ``path`` is
     missing, not a warehouse, or holds no complete iteration."""
@@ -130,8 +179,9 @@ class Warehouse:
         _checked(_core.check_noise_version, self.path, "warehouse", self.info.noise_version)
         self.problems: List[str] = []
         _checked(_core.warehouse_require_iterations, self.path)
-        self._policies: Dict[int, OnnxPolicy] = {}
-        self._states: Dict[int, pb.SolverState] = {}
+        self._states: Dict[int, pb.SolverState] = {}  # solver.pb of k, read once
+        self._iterations: Dict[int, Iteration] = {}  # verified once, with the stored config
+        self._validated: set = set()  # the k whose stored config has been validated
 
     # ---- creation ------------------------------------------------------------
 
@@ -154,7 +204,7 @@ class Warehouse:
                                     created_iteration=0, fingerprint_version=FINGERPRINT_VERSION,
                                     noise_version=_core.NOISE_VERSION)
             write_state_file(os.path.join(tmp, INFO_FILE), info)
-            _write_iteration(os.path.join(tmp, ITER_PREFIX + "0"), agent, consumed=())
+            model, state = _write_iteration(os.path.join(tmp, ITER_PREFIX + "0"), agent, consumed=())
             if os.path.isdir(path):
                 os.rmdir(path)  # empty, checked above
             os.rename(tmp, path)
@@ -163,7 +213,11 @@ class Warehouse:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         wh = cls(path)
-        wh._policies[0] = agent.policy  # iteration 0's model: the one just written
+        # Iteration 0 is what was just written, from this agent: not read back.
+        wh._states[0] = state
+        wh._iterations[0] = Iteration(0, wh.iteration_dir(0), cfg, model, agent.policy, state,
+                                      state.params_fingerprint, info.config_fingerprint)
+        wh._validated.add(0)
         return wh
 
     # ---- reading -------------------------------------------------------------
@@ -207,33 +261,73 @@ class Warehouse:
         self._states[k] = state
         return state
 
+    def iteration(self, k: Optional[int] = None, config=None) -> Iteration:
+        """Iteration k (default: the newest), read and verified: what
+        :meth:`ESAgent.from_iteration <evokit.agent.ESAgent.from_iteration>`
+        takes. ``config`` (a path or a message, validated) replaces the
+        stored one if it keeps the key fields (ConfigError otherwise);
+        without it the stored config is validated (once per k).
+
+        Each file of k is read once per warehouse object and verified as it
+        is read, in this order: solver.pb (its trailer), model.onnx (the
+        model_sha256 solver.pb records: ModelError), the solver state against
+        the model, the exact model where it records a params_fingerprint,
+        and the config's optimizer (SolverFileError), the iteration it is at
+        (WarehouseError), the config fingerprint of warehouse.pb
+        (WarehouseError)."""
+        k = self.latest if k is None else k
+        if config is None:
+            if k not in self._validated:
+                self.config(k)  # the stored config, which the verified iteration holds
+                self._validated.add(k)
+            return self._verified(k)
+        stored = self.config(k, validate=False)  # only compared with the new one
+        run_config = load_config(config)
+        source = "config" if isinstance(config, pb.EvoKitConfig) else os.fspath(config)
+        check_config_compatible(stored, run_config, source=source)
+        verified = self._verified(k)
+        policy = verified.policy
+        if run_config.solver.backend != verified.config.solver.backend:
+            policy = _policy(verified.model_bytes, verified.model_path, run_config)
+        return dataclasses.replace(verified, config=run_config, policy=policy)
+
+    def _verified(self, k: int) -> Iteration:
+        """Iteration k with its stored config (not validated here: only what
+        the files hold is verified), read and verified once."""
+        known = self._iterations.get(k)
+        if known is not None:
+            return known
+        d = self._require(k)
+        solver_path, model_path = os.path.join(d, SOLVER_FILE), os.path.join(d, MODEL_FILE)
+        state = self._solver_state(k)
+        config = self.config(k, validate=False)
+        model = _read_model(model_path, state.model_sha256, solver_path)
+        policy = _policy(model, model_path, config)
+        params = policy.initial_params()
+        check_solver_state(state, policy, params, config, solver_path, exact_model=True)
+        _checked(_core.warehouse_check_iteration, d, state.steps, k)
+        if config_fingerprint(config, policy, self.info.fingerprint_version) != self.info.config_fingerprint:
+            raise WarehouseError(f"{d}: model or config does not match the warehouse "
+                                 f"(fingerprint differs from {INFO_FILE})")
+        known = Iteration(k, d, config, model, policy, state,
+                          state.params_fingerprint or params_fingerprint(policy, params,
+                                                                         state.fingerprint_version),
+                          self.info.config_fingerprint)
+        self._iterations[k] = known
+        return known
+
     def policy(self, k: int) -> OnnxPolicy:
-        """The model of iteration k (loaded once: the model of an agent
-        :meth:`load_agent` made at k, else its model.onnx, checked against
-        the model_sha256 and params_fingerprint its solver.pb records)."""
-        if k not in self._policies:
-            d = self._require(k)
-            pattern = self.initial_config.solver.param_pattern
-            state = self._solver_state(k)
-            policy = OnnxPolicy.load(os.path.join(d, MODEL_FILE), param_pattern=pattern,
-                                     sha256=state.model_sha256 or None,
-                                     sha256_source=os.path.join(d, SOLVER_FILE))
-            check_params_fingerprint(state, policy, policy.initial_params(),
-                                     os.path.join(d, SOLVER_FILE))
-            self._policies[k] = policy
-        return self._policies[k]
+        """The model of iteration k (:meth:`iteration`'s, verified)."""
+        return self._verified(k).policy
 
     def params(self, k: int) -> np.ndarray:
         """The centre parameters of iteration k."""
-        return self.policy(k).initial_params()
+        return self._verified(k).params
 
     def model_fingerprint(self, k: int) -> str:
         """What SampleRecord.model_fingerprint of a sample drawn at iteration k
         holds: its params_fingerprint, of the version its solver.pb has."""
-        p = self.policy(k)  # checked against the params_fingerprint solver.pb records
-        state = self._solver_state(k)
-        return state.params_fingerprint or params_fingerprint(p, p.initial_params(),
-                                                              state.fingerprint_version)
+        return self._verified(k).params_fingerprint
 
     def consumed(self, k: int) -> "Consumed":
         """The records the update that produced iteration k used."""
@@ -244,35 +338,10 @@ class Warehouse:
                                                    "consumed-samples file"))
 
     def load_agent(self, k: Optional[int] = None, config=None) -> ESAgent:
-        """An agent at iteration k (default: the newest) with its solver state.
-        ``config`` replaces the stored one if it keeps the key fields."""
-        k = self.latest if k is None else k
-        d = self._require(k)
-        # The config the agent runs with is validated here, once.
-        if config is not None:
-            stored = self.config(k, validate=False)  # only compared with the new one
-            agent_config = load_config(config)
-            source = "config" if isinstance(config, pb.EvoKitConfig) else os.fspath(config)
-            check_config_compatible(stored, agent_config, source=source)
-        else:
-            agent_config = self.config(k)
-        agent = ESAgent()
-        agent.load_config(agent_config, validate=False)
-        agent.load_inference_model(os.path.join(d, MODEL_FILE),
-                                   sha256=self._solver_state(k).model_sha256 or None,
-                                   sha256_source=os.path.join(d, SOLVER_FILE))
-        agent.init_solver()
-        agent.load_solver_state(self._solver_state(k), os.path.join(d, SOLVER_FILE), exact_model=True)
-        _checked(_core.warehouse_check_iteration, d, agent.model_iter_id, k)
-        expect = self.info.config_fingerprint
-        if config_fingerprint(agent.config, agent.policy, self.info.fingerprint_version) != expect:
-            raise WarehouseError(f"{d}: model or config does not match the warehouse "
-                                 f"(fingerprint differs from {INFO_FILE})")
-        # The agent's model is iteration k's model.onnx with the parameters
-        # the warehouse's config selects (the fingerprint covers their names):
-        # the warehouse's model of k, not to be loaded a second time.
-        self._policies.setdefault(k, agent.policy)
-        return agent
+        """An agent at iteration k (default: the newest) with its solver state:
+        ``ESAgent.from_iteration(self.iteration(k, config))``. ``config``
+        replaces the stored one if it keeps the key fields."""
+        return ESAgent.from_iteration(self.iteration(k, config))
 
     # ---- writing -------------------------------------------------------------
 
@@ -319,24 +388,52 @@ class Warehouse:
             if (m is not None and m not in keep) or name.startswith(_TMP_PREFIX):
                 shutil.rmtree(full, ignore_errors=True)
                 if m is not None:
-                    self._policies.pop(m, None)
                     self._states.pop(m, None)
+                    self._iterations.pop(m, None)
+                    self._validated.discard(m)
         fsync_dir(self.path)
 
 
-def _write_iteration(directory: str, agent: ESAgent, consumed: Iterable["Identity"]) -> None:
+def _read_model(path: str, sha256: str, source: str) -> bytes:
+    """The bytes of model.onnx at ``path``, whose sha256 must be ``sha256``
+    where ``source`` (its solver.pb) records one (model_sha256)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc}") from exc
+    if sha256:
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != sha256:
+            raise ModelError(f"{path}: its sha256 is {actual}, {source} records {sha256} for its model "
+                             f"(model_sha256): the file is damaged, or the state is another model's")
+    return data
+
+
+def _policy(model: bytes, path: str, config: pb.EvoKitConfig) -> OnnxPolicy:
+    """The policy of a model file's bytes, as ``config`` selects its
+    parameters and its backend."""
+    return OnnxPolicy.from_bytes(model, param_pattern=config.solver.param_pattern, source=path,
+                                 backend=config.solver.backend)
+
+
+def _write_iteration(directory: str, agent: ESAgent, consumed: Iterable["Identity"]
+                     ) -> Tuple[bytes, pb.SolverState]:
     """model.onnx, then solver.pb recording the model file's sha256, then
-    consumed.pb (if any record was used)."""
+    consumed.pb (if any record was used); returns what model.onnx and
+    solver.pb hold."""
     os.makedirs(directory, exist_ok=True)
     model = agent.policy.to_model(agent.center).SerializeToString()
     write_model_bytes(os.path.join(directory, MODEL_FILE), model)
     _crash_point("after-model")
-    write_state_file(os.path.join(directory, SOLVER_FILE), agent.solver_file_state(model))
+    state = agent.solver_file_state(model)
+    write_state_file(os.path.join(directory, SOLVER_FILE), state)
     _crash_point("after-solver")
     used = Consumed(consumed)
     if used:
         write_state_file(os.path.join(directory, CONSUMED_FILE), used.to_proto())
     fsync_dir(directory)
+    return model, state
 
 
 #: A record's identity (LogRecord.identity): (sampler_id, model_iter_id,

@@ -63,7 +63,6 @@ name, or ``<memory>`` for in-memory models.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import threading
@@ -188,31 +187,23 @@ class OnnxPolicy:
 
     @classmethod
     def load(cls, path: str | os.PathLike, param_pattern: str = ".*",
-             backend: str = "auto", sha256: Optional[str] = None,
-             sha256_source: str = "the solver state") -> "OnnxPolicy":
-        """Load an ONNX file (external data next to it is loaded too). With
-        ``sha256`` (hex), the file's bytes must have that digest (a model
-        whose digest ``sha256_source``, a solver.pb, records; it has no
-        external data)."""
+             backend: str = "auto") -> "OnnxPolicy":
+        """Load an ONNX file (external data next to it is loaded too)."""
         source = os.fspath(path)
         if not os.path.exists(source):
             raise ModelError(f"{source}: no such file")
         if os.path.isdir(source):
             raise ModelError(f"{source}: is a directory, not an ONNX model file")
-        try:
-            if sha256 is None:
-                model = onnx.load(source)
-            else:
-                model = onnx.load_model_from_string(_read_verified(source, sha256, sha256_source))
-        except ModelError:
-            raise
-        except OSError as e:
-            raise ModelError(f"{source}: cannot read: {e}") from e
-        except Exception as e:  # DecodeError, RuntimeError, ValueError, ...
-            raise ModelError(
-                f"{source}: not a valid ONNX model ({type(e).__name__}: {e})"
-            ) from e
-        return cls(model, param_pattern, source, backend=backend)
+        return cls(_parsed(source, onnx.load, source), param_pattern, source, backend=backend)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, param_pattern: str = ".*", source: str = _MEMORY,
+                   backend: str = "auto") -> "OnnxPolicy":
+        """The model serialized in ``data`` (the bytes of a model file
+        ``source``, without external data), refused as :meth:`load` refuses
+        that file."""
+        return cls(_parsed(source, onnx.load_model_from_string, data), param_pattern, source,
+                   backend=backend)
 
     @classmethod
     def from_model(cls, model: onnx.ModelProto, param_pattern: str = ".*",
@@ -624,16 +615,16 @@ def select_action(output: np.ndarray, discrete: bool):
     return np.argmax(out, axis=-1)
 
 
-def _read_verified(path: str, sha256: str, source: str) -> bytes:
-    """The bytes of the file at ``path``, whose sha256 must be ``sha256``
-    (recorded by ``source``)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != sha256:
-        raise ModelError(f"{path}: its sha256 is {actual}, {source} records {sha256} for its model "
-                         f"(model_sha256): the file is damaged, or the state is another model's")
-    return data
+def _parsed(source: str, parse, *args) -> onnx.ModelProto:
+    """``parse(*args)``: the model of ``source``, or ModelError naming it."""
+    try:
+        return parse(*args)
+    except OSError as e:
+        raise ModelError(f"{source}: cannot read: {e}") from e
+    except Exception as e:  # DecodeError, RuntimeError, ValueError, ...
+        raise ModelError(
+            f"{source}: not a valid ONNX model ({type(e).__name__}: {e})"
+        ) from e
 
 
 def write_model_bytes(path, data: bytes) -> None:

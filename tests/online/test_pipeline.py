@@ -3,6 +3,7 @@ crash safety and bad input."""
 
 import collections
 import os
+import pathlib
 import re
 import subprocess
 
@@ -11,6 +12,7 @@ import pytest
 
 import evokit
 from evokit import evokit_pb2 as pb
+from evokit.agent import ESAgent
 from evokit.errors import WarehouseError
 from evokit.evaluation.serial import SerialEvaluator
 from evokit.online.pipeline import sample, update
@@ -182,15 +184,20 @@ def counters(monkeypatch):
     from evokit.policy.fingerprint import model_fingerprint
     from evokit.policy.onnx_policy import OnnxPolicy
 
-    loads = []
-    real_load = OnnxPolicy.load.__func__
+    loads = []  # models parsed, from a file (load) or from its bytes (from_bytes)
+    real_load, real_from_bytes = OnnxPolicy.load.__func__, OnnxPolicy.from_bytes.__func__
 
     def load(cls, path, *args, **kwargs):
         loads.append(os.path.abspath(path))
         return real_load(cls, path, *args, **kwargs)
 
+    def from_bytes(cls, data, param_pattern=".*", source="<memory>", *args, **kwargs):
+        loads.append(os.path.abspath(source))
+        return real_from_bytes(cls, data, param_pattern, source, *args, **kwargs)
+
     def start():
         monkeypatch.setattr(OnnxPolicy, "load", classmethod(load))
+        monkeypatch.setattr(OnnxPolicy, "from_bytes", classmethod(from_bytes))
         return {"validations": count_calls(monkeypatch, validate_config),
                 "fingerprints": count_calls(monkeypatch, model_fingerprint),
                 "loads": loads, "reads": count_reads(monkeypatch)}
@@ -257,6 +264,136 @@ def test_update_with_a_new_config_validates_it_once(setup, counters):
     c = counters()
     assert update(wh, [log], config=str(lr)).to_iteration == 1
     assert [call["source"] for call in c["validations"]] == [str(lr)]
+
+
+# ---- one verified iteration ---------------------------------------------------
+
+def test_iteration_reads_each_file_once_and_agents_take_it(setup, counters, monkeypatch):
+    import hashlib
+
+    from evokit import _core
+
+    tmp, cfg, model, wh = setup
+    log = tmp / "log"
+    sample(wh, "CartPole-v1", 20, log)
+    update(wh, [log])  # iteration 1: a state with Adam moments and draw counters
+    with open(iteration_file(wh, 1, "model.onnx"), "rb") as f:
+        model_bytes = f.read()
+    c = counters()
+    hashes, checks = [], []
+    real_sha256, real_check = hashlib.sha256, _core.solver_state_check
+    monkeypatch.setattr(hashlib, "sha256", lambda *a: hashes.append(a) or real_sha256(*a))
+    monkeypatch.setattr(_core, "solver_state_check", lambda *a: checks.append(a) or real_check(*a))
+    w = Warehouse(wh)
+    it = w.iteration(1)
+    assert collections.Counter(c["reads"]) == {os.path.abspath(os.path.join(wh, "warehouse.pb")): 1,
+                                               iteration_file(wh, 1, "solver.pb"): 1,
+                                               iteration_file(wh, 1, "model.onnx"): 1}
+    # the model's sha256, the config fingerprint; the graph's fingerprint; the state's check
+    assert (len(hashes), len(c["fingerprints"]), len(checks), len(c["validations"])) == (2, 1, 1, 1)
+    assert it.model_bytes == model_bytes
+    assert it.state.model_sha256 == real_sha256(it.model_bytes).hexdigest()
+    assert it.params_fingerprint == it.state.params_fingerprint
+    assert it.config_fingerprint == w.info.config_fingerprint
+    assert (it.k, it.directory, it.config.solver.optimizer.base_lr) == (1, w.iteration_dir(1), pytest.approx(0.05))
+    agent = ESAgent.from_iteration(it)
+    loaded = w.load_agent(1)
+    assert w.iteration(1) is it and w.policy(1) is it.policy
+    assert (w.model_fingerprint(1), w.params(1).tobytes()) == (it.params_fingerprint, it.params.tobytes())
+    # nothing read, hashed, fingerprinted, checked or validated again
+    assert len(c["reads"]) == 3 and len(c["loads"]) == 1
+    assert (len(hashes), len(c["fingerprints"]), len(checks), len(c["validations"])) == (2, 1, 1, 1)
+    # the agent from the iteration is load_agent's and the model directory's, bit for bit
+    by_hand = ESAgent()
+    by_hand.load_config(it.config)
+    by_hand.load_inference_model(w.iteration_dir(1))
+    by_hand.load_solver(w.iteration_dir(1))
+    assert agent.solver_file_state(it.model_bytes).SerializeToString() == it.state.SerializeToString()
+    for other in (loaded, by_hand):
+        assert agent.model_iter_id == other.model_iter_id == 1
+        assert agent.center.tobytes() == other.center.tobytes() == it.params.tobytes()
+        assert agent.solver_state().SerializeToString() == other.solver_state().SerializeToString()
+    # and their clones draw the same members (each agent's first draws)
+    draws = [a.draw_members(4) for a in (agent, loaded, by_hand)]
+    assert draws[0] == draws[1] == draws[2]
+
+
+def test_iteration_with_a_new_config_reads_nothing_again(setup, counters):
+    tmp, cfg, model, wh = setup
+    w = Warehouse(wh)
+    stored = w.iteration(0)
+    c = counters()
+    lr = tmp / "lr.prototxt"
+    lr.write_text(CONFIG.replace("base_lr: 0.05", "base_lr: 0.01"))
+    it = w.iteration(0, config=str(lr))
+    assert it.config.solver.optimizer.base_lr == pytest.approx(0.01)
+    assert it.policy is stored.policy and it.state is stored.state and it.model_bytes is stored.model_bytes
+    onnxruntime = tmp / "ort.prototxt"
+    onnxruntime.write_text(CONFIG.replace("population_size", 'backend: "onnxruntime" population_size'))
+    ort = w.iteration(0, config=str(onnxruntime))
+    assert (stored.policy.backend, ort.policy.backend) == ("native", "onnxruntime")
+    assert ort.policy.initial_params().tobytes() == stored.params.tobytes()
+    assert ESAgent.from_iteration(ort).policy is ort.policy
+    assert [r for r in c["reads"] if r.startswith(os.path.abspath(wh))] == []
+    assert [call["source"] for call in c["validations"]] == [str(lr), str(onnxruntime)]
+    assert w.iteration(0) is stored
+    changed = tmp / "seed.prototxt"
+    changed.write_text(CONFIG.replace("seed: 1024", "seed: 7"))
+    with pytest.raises(evokit.ConfigError, match=r"solver.sampling.gaussian_sampling.seed changes from 1024 "
+                                                 r"to 7; the keys in existing logs"):
+        w.iteration(0, config=str(changed))
+
+
+def _resealed(path, edit):
+    state = read_state_file(path, pb.SolverState())
+    edit(state)
+    write_state_file(path, state)
+
+
+@pytest.mark.parametrize("reader", ["iteration", "load_agent", "model_fingerprint", "params", "policy"])
+def test_iteration_refusals_are_the_same_for_every_reader(setup, reader):
+    tmp, cfg, model, wh = setup
+    d = os.path.join(wh, f"{ITER_PREFIX}0")
+    solver, onnx_file = os.path.join(d, "solver.pb"), os.path.join(d, "model.onnx")
+    read = lambda path: pathlib.Path(path).read_bytes()  # noqa: E731
+    write = lambda path, data: pathlib.Path(path).write_bytes(data)  # noqa: E731
+
+    def refused(error, pattern):
+        w = Warehouse(wh)
+        with pytest.raises(error, match=pattern):
+            getattr(w, reader)(0)
+        return w
+
+    good = read(onnx_file)
+    damaged = bytearray(good)
+    damaged[len(damaged) // 2] ^= 1
+    write(onnx_file, bytes(damaged))
+    refused(evokit.ModelError, rf"^{onnx_file}: its sha256 is [0-9a-f]{{64}}, {solver} records [0-9a-f]{{64}} "
+                               rf"for its model \(model_sha256\): the file is damaged, or the state is "
+                               rf"another model's$")
+    write(onnx_file, good)
+    data = read(solver)
+    write(solver, data[:-1] + bytes([data[-1] ^ 1]))
+    refused(evokit.SolverFileError, rf"^{solver}: ")
+    write(solver, data)
+    _resealed(solver, lambda s: setattr(s, "params_fingerprint", "0" * 64))
+    refused(evokit.SolverFileError, rf"^{onnx_file}: its parameters are not those of the model {solver} was "
+                                    rf"saved with \(params fingerprint [0-9a-f]{{16}}, solver.pb records "
+                                    rf"0000000000000000\)$")
+    write(solver, data)
+    _resealed(solver, lambda s: setattr(s, "steps", 3))
+    refused(WarehouseError, rf"^{d}: solver state is at iteration 3, the directory says 0$")
+    write(solver, data)
+    info_path = os.path.join(wh, "warehouse.pb")
+    info = read_state_file(info_path, pb.WarehouseInfo())
+    original = info.config_fingerprint
+    info.config_fingerprint = "f" * 64
+    write_state_file(info_path, info)
+    refused(WarehouseError, rf"^{d}: model or config does not match the warehouse \(fingerprint differs "
+                            rf"from warehouse.pb\)$")
+    info.config_fingerprint = original
+    write_state_file(info_path, info)
+    getattr(Warehouse(wh), reader)(0)
 
 
 # ---- bad input -------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include "evokit/io/fingerprint.h"
 #include "evokit/io/sha256.h"
 #include "evokit/io/solver_state.h"
+#include "evokit/io/warehouse.h"
 #include "file_util.h"
 
 namespace evokit::io {
@@ -33,6 +34,20 @@ proto::SamplingInfo to_proto(const evokit::SamplingInfo& info) {
 }
 
 ESAgent::ESAgent() = default;
+
+ESAgent::ESAgent(const Iteration& iteration) {
+  if (!iteration.model || !iteration.graph) {
+    throw std::logic_error("ESAgent(iteration): the iteration holds no model: take one that "
+                           "Warehouse::iteration() returned");
+  }
+  config_ = std::make_shared<const proto::EvoKitConfig>(iteration.config);
+  config_source_ = iteration.solver_path();
+  model_ = iteration.model;
+  graph_ = iteration.graph;
+  initial_params_ = model_->parameters();
+  restore_solver_state(iteration.state, config_source_);
+}
+
 ESAgent::~ESAgent() = default;
 ESAgent::ESAgent(ESAgent&&) noexcept = default;
 ESAgent& ESAgent::operator=(ESAgent&&) noexcept = default;
@@ -271,23 +286,33 @@ void ESAgent::load_solver(const std::string& dir) {
   load_solver_state(read_solver_state(path), path, /*exact_model=*/true);
 }
 
-void ESAgent::load_solver_state(const proto::SolverState& state, const std::string& path,
-                                bool exact_model) {
-  require_original("load_solver_state");
-  require_config_and_model("load_solver_state");
-  const std::vector<float>& params = core_ ? core_->center() : initial_params_;
+void check_solver_state(const proto::SolverState& state, const OnnxModel& model,
+                        const std::vector<float>& params, const proto::EvoKitConfig& config,
+                        const std::string& path, bool exact_model) {
   formats::ModelForState loaded;
-  loaded.source = model().source();
-  loaded.num_params = static_cast<std::int64_t>(num_params());
+  loaded.source = model.source();
+  loaded.num_params = static_cast<std::int64_t>(model.num_params());
   loaded.versions = {kFingerprintVersion};
-  loaded.fingerprint = [this](int) { return model_fingerprint(model()); };
+  loaded.fingerprint = [&model](int) { return model_fingerprint(model); };
   loaded.params = params.data();
   loaded.size = params.size();
   detail::core_checked<SolverFileError>([&] {
     formats::check_state_matches(state_header(state), loaded,
-                                 proto::OptimizerConfig::Type_Name(config_->solver().optimizer().type()), exact_model,
-                                 path);
+                                 proto::OptimizerConfig::Type_Name(config.solver().optimizer().type()),
+                                 exact_model, path);
   });
+}
+
+void ESAgent::load_solver_state(const proto::SolverState& state, const std::string& path,
+                                bool exact_model) {
+  require_original("load_solver_state");
+  require_config_and_model("load_solver_state");
+  check_solver_state(state, model(), core_ ? core_->center() : initial_params_, *config_, path,
+                     exact_model);
+  restore_solver_state(state, path);
+}
+
+void ESAgent::restore_solver_state(const proto::SolverState& state, const std::string& path) {
   const auto invalid = [&path](const std::exception& e) {
     const std::string message = e.what();
     if (message.rfind(path, 0) == 0) return SolverFileError(message);

@@ -7,6 +7,7 @@
 #include "evokit/formats/warehouse.h"
 #include "evokit/io/config.h"
 #include "evokit/io/errors.h"
+#include "evokit/io/fingerprint.h"
 #include "evokit/io/sha256.h"
 #include "evokit/io/solver_state.h"
 #include "evokit/io/state_file.h"
@@ -66,29 +67,42 @@ std::string Warehouse::model_fingerprint(std::int64_t k) const {
   return state.params_fingerprint();
 }
 
-ESAgent Warehouse::load_agent(std::int64_t k) const {
-  const std::string dir = iteration_dir(k);
-  const std::string solver_path = detail::join_path(dir, kSolverFile);
-  const proto::SolverState state = solver_state(k);
-  ESAgent agent;
-  agent.set_config(parse_config(state.config(), solver_path), solver_path);
-  const std::string model_path = detail::join_path(dir, kModelFile);
-  if (!state.model_sha256().empty()) {  // the model file's bytes, as solver.pb records them
-    std::string bytes, error;
-    if (!detail::read_file(model_path, bytes, error)) throw ModelError(model_path + ": " + error);
+std::string Iteration::solver_path() const { return detail::join_path(directory, kSolverFile); }
+
+std::string Iteration::model_path() const { return detail::join_path(directory, kModelFile); }
+
+Iteration Warehouse::iteration(std::int64_t k) const {
+  Iteration it;
+  it.k = k;
+  it.directory = checked([&] { return formats::require_iteration(path_, k); });
+  const std::string solver_path = it.solver_path();
+  const std::string model_path = it.model_path();
+  it.state = read_solver_state(solver_path);
+  it.config = parse_config(it.state.config(), solver_path);
+  std::string bytes, error;
+  if (!detail::read_file(model_path, bytes, error)) throw ModelError(model_path + ": " + error);
+  if (!it.state.model_sha256().empty()) {  // the model file's bytes, as solver.pb records them
     const std::string actual = sha256_hex(bytes);
-    if (actual != state.model_sha256()) {
+    if (actual != it.state.model_sha256()) {
       throw ModelError(model_path + ": its sha256 is " + actual + ", " + solver_path +
-                       " records " + state.model_sha256() +
+                       " records " + it.state.model_sha256() +
                        " for its model (model_sha256): the file is damaged, or the state is "
                        "another model's");
     }
   }
-  agent.load_inference_model(model_path);
-  agent.init_solver();
-  agent.load_solver(dir);
-  checked([&] { formats::check_iteration_matches(dir, agent.model_iter_id(), k); });
-  return agent;
+  it.model = std::make_shared<const OnnxModel>(
+      OnnxModel::from_bytes(bytes, it.config.solver().param_pattern(), model_path));
+  it.graph = std::make_shared<const PolicyGraph>(it.model->graph());
+  const std::vector<float>& params = it.model->parameters();
+  check_solver_state(it.state, *it.model, params, it.config, solver_path, /*exact_model=*/true);
+  checked([&] { formats::check_iteration_matches(it.directory, it.state.steps(), k); });
+  it.params_fingerprint = it.state.params_fingerprint().empty()
+                              ? io::params_fingerprint(io::model_fingerprint(*it.model), params)
+                              : it.state.params_fingerprint();
+  it.config_fingerprint = info_.config_fingerprint();
+  return it;
 }
+
+ESAgent Warehouse::load_agent(std::int64_t k) const { return ESAgent(iteration(k)); }
 
 }  // namespace evokit::io

@@ -1,17 +1,22 @@
 #include "evokit/io/warehouse.h"
 
 #include <gtest/gtest.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "evokit/io/config.h"
 #include "evokit/io/errors.h"
+#include "evokit/io/fingerprint.h"
 #include "evokit/io/sha256.h"
 #include "evokit/io/solver_state.h"
 #include "evokit/io/state_file.h"
@@ -105,6 +110,123 @@ TEST(Warehouse, LoadsAnAgentOfAnyFamily) {
   // Its clones draw the members the original's next clones would.
   EXPECT_EQ(loaded.clone().add_noise().SerializeAsString(),
             agent.clone().add_noise().SerializeAsString());
+}
+
+// The files opened in directory `dir` while f() runs, by name, with how
+// often each was opened (inotify IN_OPEN events).
+template <class F>
+std::map<std::string, int> OpensIn(const std::string& dir, F&& f) {
+  const int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0 || inotify_add_watch(fd, dir.c_str(), IN_OPEN) < 0) {
+    ADD_FAILURE() << "inotify on " << dir << " failed";
+    f();
+    return {};
+  }
+  f();
+  std::map<std::string, int> opens;
+  alignas(inotify_event) char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) {
+    for (char* at = buffer; at < buffer + n;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(at);
+      if (event->len > 0) ++opens[event->name];
+      at += sizeof(inotify_event) + event->len;
+    }
+  }
+  close(fd);
+  return opens;
+}
+
+// One call reads iteration k, each file once, and verifies it; the agent
+// takes it without reading or checking anything again, and is load_agent's
+// agent and the model directory's agent, bit for bit.
+TEST(WarehouseIteration, ReadsEachFileOnceAndAnAgentTakesIt) {
+  TempDir dir;
+  const std::string w = dir.file("W");
+  MakeWarehouse(w);
+  const std::string k1 = w + "/model_iter_id-1";
+  const Warehouse wh(w);
+  Iteration it;
+  const std::map<std::string, int> once{{"model.onnx", 1}, {"solver.pb", 1}};
+  EXPECT_EQ(OpensIn(k1, [&] { it = wh.iteration(1); }), once);
+  EXPECT_EQ(OpensIn(k1, [&] { wh.load_agent(1); }), once);
+  EXPECT_EQ(it.k, 1);
+  EXPECT_EQ(it.directory, wh.iteration_dir(1));
+  EXPECT_EQ(it.solver_path(), k1 + "/solver.pb");
+  EXPECT_EQ(it.model->bytes(), testing::read_bytes(k1 + "/model.onnx"));
+  EXPECT_EQ(sha256_hex(it.model->bytes()), it.state.model_sha256());
+  EXPECT_EQ(it.state.SerializeAsString(), wh.solver_state(1).SerializeAsString());
+  EXPECT_EQ(it.config.SerializeAsString(), wh.config(1).SerializeAsString());
+  EXPECT_EQ(it.params_fingerprint, wh.model_fingerprint(1));
+  EXPECT_EQ(it.params_fingerprint, params_fingerprint(model_fingerprint(*it.model), it.model->parameters()));
+  EXPECT_EQ(it.config_fingerprint, std::string(64, 'f'));
+  ASSERT_NE(it.graph, nullptr);
+  EXPECT_THROW_WITH(ESAgent{Iteration{}}, std::logic_error, "the iteration holds no model");
+
+  ESAgent loaded = wh.load_agent(1);
+  ESAgent by_hand;
+  by_hand.set_config(wh.config(1));
+  by_hand.load_inference_model(k1);
+  by_hand.load_solver(k1);
+  fs::remove_all(k1);  // the iteration holds everything an agent needs
+  fs::create_directories(k1);
+  std::optional<ESAgent> made;
+  EXPECT_TRUE(OpensIn(k1, [&] { made.emplace(it); }).empty());
+  ESAgent& agent = *made;
+  EXPECT_EQ(&agent.model(), it.model.get());  // shared, not copied
+  EXPECT_EQ(&agent.graph(), it.graph.get());
+  for (ESAgent* other : {&loaded, &by_hand}) {
+    EXPECT_EQ(agent.model_iter_id(), other->model_iter_id());
+    EXPECT_TRUE(evokit::testing::SameBits(agent.params(), other->params()));
+    EXPECT_EQ(agent.solver_state().SerializeAsString(), other->solver_state().SerializeAsString());
+  }
+  EXPECT_EQ(agent.solver_state().params_fingerprint(), it.params_fingerprint);
+  const std::string drawn = agent.clone().add_noise().SerializeAsString();
+  EXPECT_EQ(loaded.clone().add_noise().SerializeAsString(), drawn);
+  EXPECT_EQ(by_hand.clone().add_noise().SerializeAsString(), drawn);
+}
+
+// iteration() refuses a damaged or mismatched file as load_agent does: the
+// same error type and message.
+TEST(WarehouseIteration, RefusesWhatLoadAgentRefuses) {
+  TempDir dir;
+  const std::string w = dir.file("W");
+  MakeWarehouse(w);
+  const std::string solver = w + "/model_iter_id-1/solver.pb";
+  const std::string model = w + "/model_iter_id-1/model.onnx";
+  const std::string good_solver = testing::read_bytes(solver);
+  const std::string good_model = testing::read_bytes(model);
+  const auto expect_refused = [&](auto error, const std::string& needle) {
+    using Error = decltype(error);
+    const Warehouse wh(w);
+    EXPECT_THROW_WITH(wh.iteration(1), Error, needle);
+    EXPECT_THROW_WITH(wh.load_agent(1), Error, needle);
+    testing::write_bytes(solver, good_solver);
+    testing::write_bytes(model, good_model);
+  };
+  std::string damaged = good_model;
+  damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 1);
+  testing::write_bytes(model, damaged);
+  expect_refused(ModelError(""), model + ": its sha256 is " + sha256_hex(damaged) + ", " + solver +
+                                     " records " + sha256_hex(good_model) +
+                                     " for its model (model_sha256): the file is damaged, or the "
+                                     "state is another model's");
+  testing::write_bytes(solver, good_solver.substr(0, good_solver.size() - 1));
+  expect_refused(SolverFileError(""), solver + ": ");
+  proto::SolverState state = read_solver_state(solver);
+  state.set_params_fingerprint(std::string(64, '0'));
+  write_solver_state(solver, state);
+  expect_refused(SolverFileError(""), model + ": its parameters are not those of the model " + solver +
+                                          " was saved with (params fingerprint ");
+  state = read_solver_state(solver);
+  state.set_steps(3);
+  write_solver_state(solver, state);
+  expect_refused(WarehouseError(""), w + "/model_iter_id-1: solver state is at iteration 3, the "
+                                         "directory says 1");
+  state = read_solver_state(solver);
+  state.set_optimizer(proto::OptimizerConfig::SGD);
+  write_solver_state(solver, state);
+  expect_refused(SolverFileError(""), solver + ": solver state is for optimizer SGD, the config asks for ADAM");
+  EXPECT_EQ(Warehouse(w).iteration(1).state.SerializeAsString(), read_solver_state(solver).SerializeAsString());
 }
 
 TEST(WarehouseErrors, NotAWarehouse) {

@@ -20,6 +20,12 @@
 //   agent.load_inference_model("model_dir");       // the model saved with the solver
 //   agent.load_solver("model_dir");                // builds the solver, restores its state
 //
+// or, from a warehouse, takes the iteration io::Warehouse::iteration() read
+// and verified (warehouse.h):
+//
+//   const evokit::io::Iteration it = warehouse.iteration(k);
+//   evokit::io::ESAgent agent(it);                 // nothing read or checked again
+//
 // The sampling family is the config's solver.sampling.type: the core's
 // registry (evokit/solver.h) makes its Solver (Gaussian sampling, CMA-ES,
 // the GA), and this class never asks which. add_noise() takes the member the
@@ -56,13 +62,35 @@ namespace evokit::io {
 inline constexpr const char* kModelFile = formats::kWarehouseModelFile;
 inline constexpr const char* kSolverFile = formats::kWarehouseSolverFile;
 
+struct Iteration;  // a verified warehouse iteration (warehouse.h)
+
 // SamplingInfo between the file format and the core.
 evokit::SamplingInfo to_core(const proto::SamplingInfo& info);
 proto::SamplingInfo to_proto(const evokit::SamplingInfo& info);
 
+// Refuses a solver state (named `path` in errors) that does not belong to
+// `model` at `params` under `config`: the checks of
+// ESAgent::load_solver_state, in its order (num_params, fingerprint version,
+// model fingerprint, with `exact_model` the params_fingerprint where the
+// state records one, the config's optimizer type). SolverFileError starting
+// with `path`.
+void check_solver_state(const proto::SolverState& state, const OnnxModel& model,
+                        const std::vector<float>& params, const proto::EvoKitConfig& config,
+                        const std::string& path, bool exact_model);
+
 class ESAgent {
  public:
   ESAgent();
+  // The agent at a warehouse iteration (Warehouse::iteration, which read and
+  // verified its files): its config, model and graph (shared with
+  // `iteration`), and the solver the config describes (validate_config with
+  // the model's num_params, then make_solver, as init_solver()) with the
+  // iteration's solver state restored (as load_solver() restores it, without
+  // reading or checking anything again). Throws ConfigError for a config the
+  // solver refuses, SolverFileError "<solver.pb>: invalid solver state: ...",
+  // std::logic_error for an Iteration without a model (not one
+  // Warehouse::iteration returned).
+  explicit ESAgent(const Iteration& iteration);
   ~ESAgent();
   ESAgent(ESAgent&&) noexcept;
   ESAgent& operator=(ESAgent&&) noexcept;
@@ -207,6 +235,9 @@ class ESAgent {
   // A core agent with the solver the config describes, at the model's
   // parameters (config and model loaded).
   std::unique_ptr<evokit::ESAgent> new_core() const;
+  // Restores a state check_solver_state() accepted for this agent: into the
+  // agent's solver, or into a new one kept only if the state loads.
+  void restore_solver_state(const proto::SolverState& state, const std::string& path);
 
   std::shared_ptr<const proto::EvoKitConfig> config_;
   std::string config_source_;

@@ -91,6 +91,9 @@ class OnnxModel {
   // a directory, std::system_error if the file cannot be written.
   void save(const std::string& path, const std::vector<float>& params) const;
 
+  // The serialized model it was parsed from (for load(), the file's bytes).
+  const std::string& bytes() const noexcept { return *bytes_; }
+
   // The parsed model, for callers that include the ONNX headers themselves.
   const onnx::ModelProto& proto() const noexcept { return *model_; }
 
