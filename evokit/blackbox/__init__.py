@@ -9,7 +9,10 @@
   core does not keep them;
 - :mod:`~evokit.blackbox.ga`: :class:`GA`, the genetic algorithm of Such et
   al. 2017;
-- :mod:`~evokit.blackbox.openes`: :class:`OpenES`, OpenAI-ES;
+- :mod:`~evokit.blackbox.openes`: :class:`OpenES`, OpenAI-ES: the training
+  family GAUSSIAN_SAMPLING as ask / tell, over
+  :class:`~evokit.blackbox.solver_es.SolverES` (as :class:`ARS` is
+  ARS_SAMPLING);
 - :mod:`~evokit.blackbox.constraints`: constraints g(x) <= 0 for all of
   them (``tell(X, f, constraints=G)``), the adaptive augmented Lagrangian of
   Atamna, Auger and Hansen;

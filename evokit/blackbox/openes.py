@@ -1,46 +1,47 @@
-"""``OpenES``: OpenAI-ES (Salimans et al. 2017, arXiv:1703.03864) on the
-core's uncached Gaussian sampler and its SGD / momentum / Adam optimizers.
-
-It minimises ``f`` with pycma's ask / tell / stop / result contract (see
-:mod:`evokit.blackbox.ga` for the loop); the bookkeeping (evaluation counts,
-the best solution, the stop criteria) is
-:class:`~evokit.blackbox.tracked.TrackedStrategy`'s, shared with GA.
+"""``OpenES``: OpenAI-ES (Salimans et al. 2017, arXiv:1703.03864) as ask /
+tell: GAUSSIAN_SAMPLING, the training family itself
+(:class:`~evokit.blackbox.solver_es.SolverES`), so the same seed and options
+give the same bits as ``evokit train`` with that family.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Optional
 
 import numpy as np
 
-from .. import _core
+from .. import evokit_pb2
 from ..config import FITNESS_SHAPING_NAMES
-from .replay import is_replay_state, replay
-from ..solvers.options import given
-from .tracked import (EVEN_POPULATION_SIZE, STOP, TOLSTAGNATION, TrackedStrategy, check_float32, check_int,
-                      check_positive, check_x0, default_population_size, float32_rewards)
+from ..solvers.options import given, solver_options
+from .replay import is_replay_state
+from .solver_es import SolverES
+from .tracked import EVEN_POPULATION_SIZE, STOP, TOLSTAGNATION, check_int, check_positive, check_x0, \
+    default_population_size
 
 __all__ = ["OpenES"]
 
-_OPTIMIZERS = ("adam", "sgd", "momentum")
-_FITNESS_SHAPINGS = tuple(FITNESS_SHAPING_NAMES.values())
+_OPTIMIZERS = {"adam": evokit_pb2.OptimizerConfig.ADAM, "sgd": evokit_pb2.OptimizerConfig.SGD,
+               "momentum": evokit_pb2.OptimizerConfig.MOMENTUM}
+_FITNESS_SHAPINGS = {name: value for value, name in FITNESS_SHAPING_NAMES.items()}
 
 
-class OpenES(TrackedStrategy):
-    """OpenAI-ES (Salimans et al. 2017), minimising f, with the core's
-    uncached counter-based noise.
+class OpenES(SolverES):
+    """OpenAI-ES (Salimans et al. 2017), minimising f: GAUSSIAN_SAMPLING, the
+    training family (``evokit train``, the warehouse, the C++ service
+    library) run as ask / tell, with the counter-based noise uncached.
 
-    At iteration t, pair p has the key ``k = GaussianSampler(seed, sigma,
-    cached=False).draw_key(t, p, 0)``; with antithetic sampling solutions 2p
-    and 2p+1 are theta + sigma * eps(k) and theta - sigma * eps(k), else
-    solution i is theta + sigma * eps(draw_key(t, i, 0)). tell shapes the
-    rewards -f (``fitness_shaping``), and the optimizer (Adam with beta1 0.9,
-    beta2 0.999, epsilon 1e-8; SGD; or momentum 0.9) steps along
-        -1/(N sigma) sum_i w_i s_i eps(k_i) + weight_decay * theta.
+    A generation is the members clones 0..N-1 of the training family draw
+    (mirrored pairs theta +- sigma eps(k) when antithetic, the training
+    family's keys: ``keys`` gives them). tell shapes the rewards -f
+    (``fitness_shaping``), and the optimizer (Adam with beta1 0.9, beta2
+    0.999, epsilon 1e-8; SGD; or momentum 0.9: the config's defaults) steps
+    along -1/(N sigma) sum_i w_i s_i eps(k_i) + weight_decay * theta.
     population_size defaults to 4 + floor(3 ln n), rounded up to even when
-    antithetic (odd when not: 4 + floor(3 ln n) as it is). f-values must be finite (NaNs under nan_policy="worst" take
-    the largest f-value of the batch).
+    antithetic (odd when not: 4 + floor(3 ln n) as it is). f-values must be
+    finite (NaNs under nan_policy="worst" take the largest f-value of the
+    batch).
 
     Convergence. With its published defaults (a fixed sigma, Adam at a fixed
     learning rate) OpenAI-ES does not converge to a point: it follows the
@@ -51,10 +52,10 @@ class OpenES(TrackedStrategy):
     policy search wants (it keeps exploring) and what EvoKit's defaults keep.
     To converge, decay both: ``sigma_decay`` and ``learning_rate_decay``
     multiply sigma and the learning rate after every tell (default 1: no
-    decay); CMAES adapts its step size and needs no schedule.
+    decay; an ask / tell schedule over the training family: the next
+    generation runs with the decayed options, the solver's state carried
+    over); CMAES adapts its step size and needs no schedule.
     """
-
-    _accepts_infinite = False
 
     def __init__(self, x0, sigma, *, population_size: Optional[int] = EVEN_POPULATION_SIZE,
                  learning_rate: float = 0.1, optimizer: str = "adam", antithetic: bool = True,
@@ -64,9 +65,7 @@ class OpenES(TrackedStrategy):
                  ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"], tolfunhist: float = 0.0,
                  stagnation_iterations: Optional[int] = TOLSTAGNATION, sigma_decay: float = 1.0,
                  learning_rate_decay: float = 1.0):
-        x = check_x0(x0)
-        n = x.size
-        check_float32("OpenES", x, sigma)  # the centre and the noise live in float32
+        n = check_x0(x0).size
         for name, decay in (("sigma_decay", sigma_decay), ("learning_rate_decay", learning_rate_decay)):
             if isinstance(decay, bool) or not (0 < decay <= 1):
                 raise ValueError(f"{name} must be in (0, 1], got {decay!r}")
@@ -76,111 +75,84 @@ class OpenES(TrackedStrategy):
         if antithetic and population_size % 2:
             raise ValueError(f"population_size must be even with antithetic=True (mirrored pairs), "
                              f"got {population_size}")
-        super().__init__(x0, sigma, population_size=population_size, nan_policy=nan_policy,
-                         max_evaluations=max_evaluations, max_iterations=max_iterations,
-                         ftarget=ftarget, tolfun=tolfun,
-                         stagnation_iterations=stagnation_iterations, num_threads=num_threads,
-                         tolfunhist=tolfunhist)
         if optimizer not in _OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(map(repr, _OPTIMIZERS))}, "
                              f"got {optimizer!r}")
         if fitness_shaping not in _FITNESS_SHAPINGS:
             raise ValueError(f"fitness_shaping must be one of "
                              f"{', '.join(map(repr, _FITNESS_SHAPINGS))}, got {fitness_shaping!r}")
-        learning_rate = float(check_positive("learning_rate", learning_rate))
         if isinstance(weight_decay, bool) or not math.isfinite(weight_decay) or weight_decay < 0:
             raise ValueError(f"weight_decay must be >= 0 and finite, got {weight_decay!r}")
-        self._sigma_decay = float(sigma_decay)
-        self._learning_rate_decay = float(learning_rate_decay)
-        self._seed = check_int("seed", seed, 0)
+        self._learning_rate = float(check_positive("learning_rate", learning_rate))
+        self._optimizer_name = optimizer
         self._antithetic = bool(antithetic)
         self._fitness_shaping = fitness_shaping
         self._weight_decay = float(weight_decay)
-        self._theta = self._x0.astype(np.float32)
-        self._sampler = self._make_sampler()
-        self._optimizer_name = optimizer
-        self._optimizer = self._make_optimizer(learning_rate)
-        self._keys = np.zeros(0, dtype=np.int64)
-        self._signs = np.zeros(0, dtype=np.float32)
+        self._sigma_decay = float(sigma_decay)
+        self._learning_rate_decay = float(learning_rate_decay)
+        if fitness_shaping == "raw":  # its step is proportional to the f-values
+            self._refuse_beyond_float32 = ("in which OpenES with fitness_shaping='raw' computes its step; scale "
+                                           "f, or use 'centered_rank' or 'z_score'")
+        super().__init__(x0, sigma, population_size=population_size, seed=seed, nan_policy=nan_policy,
+                         num_threads=num_threads, max_evaluations=max_evaluations, max_iterations=max_iterations,
+                         ftarget=ftarget, tolfun=tolfun, stagnation_iterations=stagnation_iterations,
+                         tolfunhist=tolfunhist)
 
-    def _make_optimizer(self, learning_rate: float):
-        if self._optimizer_name == "adam":
-            return _core.Adam(learning_rate, 0.9, 0.999, 1e-8, self.num_params)
-        if self._optimizer_name == "sgd":
-            return _core.SGD(learning_rate, self.num_params)
-        return _core.Momentum(learning_rate, 0.9, self.num_params)
+    def _solver_config(self) -> evokit_pb2.SolverConfig:
+        config = evokit_pb2.SolverConfig(population_size=self._population_size, antithetic=self._antithetic,
+                                         fitness_shaping=_FITNESS_SHAPINGS[self._fitness_shaping],
+                                         weight_decay=self._weight_decay, num_threads=self._num_threads)
+        config.sampling.type = evokit_pb2.SamplingConfig.GAUSSIAN_SAMPLING
+        g = config.sampling.gaussian_sampling
+        g.std, g.cached, g.seed = self._sigma, False, self._seed
+        config.optimizer.type = _OPTIMIZERS[self._optimizer_name]
+        config.optimizer.base_lr = self._learning_rate
+        return config
 
-    # ---- pickling: the centre, sigma and the optimizer's state, never a replay ----
-    def __getstate__(self):
-        d = self.__dict__.copy()
-        d.pop("_sampler")
-        o = d.pop("_optimizer")
-        d["_optimizer_state"] = (o.learning_rate, o.steps, {name: np.array(o.get_state(name))
-                                                            for name in o.state_names})
-        return d
-
-    def __setstate__(self, d):
-        if is_replay_state(d):  # pickled by replay, before OpenES pickled its state
-            replay(self, d)
-            return
-        learning_rate, steps, state = d.pop("_optimizer_state")
-        self.__dict__.update(d)
-        self._sampler = self._make_sampler()
-        self._optimizer = self._make_optimizer(learning_rate)
-        self._optimizer.steps = steps
-        for name, value in state.items():
-            self._optimizer.set_state(name, value)
-
-    def _make_sampler(self):
-        return _core.GaussianSampler(seed=self._seed, sigma=self._sigma, cached=False,
-                                     cache_size=0, num_params=self.num_params)
+    def _tell_strategy(self, values: np.ndarray) -> bool:
+        super()._tell_strategy(values)
+        if self._sigma_decay != 1.0 or self._learning_rate_decay != 1.0:
+            # The next generation runs with the decayed options; the solver's
+            # state (the optimizer's moments, the key counters) carries over.
+            self._sigma *= self._sigma_decay
+            self._learning_rate *= self._learning_rate_decay
+            state = self._agent.solver.save()
+            centre = np.array(self._agent.center, dtype=np.float32)
+            self._options = solver_options(self._solver_config())
+            self._agent = self._make_agent(centre)
+            self._agent.solver.load(state)
+        return True
 
     @property
     def theta(self) -> np.ndarray:
-        """The centre of the search distribution (float64 copy)."""
-        return self._theta.astype(np.float64)
+        """The centre of the search distribution (float64 copy): :attr:`mean`."""
+        return self.mean
 
     @property
-    def optimizer(self):
-        """The core optimizer (its state and step count)."""
-        return self._optimizer
+    def learning_rate(self) -> float:
+        """The optimizer's learning rate of the next update (decayed by
+        ``learning_rate_decay`` after every tell), as the solver holds it
+        (float32)."""
+        return float(np.float32(self._learning_rate))
 
-    def _ask(self) -> np.ndarray:
-        t, count = self._iterations, self._population_size
-        draw = self._sampler.draw_key
-        if self._antithetic:
-            pairs = [draw(t, p, 0) for p in range(count // 2)]
-            self._keys = np.repeat(np.array(pairs, dtype=np.int64), 2)
-            self._signs = np.tile(np.array([1.0, -1.0], dtype=np.float32), count // 2)
-        else:
-            self._keys = np.array([draw(t, i, 0) for i in range(count)], dtype=np.int64)
-            self._signs = np.ones(count, dtype=np.float32)
-        X = np.empty((count, self.num_params), dtype=np.float64)
-        for i, (key, sign) in enumerate(zip(self._keys, self._signs)):
-            X[i] = self._sampler.perturb(self._theta, int(key), float(sign),
-                                         num_threads=self._num_threads)
-        return X
+    @property
+    def stds(self) -> np.ndarray:
+        return np.full(self.num_params, float(np.float32(self._sigma)))
 
-    def _nan_replacement(self, values: np.ndarray) -> float:
-        if values.size == 0:
-            raise ValueError("all f-values of this batch are NaN: OpenES has nothing to rank")
-        return float(values.max())
+    def __setstate__(self, d):
+        if is_replay_state(d) or "_optimizer_state" in d:
+            _refuse_pickle_of_the_python_openes(d)
+        super().__setstate__(d)
 
-    def _tell_strategy(self, values: np.ndarray) -> bool:
-        # 'raw' refuses f-values beyond float32 (its step is proportional to them)
-        rewards = float32_rewards(values, "in which OpenES with fitness_shaping='raw' computes its step; scale "
-                                          "f, or use 'centered_rank' or 'z_score'"
-                                  if self._fitness_shaping == "raw" else None)
-        weights = _core.shape_fitness(rewards, self._fitness_shaping)
-        direction = self._sampler.descent_direction(self._keys, self._signs, weights, self._theta,
-                                                    self._weight_decay, self._num_threads)
-        self._optimizer.step(self._theta, direction, self._num_threads)
-        if self._sigma_decay != 1.0:  # the noise of a key is eps(key): only its scale changes
-            self._sigma *= self._sigma_decay
-            self._sampler = self._make_sampler()
-        if self._learning_rate_decay != 1.0:
-            self._optimizer.learning_rate = self._optimizer.learning_rate * self._learning_rate_decay
-        return True
 
-    def _favorite(self) -> np.ndarray:
-        return self.theta
+def _refuse_pickle_of_the_python_openes(d) -> None:
+    """An OpenES pickled while it ran its own update loop in Python (other
+    noise keys) cannot continue: a one-line refusal that says what to do."""
+    centre = None
+    with contextlib.suppress(Exception):
+        centre = [float(v) for v in (d["_theta"] if "_theta" in d else d["call"][0][0])]
+    what = "its centre" if "_theta" in d else "its x0"
+    raise ValueError("this OpenES was pickled by an EvoKit whose OpenES ran its own update loop (other noise "
+                     "keys); evokit.OpenES is now the training family GAUSSIAN_SAMPLING, which cannot continue "
+                     "that run: start a new evokit.OpenES(x0, sigma, ...) from " + what
+                     + ("" if centre is None else f" {centre}"))

@@ -4,7 +4,10 @@ CMAES / SepCMAES, GA and OpenES used to pickle as their constructor call and
 every tell and inject (the values as given, the solutions only when they
 differed from the asked ones, the constraints), and an unpickled strategy was
 constructed again and replayed them. Every strategy now pickles its state;
-:func:`replay` still loads such a pickle, so that it continues bit for bit.
+:func:`replay` still loads such a pickle of CMAES, SepCMAES or GA, so that it
+continues bit for bit. OpenES is the training family GAUSSIAN_SAMPLING, whose
+keys differ from the ones the replayed tells saw: its replay pickles are
+refused, saying what to do (:mod:`evokit.blackbox.openes`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Ask / tell over a training family of the core: :class:`SolverES` runs a
 policy solver (``_core.make_solver``: the ``Solver`` that ``evokit train``,
 the warehouse and the C++ service library run) as a black-box strategy, and
-:class:`ARS` is ARS_SAMPLING through it. So the ask / tell class and the
-training family are the same code: the same seed, population and options
-give the same bits through either.
+:class:`ARS` is ARS_SAMPLING through it (:class:`~evokit.blackbox.openes.OpenES`
+is GAUSSIAN_SAMPLING through it). So the ask / tell class and the training
+family are the same code: the same seed, population and options give the
+same bits through either.
 
 A generation is the solver's population: ``ask()`` draws it (one call) and
 materialises its parameters (one call), ``tell()`` hands the rewards -f to

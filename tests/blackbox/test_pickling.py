@@ -117,9 +117,10 @@ def test_ga_and_openes_pickle_their_state_not_their_history():
             es.tell(X, f(X))
         sizes[generations] = len(pickle.dumps(es))
         assert "log" not in es.__getstate__()
-    # The centre, sigma, the optimizer's moments and the stop criteria's
-    # history (the best and the median f-value of each iteration: 16 bytes),
-    # never the told values (20 per iteration here).
+    # The centre, the solver's state (the optimizer's moments, the key
+    # counters) and the stop criteria's history (the best and the median
+    # f-value of each iteration: 16 bytes), never the told values (20 per
+    # iteration here).
     assert sizes[200] - sizes[100] == 100 * 16
     ga = evokit.GA(np.full(4, 1.0), 0.3, population_size=8, seed=4)
     assert "_core_state" in ga.__getstate__() and "log" not in ga.__getstate__()
@@ -148,7 +149,6 @@ def _cmaes_replayed():
     ("cmaes", _cmaes_replayed),
     ("ga", lambda: evokit.GA(np.full(4, 1.0), 0.3, population_size=8, elite_evaluations=2, elite_candidates=2,
                              seed=4)),
-    ("openes", lambda: evokit.OpenES(np.full(4, 1.0), 0.2, seed=4, sigma_decay=0.99, learning_rate_decay=0.98)),
 ])
 def test_a_strategy_pickled_by_replay_before_still_loads_and_continues(name, make):
     # data/<name>_replay_pickle.pkl: `make()` told f for 5 generations (CMA:
@@ -194,3 +194,23 @@ def test_a_cmaes_state_that_does_not_fit_is_refused_by_entry_and_changes_nothing
         evokit.SepCMAES(np.full(4, 1.0), 0.5)._es.import_state(state)
     after = other._es.export_state()
     assert {k: list(v) for k, v in after.doubles.items()} == {k: list(v) for k, v in before.doubles.items()}
+
+
+@pytest.mark.parametrize("name,start", [
+    # OpenES(np.full(4, 1.0), 0.2, seed=4, sigma_decay=0.99, learning_rate_decay=0.98) after 5
+    # tells and an ask, pickled by replay: the refusal names its x0.
+    ("openes_replay_pickle.pkl", "from its x0 [1.0, 1.0, 1.0, 1.0]"),
+    # OpenES(np.ones(3), 0.2, seed=2, population_size=4) after one tell, pickled as its state by
+    # the OpenES that ran its own update loop: the refusal names its centre.
+    ("openes_state_pickle.pkl", "from its centre [0.8999999761581421, 0.8999999761581421, 0.8999999761581421]"),
+])
+def test_an_openes_of_the_python_update_loop_is_refused_saying_what_to_do(name, start):
+    import os
+
+    with open(os.path.join(os.path.dirname(__file__), "data", name), "rb") as fh, \
+            pytest.raises(ValueError) as err:
+        pickle.load(fh)
+    assert str(err.value) == (
+        "this OpenES was pickled by an EvoKit whose OpenES ran its own update loop (other noise keys); "
+        "evokit.OpenES is now the training family GAUSSIAN_SAMPLING, which cannot continue that run: start a "
+        "new evokit.OpenES(x0, sigma, ...) " + start)
