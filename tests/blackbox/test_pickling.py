@@ -45,6 +45,9 @@ MAKERS = {
     "GA": lambda: evokit.GA(np.full(6, 2.0), 0.5, population_size=12, truncation_size=4,
                             elite_evaluations=2, elite_candidates=2, seed=5, nan_policy="worst"),
     "OpenES": lambda: evokit.OpenES(np.full(6, 2.0), 0.3, seed=5, nan_policy="worst"),
+    # The decays change the solver's options after every tell: a pickle holds the current ones.
+    "OpenES-decays": lambda: evokit.OpenES(np.full(6, 2.0), 0.3, seed=5, nan_policy="worst", optimizer="momentum",
+                                           sigma_decay=0.97, learning_rate_decay=0.95),
     "SNES": lambda: evokit.SNES(np.full(6, 2.0), 1.0, seed=5, nan_policy="worst"),
 }
 
