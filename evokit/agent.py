@@ -251,8 +251,8 @@ class ESAgent:
     @property
     def solver(self):
         """The core's solver (``evokit._core.Solver``: a ``GaussianSolver``
-        with ``sampler`` and ``optimizer``, a ``CMASolver`` with ``cma``, a
-        ``GASolver`` with ``ga``), shared with the clones."""
+        with ``sampler`` and ``optimizer``, or a ``StrategySolver``: ``cma``
+        for CMA_SAMPLING, ``ga`` for GA_SAMPLING), shared with the clones."""
         self._require_solver("solver")
         return self._root()._core.solver
 

@@ -33,12 +33,12 @@ HEADER_FOLDER = {
     "env.h": "envs", "cartpole.h": "envs", "numpy_ops.h": "envs",
     "crc32.h": "formats", "record_log.h": "formats",
     "population.h": "rollout", "rollout.h": "rollout", "episode_seeds.h": "rollout",
-    "solver.h": "search", "strategy_solver.h": "search", "termination.h": "search", "optimizer.h": "search",
+    "solver.h": "search", "ask_tell.h": "search", "strategy_solver.h": "search", "termination.h": "search", "optimizer.h": "search",
     "fitness.h": "search", "cma_es.h": "search", "distribution.h": "search", "ga.h": "search",
     "gaussian_solver.h": "search",
     "es_agent.h": "agent",
 }
-FAMILY_HEADERS = {"cma_es.h", "distribution.h", "ga.h", "gaussian_solver.h", "strategy_solver.h"}
+FAMILY_HEADERS = {"ask_tell.h", "cma_es.h", "distribution.h", "ga.h", "gaussian_solver.h", "strategy_solver.h"}
 
 
 def closure(folder, seen=None):

@@ -1,5 +1,7 @@
 // The Solver interface and its families (solver.h, gaussian_solver.h,
 // strategy_solver.h), the solver state and the option set.
+#include <evokit/cma_es.h>
+#include <evokit/ga.h>
 #include <evokit/gaussian_solver.h>
 #include <evokit/population.h>
 #include <evokit/solver.h>
@@ -63,6 +65,16 @@ std::vector<const SamplingInfo*> member_pointers(const std::vector<std::optional
     if (m[i]) out[i] = &*m[i];
   }
   return out;
+}
+
+// The strategy a StrategySolver runs as S, or AttributeError `name` (the
+// solver runs another family).
+template <class S>
+S& strategy_of(StrategySolver& solver, const char* name) {
+  if (dynamic_cast<const S*>(&solver.strategy()) == nullptr) {
+    throw py::attribute_error("a " + solver.kind() + " solver has no '" + name + "'");
+  }
+  return solver.strategy<S>();
 }
 
 }  // namespace
@@ -181,24 +193,25 @@ void bind_solver(py::module_& m) {
       .def("draws", &GaussianSolver::draws, py::arg("clone"), "Clone `clone`'s draw count.");
 
   py::class_<StrategySolver, Solver>(m, "StrategySolver",
-                                     "CMA-ES or the GA: members handed out in turn.")
+                                     "A generation-based family (CMA-ES, the GA, a distribution "
+                                     "strategy): members handed out in turn.")
       .def_property_readonly("kind", &StrategySolver::kind)
       .def_property_readonly("draws", &StrategySolver::draws,
                              "Members handed out in the current generation.")
       .def_property_readonly("member_keys", &StrategySolver::member_keys,
                              "The keys of the current generation's members, in order.")
-      .def("is_member", &StrategySolver::is_member, py::arg("info"));
-
-  py::class_<CMASolver, StrategySolver>(m, "CMASolver", "CMA-ES (CMA_SAMPLING).")
+      .def("is_member", &StrategySolver::is_member, py::arg("info"))
       .def_property_readonly(
-          "cma", [](CMASolver& self) -> CMABase& { return self.cma(); },
-          py::return_value_policy::reference_internal, "The CMA-ES it runs (read it, don't change it).");
-
-  py::class_<GASolver, StrategySolver>(m, "GASolver", "The GA of Such et al. (GA_SAMPLING).")
-      .def_property_readonly(
-          "ga", [](GASolver& self) -> GeneticAlgorithm& { return self.ga(); },
+          "cma", [](StrategySolver& self) -> CMABase& { return strategy_of<CMABase>(self, "cma"); },
           py::return_value_policy::reference_internal,
-          "The GeneticAlgorithm it runs (read it, don't change it; not valid across load()).");
+          "The CMA-ES a CMA_SAMPLING solver runs (read it, don't change it).")
+      .def_property_readonly(
+          "ga",
+          [](StrategySolver& self) -> GeneticAlgorithm& {
+            return strategy_of<GeneticAlgorithm>(self, "ga");
+          },
+          py::return_value_policy::reference_internal,
+          "The GeneticAlgorithm a GA_SAMPLING solver runs (read it, don't change it).");
 
   m.def("solver_families", &solver_families, "The sampling families, in SamplingConfig order.");
   m.def(

@@ -22,8 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "evokit/cma_es.h"
 #include "evokit/distribution.h"
 #include "evokit/es_agent.h"
+#include "evokit/ga.h"
 #include "evokit/gaussian_solver.h"
 #include "evokit/noise.h"
 #include "evokit/policy_graph.h"
@@ -745,26 +747,26 @@ TEST(SolverRegistry, MakeSolverGivesTheFamilysSolverWithItsOptions) {
     o.set("sampling.cma_sampling.separable", true);
     auto solver = make_solver(o, x0, 1);
     EXPECT_EQ(solver->family(), kCMA);
-    const auto* c = dynamic_cast<const CMASolver*>(solver.get());
+    const auto* c = dynamic_cast<const StrategySolver*>(solver.get());
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(c->kind(), "CMA");
-    EXPECT_NE(dynamic_cast<const SepCMAES*>(&c->cma()), nullptr);
-    EXPECT_EQ(c->cma().population_size(), 6u);
-    EXPECT_EQ(c->cma().state().sigma, 0.3);
+    EXPECT_NE(dynamic_cast<const SepCMAES*>(&c->strategy<CMABase>()), nullptr);
+    EXPECT_EQ(c->strategy<CMABase>().population_size(), 6u);
+    EXPECT_EQ(c->strategy<CMABase>().state().sigma, 0.3);
     EXPECT_TRUE(SameBits(c->center(), x0));  // the mean, x0 through double
     EXPECT_EQ(c->member_keys().size(), 6u);
     o.set("sampling.cma_sampling.separable", false);
-    EXPECT_NE(dynamic_cast<const CMAES*>(&dynamic_cast<CMASolver&>(*make_solver(o, x0, 1)).cma()),
+    EXPECT_NE(dynamic_cast<const CMAES*>(&dynamic_cast<StrategySolver&>(*make_solver(o, x0, 1)).strategy<CMABase>()),
               nullptr);
   }
   {
     OptionSet o = ReevaluatingGAOptions();
     auto solver = make_solver(o, x0, 3);
     EXPECT_EQ(solver->family(), kGA);
-    const auto* g = dynamic_cast<const GASolver*>(solver.get());
+    const auto* g = dynamic_cast<const StrategySolver*>(solver.get());
     ASSERT_NE(g, nullptr);
     EXPECT_EQ(g->kind(), "GA");
-    const GeneticAlgorithmOptions& ga = g->ga().options();
+    const GeneticAlgorithmOptions& ga = g->strategy<GeneticAlgorithm>().options();
     EXPECT_EQ(ga.population_size, 8u);
     EXPECT_EQ(ga.truncation_size, 3u);
     EXPECT_EQ(ga.num_elites, 1u);
@@ -941,8 +943,8 @@ TEST(SolverRegistry, AMissingOrMistypedOptionIsNamed) {
   // an integer is a number
   o = FamilyOptions(kCMA);
   o.set("sampling.cma_sampling.sigma0", Int(2));
-  EXPECT_EQ(dynamic_cast<CMASolver&>(*make_solver(o, RandomVector(kParams, 52), 1))
-                .cma()
+  EXPECT_EQ(dynamic_cast<StrategySolver&>(*make_solver(o, RandomVector(kParams, 52), 1))
+                .strategy<CMABase>()
                 .state()
                 .sigma,
             2.0);

@@ -1,4 +1,4 @@
-// StrategySolver (CMASolver, GASolver): members handed out and rebuilt as
+// StrategySolver over CMA-ES and the GA: members handed out and rebuilt as
 // the strategies themselves draw them, updates equal to the strategies' own
 // tell, reward grouping, elite re-evaluation, and the messages of bad
 // samples (with the state unchanged). Their save() / load() and the ESAgent
@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "evokit/cma_es.h"
+#include "evokit/ga.h"
 #include "test_util.h"
 
 namespace evokit {
@@ -44,18 +46,18 @@ std::vector<double> Rewards(StrategySolver& s, std::vector<SamplingInfo>& infos,
   return rewards;
 }
 
-TEST(CMASolver, KeepsCSAAtAnyDimension) {
+TEST(CMAStrategySolver, KeepsCSAAtAnyDimension) {
   // Members are rebuilt from their keys, which TPA's mirrored pair is not:
   // the policy CMA keeps CSA where the ask/tell default ('auto') is TPA.
   for (bool separable : {false, true}) {
-    CMASolver s(std::vector<float>(kTPADimension + 1, 0.0f), 0.3, 8, separable, 7, 1);
-    EXPECT_FALSE(s.cma().tpa());
+    StrategySolver s("CMA_SAMPLING", make_policy_cma(std::vector<float>(kTPADimension + 1, 0.0f), 0.3, 8, separable, 7, 1));
+    EXPECT_FALSE(s.strategy<CMABase>().tpa());
   }
 }
 
-TEST(CMASolver, IsTheCMAOfItsOptionsStepForStep) {
+TEST(CMAStrategySolver, IsTheCMAOfItsOptionsStepForStep) {
   for (bool separable : {false, true}) {
-    CMASolver s(X0(), 0.3, 8, separable, 7, 1);
+    StrategySolver s("CMA_SAMPLING", make_policy_cma(X0(), 0.3, 8, separable, 7, 1));
     CMAESOptions o;
     o.population_size = 8;
     o.seed = 7;
@@ -88,14 +90,14 @@ TEST(CMASolver, IsTheCMAOfItsOptionsStepForStep) {
       EXPECT_EQ(s.update(infos, rewards).model_iter_id, it + 1);
       const std::vector<double> mean = ref->mean_solution();
       for (std::size_t j = 0; j < 5; ++j) ASSERT_EQ(s.center()[j], static_cast<float>(mean[j]));
-      EXPECT_EQ(s.cma().state().sigma, ref->state().sigma);
+      EXPECT_EQ(s.strategy<CMABase>().state().sigma, ref->state().sigma);
       EXPECT_EQ(s.draws(), 0);
     }
   }
 }
 
-TEST(CMASolver, BadSamplesAreNamedAndChangeNothing) {
-  CMASolver s(X0(), 0.3, 6, false, 7, 1);
+TEST(CMAStrategySolver, BadSamplesAreNamedAndChangeNothing) {
+  StrategySolver s("CMA_SAMPLING", make_policy_cma(X0(), 0.3, 6, false, 7, 1));
   std::vector<SamplingInfo> infos;
   std::vector<double> rewards = Rewards(s, infos, 6);
   const std::vector<SamplingInfo> four(infos.begin(), infos.begin() + 4);
@@ -122,7 +124,7 @@ TEST(CMASolver, BadSamplesAreNamedAndChangeNothing) {
   EXPECT_FALSE(s.is_member(infos[0]));
 }
 
-TEST(GASolver, IsTheGAAndReevaluatesItsEliteCandidates) {
+TEST(GAStrategySolver, IsTheGAAndReevaluatesItsEliteCandidates) {
   GeneticAlgorithmOptions o;
   o.population_size = 9;
   o.truncation_size = 3;
@@ -132,7 +134,7 @@ TEST(GASolver, IsTheGAAndReevaluatesItsEliteCandidates) {
   o.elite_candidates = 2;
   o.elite_evaluations = 2;
   o.seed = 11;
-  GASolver s(o, X0());
+  StrategySolver s("GA_SAMPLING", std::make_unique<GeneticAlgorithm>(o, X0()));
   GeneticAlgorithm ref(o, X0());
   for (std::size_t j = 0; j < 5; ++j) EXPECT_EQ(s.center()[j], X0()[j]);
   std::vector<SamplingInfo> infos;
@@ -154,19 +156,19 @@ TEST(GASolver, IsTheGAAndReevaluatesItsEliteCandidates) {
   }
   ref.tell_elite_candidates(scores);
   EXPECT_EQ(s.model_iter_id(), 2);
-  EXPECT_EQ(s.ga().elites()[0].key, ref.elites()[0].key);
+  EXPECT_EQ(s.strategy<GeneticAlgorithm>().elites()[0].key, ref.elites()[0].key);
   const std::vector<float> best = ref.rebuild(ref.elites()[0].key);
   for (std::size_t j = 0; j < 5; ++j) EXPECT_EQ(s.center()[j], best[j]);
 }
 
 // reset(x0) is gone: a new x0 comes with a state through load(), which
 // keeps the options and checks the size.
-TEST(GASolver, LoadKeepsTheOptionsAndChecksTheSize) {
+TEST(GAStrategySolver, LoadKeepsTheOptionsAndChecksTheSize) {
   GeneticAlgorithmOptions o;
   o.population_size = 4;
   o.truncation_size = 2;
   o.elite_evaluations = 0;
-  GASolver s(o, X0());
+  StrategySolver s("GA_SAMPLING", std::make_unique<GeneticAlgorithm>(o, X0()));
   SolverState state = s.save();
   state.floats["ga.x0"] = {1.0f};
   EXPECT_EQ(MessageOf<std::invalid_argument>([&] { s.load(state); }),
@@ -174,7 +176,7 @@ TEST(GASolver, LoadKeepsTheOptionsAndChecksTheSize) {
   EXPECT_EQ(s.center()[0], X0()[0]);
   state.floats["ga.x0"] = std::vector<float>(5, 1.0f);
   s.load(state);
-  EXPECT_EQ(s.ga().options().population_size, 4u);
+  EXPECT_EQ(s.strategy<GeneticAlgorithm>().options().population_size, 4u);
   EXPECT_EQ(s.center()[0], 1.0f);
 }
 

@@ -82,11 +82,14 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "evokit/ask_tell.h"
 #include "evokit/solver.h"  // SolverState
 #include "evokit/symmetric_eigen.h"
 #include "evokit/termination.h"
@@ -249,10 +252,15 @@ struct CMAState {
   std::vector<double> mean_shift_z;
 };
 
-// The shared bookkeeping of CMAES and SepCMAES.
-class CMABase {
+// The shared bookkeeping of CMAES and SepCMAES. As an AskTellStrategy
+// (ask_tell.h; cma/cma_solver.cc) it is the CMA_SAMPLING solver's strategy:
+// the members are the population_size samples {sample_key(k)}, rebuilt by
+// regenerate (or taken from a pending ask(), the same bits), tell_members
+// tells them by their keys (std::logic_error once stopped), the centre is
+// mean_solution(), the state entries are "cma.*" (strategy_solver.h) and a
+// replica gets the member rows.
+class CMABase : public AskTellStrategy {
  public:
-  virtual ~CMABase() = default;
 
   // Samples the population of the current generation: population_size()
   // solutions of num_params() each, row-major, in the bounded space. A pure
@@ -369,6 +377,21 @@ class CMABase {
   // encoding (integer coordinates: the nearest integer within the bounds),
   // in place.
   void to_bounds(double* x) const noexcept;
+
+  // AskTellStrategy.
+  std::string kind() const override { return "CMA"; }
+  std::size_t member_size() const override { return num_params(); }
+  std::vector<std::vector<std::int64_t>> member_keys() const override;
+  void prepare_members() override;
+  void rebuild_member(const std::vector<std::int64_t>& key, float* out) const override;
+  std::pair<std::size_t, std::string> member_requirement() const override;
+  void tell_members(const std::vector<double>& values) override;
+  void center_params(float* out) const override;
+  void save_entries(SolverState& state) const override;
+  void load_entries(const SolverState& state) override;
+  // A worker gets the generation's member rows (lambda * n floats), not the
+  // distribution (2 n^2 doubles for full CMA).
+  ReplicaState replica_state() const override { return ReplicaState::kMemberRows; }
 
  protected:
   CMABase(std::vector<double> x0, double sigma0, CMAESOptions options, bool separable);
@@ -556,5 +579,19 @@ class SepCMAES final : public CMABase {
   double coord_std(std::size_t i) const noexcept override;
   void to_z(const double* y, double* z) const override;
 };
+
+// ---- the policy solver's CMA (CMA_SAMPLING) ----------------------------------
+
+// CMA-ES over policy parameters x0 (double precision inside, float32
+// parameters out): CSA, and the restarts and the termination criteria meant
+// for functions (tolfun, tolx, stagnation, no-effect tests) off: a reward
+// plateau is not convergence, and training stops by its own budget.
+std::unique_ptr<CMABase> make_policy_cma(const std::vector<float>& x0, double sigma0,
+                                         std::size_t population_size, bool separable,
+                                         std::uint64_t seed, int num_threads);
+// The registry's hooks (solver.h, solver_registry.cc) for CMA_SAMPLING.
+void validate_cma_options(const OptionSet& options, std::optional<std::size_t> num_params);
+std::unique_ptr<AskTellStrategy> make_cma_strategy(const OptionSet& options,
+                                                   const std::vector<float>& x0, int num_threads);
 
 }  // namespace evokit

@@ -36,7 +36,7 @@
 // "num_threads" and the family's own (see each family's source file, whose
 // header cites the paper and its update equations next to the code). The
 // policy trainer's SamplingConfig message "<family>_sampling" holds the same
-// names (see DistributionSolver below), so one validation serves both;
+// names (see make_distribution_strategy below), so one validation serves both;
 // messages name the option with the caller's prefix. A real-valued option
 // whose paper default depends on n or lambda takes 0 for that default.
 #pragma once
@@ -50,8 +50,8 @@
 #include <utility>
 #include <vector>
 
+#include "evokit/ask_tell.h"
 #include "evokit/solver.h"
-#include "evokit/strategy_solver.h"
 
 namespace evokit {
 
@@ -59,7 +59,12 @@ namespace evokit {
 // the GA its own tags).
 constexpr std::uint64_t kDistributionTag = 0x44495354;  // "DIST"
 
-class DistributionStrategy {
+// As an AskTellStrategy (ask_tell.h) a strategy is the solver's of its
+// SamplingConfig type: the members are keyed {member_key(k), k}, rebuilt by
+// regenerate; tell_members is tell; the centre is center(); the state
+// entries are save()'s; a replica gets the state or the member rows,
+// whichever is smaller.
+class DistributionStrategy : public AskTellStrategy {
  public:
   virtual ~DistributionStrategy() = default;
   DistributionStrategy(const DistributionStrategy&) = delete;
@@ -107,6 +112,20 @@ class DistributionStrategy {
   // The full state; load(save()) continues bit for bit.
   SolverState save() const;
   void load(const SolverState& state);
+
+  // AskTellStrategy.
+  std::string kind() const override { return family_; }
+  std::size_t member_size() const override { return num_params_; }
+  std::vector<std::vector<std::int64_t>> member_keys() const override;
+  void prepare_members() override { ask(); }
+  void rebuild_member(const std::vector<std::int64_t>& key, float* out) const override;
+  std::pair<std::size_t, std::string> member_requirement() const override { return {1, "members"}; }
+  void tell_members(const std::vector<double>& values) override;
+  void center_params(float* out) const override;
+  void save_entries(SolverState& state) const override;
+  void load_entries(const SolverState& state) override { load(state); }
+  ReplicaState replica_state() const override { return ReplicaState::kSmaller; }
+  bool mirrored_members() const override { return mirrored_; }
 
  protected:
   DistributionStrategy(std::string family, std::size_t num_params, std::size_t population_size,
@@ -200,44 +219,17 @@ std::unique_ptr<DistributionStrategy> make_distribution(const std::string& name,
                                                         std::vector<double> x0,
                                                         const OptionSet& options);
 
-// ---- the policy solver ------------------------------------------------------
+// ---- the policy solver's strategy ------------------------------------------------
 
-// A distribution strategy as the solver of a policy agent (the families'
-// SamplingConfig types): a generation is population_size members whose
-// SamplingInfo.key is {member key, member index}; update() runs the
-// strategy's tell on the negated mean rewards (rewards are maximised) and
-// starts the next generation. The centre is the strategy's center(). The
-// options come from solver.population_size, solver.num_threads and the
-// fields of solver.sampling.<config_field>; solver.antithetic must be false
-// (a mirrored family pairs its own members).
-class DistributionSolver final : public StrategySolver {
- public:
-  DistributionSolver(const DistributionFamily& family, std::unique_ptr<DistributionStrategy> strategy,
-                     const std::vector<float>& x0);
-  DistributionStrategy& strategy() noexcept { return *strategy_; }
-  const DistributionStrategy& strategy() const noexcept { return *strategy_; }
-  bool mirrored_pairs() const noexcept override { return strategy_->mirrored(); }
-  // A worker gets whichever is smaller: the full state or the member rows.
-  SolverState sampling_state() const override;
-  void load_sampling_state(const SolverState& state) override;
-
- private:
-  std::vector<std::vector<std::int64_t>> members() const override;
-  void prepare_generation() const override { strategy_->ask(); }
-  void rebuild_member(const std::vector<std::int64_t>& key, float* out) const override;
-  std::pair<std::size_t, std::string> requirement() const override;
-  void tell(const std::vector<double>& values) override;
-  void compute_center(float* out) const override;
-  void save_strategy(SolverState& state) const override;
-  void load_strategy(const SolverState& state) override;
-
-  std::unique_ptr<DistributionStrategy> strategy_;
-};
-
-// The registry hooks (solver.h) for the families' SamplingConfig types.
+// The registry hooks (solver.h, solver_registry.cc) for the families'
+// SamplingConfig types: the strategy of a StrategySolver (strategy_solver.h),
+// its options from solver.population_size, the solver's thread count and
+// the fields of solver.sampling.<config_field>; solver.antithetic must be
+// false (a mirrored family pairs its own members).
 void validate_distribution_solver_options(const OptionSet& options,
                                           std::optional<std::size_t> num_params);
-std::unique_ptr<Solver> make_distribution_solver(const OptionSet& options, std::vector<float> x0,
-                                                 int num_threads);
+std::unique_ptr<AskTellStrategy> make_distribution_strategy(const OptionSet& options,
+                                                            const std::vector<float>& x0,
+                                                            int num_threads);
 
 }  // namespace evokit

@@ -45,9 +45,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
-#include "evokit/solver.h"  // SamplingInfo
+#include "evokit/ask_tell.h"
+#include "evokit/solver.h"  // SamplingInfo, OptionSet
 
 namespace evokit {
 
@@ -66,7 +71,14 @@ struct GeneticAlgorithmOptions {
   int num_threads = 1;     // >= 1; threads of rebuild_population
 };
 
-class GeneticAlgorithm {
+// As an AskTellStrategy (ask_tell.h; ga/ga_solver.cc) it is the GA_SAMPLING
+// solver's strategy: the members are ask() in the kFitness phase and
+// ask_elite_candidates() in the kEliteScores one (whose values average the
+// first elite_evaluations rewards), keyed by their seed lists;
+// tell_members tells the negated values (the GA maximises); the centre is
+// the best elite (x0 before the first generation); the state entries are
+// "ga.*" (strategy_solver.h); a replica gets the state (seed lists).
+class GeneticAlgorithm : public AskTellStrategy {
  public:
   // What the algorithm waits for next.
   enum class Phase {
@@ -141,6 +153,20 @@ class GeneticAlgorithm {
   const std::vector<float>& x0() const noexcept { return x0_; }
   std::size_t num_params() const noexcept { return x0_.size(); }
 
+  // AskTellStrategy.
+  std::string kind() const override { return "GA"; }
+  std::size_t member_size() const override { return num_params(); }
+  std::vector<std::vector<std::int64_t>> member_keys() const override;
+  void rebuild_member(const std::vector<std::int64_t>& key, float* out) const override;
+  std::pair<std::size_t, std::string> member_requirement() const override;
+  std::size_t rewards_averaged() const override;
+  void tell_members(const std::vector<double>& values) override;
+  void center_params(float* out) const override;
+  void save_entries(SolverState& state) const override;
+  // A fresh GA with these options around the saved x0, given the saved
+  // generation; this one is replaced only if it holds.
+  void load_entries(const SolverState& state) override;
+
  private:
   void choose_candidates();
   void select_and_breed(const std::vector<std::size_t>& elite_indices,
@@ -157,5 +183,10 @@ class GeneticAlgorithm {
   std::vector<SamplingInfo> elites_;
   std::vector<double> elite_scores_;
 };
+
+// The registry's hooks (solver.h, solver_registry.cc) for GA_SAMPLING.
+void validate_ga_options(const OptionSet& options, std::optional<std::size_t> num_params);
+std::unique_ptr<AskTellStrategy> make_ga_strategy(const OptionSet& options,
+                                                  const std::vector<float>& x0, int num_threads);
 
 }  // namespace evokit

@@ -16,10 +16,11 @@
 //   GAUSSIAN_SAMPLING  GaussianSolver (gaussian_solver.h): OpenAI-ES with SGD,
 //                      momentum or Adam, EvoKit's correction for older samples
 //   ARS_SAMPLING       GaussianSolver with ARS's options (Mania et al. 2018)
-//   CMA_SAMPLING       CMASolver (strategy_solver.h): CMA-ES / sep-CMA-ES
-//   GA_SAMPLING        GASolver (strategy_solver.h): the GA of Such et al.
-//   SNES_SAMPLING ...  DistributionSolver (distribution.h) over each
-//   MAES_SAMPLING      distribution family (SNES, xNES, CR-FM-NES, LM-MA-ES,
+//   CMA_SAMPLING       StrategySolver (strategy_solver.h), the one adapter
+//   GA_SAMPLING        from an ask/tell strategy (AskTellStrategy,
+//   SNES_SAMPLING ...  ask_tell.h), over CMA-ES / sep-CMA-ES (cma_es.h), the
+//   MAES_SAMPLING      GA of Such et al. (ga.h) or a distribution family
+//                      (distribution.h: SNES, xNES, CR-FM-NES, LM-MA-ES,
 //                      PGPE, CEM, MA-ES)
 // A family is made from its options (SolverConfig of proto/evokit.proto,
 // flattened to dotted names: OptionSet) by the registry declared at the end

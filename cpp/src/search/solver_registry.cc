@@ -2,12 +2,15 @@
 // SamplingConfig.Type order, and the calls that dispatch on
 // solver.sampling.type. The only file that knows every family; the Solver
 // base (solver.cc) includes none.
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "evokit/cma_es.h"
 #include "evokit/distribution.h"
+#include "evokit/ga.h"
 #include "evokit/gaussian_solver.h"
 #include "evokit/solver.h"
 #include "evokit/strategy_solver.h"
@@ -30,6 +33,16 @@ std::unique_ptr<Solver> make_ars_solver(const OptionSet& o, std::vector<float> x
   return std::make_unique<GaussianSolver>(ars_options(o, num_threads), std::move(x0));
 }
 
+// A generation-based family: the StrategySolver over the strategy its
+// options make.
+template <std::unique_ptr<AskTellStrategy> (*make_strategy)(const OptionSet&,
+                                                             const std::vector<float>&, int)>
+std::unique_ptr<Solver> make_strategy_solver(const OptionSet& o, std::vector<float> x0,
+                                             int num_threads) {
+  return std::make_unique<StrategySolver>(o.text("sampling.type"),
+                                          make_strategy(o, x0, num_threads));
+}
+
 struct Family {
   std::string name;
   void (*validate)(const OptionSet&, std::optional<std::size_t>);
@@ -43,10 +56,10 @@ const Family kOwnFamilies[] = {
     {"GAUSSIAN_SAMPLING", &validate_gaussian_options, &make_gaussian_solver,
      {"sampling.type", "sampling.gaussian_sampling.seed", "sampling.gaussian_sampling.cached",
       "sampling.gaussian_sampling.cache_size", "sampling.gaussian_sampling.std", "param_pattern"}},
-    {"CMA_SAMPLING", &validate_cma_options, &make_cma_solver,
+    {"CMA_SAMPLING", &validate_cma_options, &make_strategy_solver<&make_cma_strategy>,
      {"sampling.type", "param_pattern", "population_size", "sampling.cma_sampling.seed",
       "sampling.cma_sampling.separable"}},
-    {"GA_SAMPLING", &validate_ga_options, &make_ga_solver,
+    {"GA_SAMPLING", &validate_ga_options, &make_strategy_solver<&make_ga_strategy>,
      {"sampling.type", "param_pattern", "population_size", "sampling.ga_sampling.seed",
       "sampling.ga_sampling.mutation_power", "sampling.ga_sampling.init_sigma",
       "sampling.ga_sampling.num_elites", "sampling.ga_sampling.elite_evaluations"}},
@@ -60,7 +73,7 @@ const std::vector<Family>& families() {
     std::vector<Family> out(std::begin(kOwnFamilies), std::end(kOwnFamilies));
     for (const DistributionFamily& d : distribution_families()) {
       out.push_back({d.sampling_type, &validate_distribution_solver_options,
-                     &make_distribution_solver,
+                     &make_strategy_solver<&make_distribution_strategy>,
                      {"sampling.type", "param_pattern", "population_size",
                       std::string("sampling.") + d.config_field + ".seed"}});
     }

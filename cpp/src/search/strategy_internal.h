@@ -1,5 +1,5 @@
-// What the strategy solvers (strategy_solver.cc, cma_solver.cc,
-// ga_solver.cc) share (internal).
+// What the strategy solver's files (strategy_solver.cc, cma_solver.cc,
+// ga_solver.cc, distribution.cc) share (internal).
 #pragma once
 
 #include <string>
@@ -15,8 +15,8 @@ namespace evokit::detail {
 void put_infos(SolverState& state, const std::string& name, const std::vector<SamplingInfo>& infos);
 std::vector<SamplingInfo> get_infos(const SolverState& state, const std::string& name);
 
-// The option checks CMA and the GA share: no mirrored pairs, at least two
-// members.
+// The option checks every strategy family shares: no mirrored pairs, at
+// least two members.
 void validate_strategy_options(const OptionSet& o);
 
 }  // namespace evokit::detail

@@ -1,6 +1,7 @@
-// The strategy solvers' shared base (StrategySolver); see
-// evokit/strategy_solver.h. CMASolver is in cma_solver.cc, GASolver in
-// ga_solver.cc.
+// The adapter from an ask/tell strategy to a Solver (StrategySolver); see
+// evokit/strategy_solver.h. The strategies' side of it is next to each:
+// CMABase in cma/cma_solver.cc, GeneticAlgorithm in ga/ga_solver.cc,
+// DistributionStrategy in distribution/distribution.cc.
 #include "evokit/strategy_solver.h"
 
 #include <algorithm>
@@ -53,7 +54,7 @@ std::vector<SamplingInfo> get_infos(const SolverState& state, const std::string&
   return infos;
 }
 
-// What CMA and the GA share: no mirrored pairs, at least two members.
+// What every strategy family shares: no mirrored pairs, at least two members.
 void validate_strategy_options(const OptionSet& o) {
   const std::string name = o.text("sampling.type");
   if (o.flag("antithetic")) {
@@ -81,8 +82,21 @@ using detail::put_infos;
 
 // ---- StrategySolver --------------------------------------------------------
 
-StrategySolver::StrategySolver(std::string family, std::string kind, std::vector<float> x0)
-    : Solver(std::move(family), std::move(x0)), kind_(std::move(kind)) {}
+namespace {
+
+const AskTellStrategy& checked(const std::unique_ptr<AskTellStrategy>& strategy) {
+  if (strategy == nullptr) throw std::invalid_argument("StrategySolver needs a strategy, got none");
+  return *strategy;
+}
+
+}  // namespace
+
+StrategySolver::StrategySolver(std::string family, std::unique_ptr<AskTellStrategy> strategy)
+    : Solver(std::move(family), std::vector<float>(checked(strategy).member_size())),
+      strategy_(std::move(strategy)),
+      kind_(strategy_->kind()) {
+  refresh();
+}
 
 std::int64_t StrategySolver::draws() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -120,7 +134,7 @@ void StrategySolver::rebuild(const SamplingInfo& info, float* out, int /*num_thr
   check_member(info);
   if (replica_rows_.empty()) {
     std::shared_lock<std::shared_mutex> lock(generation_mutex_);
-    rebuild_member(info.key, out);
+    strategy_->rebuild_member(info.key, out);
     return;
   }
   const std::size_t p = num_params();
@@ -136,7 +150,7 @@ Population StrategySolver::population(const std::vector<const SamplingInfo*>& me
     for (const SamplingInfo* info : members) count += info != nullptr;
     if (count >= members_.size()) {
       std::unique_lock<std::shared_mutex> lock(generation_mutex_);
-      prepare_generation();
+      strategy_->prepare_members();
     }
   }
   return Solver::population(members, num_threads);
@@ -150,11 +164,45 @@ SolverState StrategySolver::member_rows_state() const {
   for (std::size_t m = 0; m < members_.size(); ++m) {
     infos[m].key = members_[m];
     infos[m].model_iter_id = model_iter_id_;
-    rebuild_member(members_[m], rows.data() + m * num_params());
+    strategy_->rebuild_member(members_[m], rows.data() + m * num_params());
   }
   put_infos(state, "members", infos);
   state.floats["center"] = center_;
   return state;
+}
+
+SolverState StrategySolver::sampling_state() const {
+  switch (strategy_->replica_state()) {
+    case AskTellStrategy::ReplicaState::kFullState:
+      return save();
+    case AskTellStrategy::ReplicaState::kMemberRows:
+      return member_rows_state();
+    case AskTellStrategy::ReplicaState::kSmaller:
+      break;
+  }
+  SolverState full = save();
+  std::size_t size = 0;
+  for (const auto& [name, v] : full.doubles) size += v.size();
+  for (const auto& [name, v] : full.floats) size += v.size();
+  for (const auto& [name, v] : full.ints) size += v.size();
+  if (size <= members_.size() * num_params()) return full;
+  return member_rows_state();
+}
+
+void StrategySolver::load_sampling_state(const SolverState& state) {
+  switch (strategy_->replica_state()) {
+    case AskTellStrategy::ReplicaState::kFullState:
+      return load(state);
+    case AskTellStrategy::ReplicaState::kMemberRows:
+      return load_member_rows(state);
+    case AskTellStrategy::ReplicaState::kSmaller:
+      break;
+  }
+  if (state.ints.count("members") != 0) {
+    load_member_rows(state);
+  } else {
+    load(state);
+  }
 }
 
 void StrategySolver::load_member_rows(const SolverState& state) {
@@ -216,7 +264,7 @@ std::vector<std::vector<double>> StrategySolver::group(const std::vector<Samplin
 }
 
 std::string StrategySolver::shortfall_of(const std::vector<std::vector<double>>& per_member) const {
-  const auto [need, what] = requirement();
+  const auto [need, what] = strategy_->member_requirement();
   std::size_t short_count = 0, first = 0;
   for (std::size_t m = per_member.size(); m-- > 0;) {
     if (per_member[m].size() < need) {
@@ -248,7 +296,7 @@ UpdateStats StrategySolver::update(const std::vector<SamplingInfo>& infos,
   const std::string missing = shortfall_of(per_member);
   if (!missing.empty()) throw std::invalid_argument(missing);
   // Each member's value, once for every family: minus the mean of its rewards.
-  const std::size_t averaged = rewards_averaged();
+  const std::size_t averaged = strategy_->rewards_averaged();
   std::vector<double> values(per_member.size());
   for (std::size_t m = 0; m < per_member.size(); ++m) {
     const std::size_t n = averaged != 0 ? averaged : per_member[m].size();
@@ -256,7 +304,7 @@ UpdateStats StrategySolver::update(const std::vector<SamplingInfo>& infos,
     for (std::size_t k = 0; k < n; ++k) sum += per_member[m][k];
     values[m] = -(sum / static_cast<double>(n));
   }
-  tell(values);
+  strategy_->tell_members(values);
   ++model_iter_id_;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -270,15 +318,15 @@ UpdateStats StrategySolver::update(const std::vector<SamplingInfo>& infos,
 }
 
 void StrategySolver::refresh() {
-  members_ = members();
-  compute_center(center_.data());
+  members_ = strategy_->member_keys();
+  strategy_->center_params(center_.data());
   center_changed();
 }
 
 SolverState StrategySolver::save() const {
   SolverState state = state_header();
   state.ints["draws"] = {draws()};
-  save_strategy(state);
+  strategy_->save_entries(state);
   return state;
 }
 
@@ -286,7 +334,7 @@ void StrategySolver::load(const SolverState& state) {
   check_state(state, /*needs_noise_version=*/true);
   const std::int64_t draws = state.int_value("draws");
   if (draws < 0) throw std::invalid_argument("draws must be >= 0, got " + std::to_string(draws));
-  load_strategy(state);  // validates, then replaces
+  strategy_->load_entries(state);  // validates, then replaces
   replica_rows_.clear();
   model_iter_id_ = state.model_iter_id;
   {

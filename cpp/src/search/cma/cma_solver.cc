@@ -1,16 +1,17 @@
-// CMA-ES as the solver of a policy agent (CMA_SAMPLING); see
-// evokit/strategy_solver.h.
+// CMA-ES as the ask/tell strategy of the CMA_SAMPLING solver (CMABase's
+// AskTellStrategy side, the policy CMA and its options); see
+// evokit/cma_es.h and evokit/strategy_solver.h.
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
 
-#include "evokit/strategy_solver.h"
+#include "evokit/cma_es.h"
 #include "search/option_checks.h"
 #include "search/strategy_internal.h"
 
 namespace evokit {
 
-// ---- CMASolver --------------------------------------------------------------
+// ---- the policy CMA -----------------------------------------------------------
 
 namespace {
 
@@ -36,33 +37,31 @@ CMAESOptions policy_cma_options(std::size_t population_size, std::uint64_t seed,
 
 }  // namespace
 
-CMASolver::CMASolver(const std::vector<float>& x0, double sigma0, std::size_t population_size,
-                     bool separable, std::uint64_t seed, int num_threads)
-    : StrategySolver("CMA_SAMPLING", "CMA", x0) {
+std::unique_ptr<CMABase> make_policy_cma(const std::vector<float>& x0, double sigma0,
+                                         std::size_t population_size, bool separable,
+                                         std::uint64_t seed, int num_threads) {
   std::vector<double> mean(x0.begin(), x0.end());
   const CMAESOptions o = policy_cma_options(population_size, seed, num_threads);
-  if (separable) {
-    cma_ = std::make_unique<SepCMAES>(std::move(mean), sigma0, o);
-  } else {
-    cma_ = std::make_unique<CMAES>(std::move(mean), sigma0, o);
-  }
-  refresh();
+  if (separable) return std::make_unique<SepCMAES>(std::move(mean), sigma0, o);
+  return std::make_unique<CMAES>(std::move(mean), sigma0, o);
 }
 
-std::vector<std::vector<std::int64_t>> CMASolver::members() const {
-  std::vector<std::vector<std::int64_t>> keys(cma_->population_size());
-  for (std::size_t k = 0; k < keys.size(); ++k) keys[k] = {cma_->sample_key(k)};
+// ---- CMABase as an AskTellStrategy -----------------------------------------------
+
+std::vector<std::vector<std::int64_t>> CMABase::member_keys() const {
+  std::vector<std::vector<std::int64_t>> keys(population_size());
+  for (std::size_t k = 0; k < keys.size(); ++k) keys[k] = {sample_key(k)};
   return keys;
 }
 
-void CMASolver::prepare_generation() const {
-  if (cma_->sampled_population() == nullptr) cma_->ask();
+void CMABase::prepare_members() {
+  if (sampled_population() == nullptr) ask();
 }
 
-void CMASolver::rebuild_member(const std::vector<std::int64_t>& key, float* out) const {
+void CMABase::rebuild_member(const std::vector<std::int64_t>& key, float* out) const {
   const std::size_t n = num_params();
-  if (const std::vector<double>* asked = cma_->sampled_population()) {  // ask()'s row: the same bits
-    const auto& keys = cma_->keys();
+  if (const std::vector<double>* asked = sampled_population()) {  // ask()'s row: the same bits
+    const auto& keys = this->keys();
     const auto at = std::find(keys.begin(), keys.end(), key.at(0));
     if (at != keys.end()) {
       const double* row = asked->data() + static_cast<std::size_t>(at - keys.begin()) * n;
@@ -70,36 +69,35 @@ void CMASolver::rebuild_member(const std::vector<std::int64_t>& key, float* out)
       return;
     }
   }
-  const std::vector<double> x = cma_->regenerate(key.at(0));
+  const std::vector<double> x = regenerate(key.at(0));
   for (std::size_t j = 0; j < x.size(); ++j) out[j] = static_cast<float>(x[j]);
 }
 
-std::pair<std::size_t, std::string> CMASolver::requirement() const { return {1, "members"}; }
+std::pair<std::size_t, std::string> CMABase::member_requirement() const { return {1, "members"}; }
 
-void CMASolver::tell(const std::vector<double>& values) {
-  if (cma_->stopped()) {
+void CMABase::tell_members(const std::vector<double>& values) {
+  if (stopped()) {
     std::string names;
-    for (const auto& [name, threshold] : cma_->stop()) names += (names.empty() ? "" : ", ") + name;
+    for (const auto& [name, threshold] : stop()) names += (names.empty() ? "" : ", ") + name;
     throw std::logic_error("CMA-ES has stopped (" + names + "): no further updates");
   }
-  const auto& keys = member_keys();
-  std::vector<std::int64_t> k(keys.size());
-  for (std::size_t m = 0; m < keys.size(); ++m) k[m] = keys[m][0];
-  if (cma_->sampled_population() != nullptr && cma_->keys() == k) {
-    cma_->ask();  // pending again if need be: the materialised generation, not a new one
-    cma_->tell(values.data(), values.size());  // its samples, as tell_keys would rebuild them
+  std::vector<std::int64_t> k(population_size());
+  for (std::size_t m = 0; m < k.size(); ++m) k[m] = sample_key(m);
+  if (sampled_population() != nullptr && this->keys() == k) {
+    ask();  // pending again if need be: the materialised generation, not a new one
+    tell(values.data(), values.size());  // its samples, as tell_keys would rebuild them
   } else {
-    cma_->tell_keys(k.data(), values.data(), k.size());
+    tell_keys(k.data(), values.data(), k.size());
   }
 }
 
-void CMASolver::compute_center(float* out) const {
-  const std::vector<double> m = cma_->mean_solution();
+void CMABase::center_params(float* out) const {
+  const std::vector<double> m = mean_solution();
   for (std::size_t j = 0; j < m.size(); ++j) out[j] = static_cast<float>(m[j]);
 }
 
-void CMASolver::save_strategy(SolverState& state) const {
-  const CMAState& s = cma_->state();
+void CMABase::save_entries(SolverState& state) const {
+  const CMAState& s = this->state();
   state.doubles["cma.mean"] = s.mean;
   state.doubles["cma.p_sigma"] = s.p_sigma;
   state.doubles["cma.p_c"] = s.p_c;
@@ -113,9 +111,9 @@ void CMASolver::save_strategy(SolverState& state) const {
   state.ints["cma.eigen_generation"] = {s.eigen_generation};
 }
 
-void CMASolver::load_strategy(const SolverState& state) {
+void CMABase::load_entries(const SolverState& state) {
   const std::size_t n = num_params();
-  const bool full = !cma_->params().separable;
+  const bool full = !params().separable;
   CMAState s;
   s.mean = state.double_array("cma.mean", n);
   s.p_sigma = state.double_array("cma.p_sigma", n);
@@ -132,7 +130,7 @@ void CMASolver::load_strategy(const SolverState& state) {
   s.sigma = state.double_value("cma.sigma");
   s.generation = state.int_value("cma.generation");
   s.eigen_generation = full ? state.int_value("cma.eigen_generation") : s.generation;
-  cma_->set_state(s);  // validates first
+  set_state(s);  // validates first
 }
 
 // ---- options ----------------------------------------------------------------
@@ -142,13 +140,13 @@ void validate_cma_options(const OptionSet& o, std::optional<std::size_t> /*num_p
   detail::positive(o, "sampling.cma_sampling.sigma0");
 }
 
-std::unique_ptr<Solver> make_cma_solver(const OptionSet& o, std::vector<float> x0,
-                                        int num_threads) {
+std::unique_ptr<AskTellStrategy> make_cma_strategy(const OptionSet& o, const std::vector<float>& x0,
+                                                   int num_threads) {
   const std::string c = "sampling.cma_sampling.";
-  return std::make_unique<CMASolver>(x0, o.real(c + "sigma0"),
-                                     static_cast<std::size_t>(o.integer("population_size")),
-                                     o.flag(c + "separable"),
-                                     static_cast<std::uint64_t>(o.integer(c + "seed")), num_threads);
+  return make_policy_cma(x0, o.real(c + "sigma0"),
+                         static_cast<std::size_t>(o.integer("population_size")),
+                         o.flag(c + "separable"), static_cast<std::uint64_t>(o.integer(c + "seed")),
+                         num_threads);
 }
 
 }  // namespace evokit

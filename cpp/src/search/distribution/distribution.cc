@@ -1,5 +1,6 @@
-// The distribution strategies' base, their shared helpers, the registry and
-// the policy solver; see evokit/distribution.h. The families are in their own
+// The distribution strategies' base (its AskTellStrategy side included),
+// their shared helpers, the registry and the policy solver's options; see
+// evokit/distribution.h. The families are in their own
 // files (snes.cc, xnes.cc, ...) and listed in distribution_registry.cc.
 #include "evokit/distribution.h"
 
@@ -325,7 +326,45 @@ std::unique_ptr<DistributionStrategy> make_distribution(const std::string& name,
   return family.make(std::move(x0), options);
 }
 
-// ---- DistributionSolver ---------------------------------------------------------------
+// ---- DistributionStrategy as an AskTellStrategy ----------------------------------
+
+std::vector<std::vector<std::int64_t>> DistributionStrategy::member_keys() const {
+  std::vector<std::vector<std::int64_t>> keys(population_size_);
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    keys[k] = {member_key(k), static_cast<std::int64_t>(k)};
+  }
+  return keys;
+}
+
+void DistributionStrategy::rebuild_member(const std::vector<std::int64_t>& key, float* out) const {
+  if (key.size() != 2 || key[1] < 0 || static_cast<std::uint64_t>(key[1]) >= population_size_ ||
+      member_key(static_cast<std::size_t>(key[1])) != key[0]) {
+    throw std::invalid_argument("sampling info: not a member of the current " + family_ +
+                                " generation");
+  }
+  std::vector<double> x(num_params_);
+  regenerate(static_cast<std::size_t>(key[1]), x.data());
+  for (std::size_t j = 0; j < x.size(); ++j) out[j] = static_cast<float>(x[j]);
+}
+
+void DistributionStrategy::tell_members(const std::vector<double>& values) {
+  ask();
+  tell(values.data(), values.size());
+}
+
+void DistributionStrategy::center_params(float* out) const {
+  const std::vector<double> c = center();
+  for (std::size_t j = 0; j < c.size(); ++j) out[j] = static_cast<float>(c[j]);
+}
+
+void DistributionStrategy::save_entries(SolverState& state) const {
+  SolverState s = save();
+  for (auto& [name, v] : s.doubles) state.doubles[name] = std::move(v);
+  for (auto& [name, v] : s.floats) state.floats[name] = std::move(v);
+  for (auto& [name, v] : s.ints) state.ints[name] = std::move(v);
+}
+
+// ---- the policy solver's strategy ---------------------------------------------------
 
 namespace {
 
@@ -343,74 +382,6 @@ OptionSet plain_options(const DistributionFamily& family, const OptionSet& o, in
 
 }  // namespace
 
-DistributionSolver::DistributionSolver(const DistributionFamily& family,
-                                       std::unique_ptr<DistributionStrategy> strategy,
-                                       const std::vector<float>& x0)
-    : StrategySolver(family.sampling_type, family.name, x0), strategy_(std::move(strategy)) {
-  refresh();
-}
-
-std::vector<std::vector<std::int64_t>> DistributionSolver::members() const {
-  std::vector<std::vector<std::int64_t>> keys(strategy_->population_size());
-  for (std::size_t k = 0; k < keys.size(); ++k) {
-    keys[k] = {strategy_->member_key(k), static_cast<std::int64_t>(k)};
-  }
-  return keys;
-}
-
-void DistributionSolver::rebuild_member(const std::vector<std::int64_t>& key, float* out) const {
-  if (key.size() != 2 || key[1] < 0 ||
-      static_cast<std::uint64_t>(key[1]) >= strategy_->population_size() ||
-      strategy_->member_key(static_cast<std::size_t>(key[1])) != key[0]) {
-    throw std::invalid_argument("sampling info: not a member of the current " + kind() +
-                                " generation");
-  }
-  std::vector<double> x(num_params());
-  strategy_->regenerate(static_cast<std::size_t>(key[1]), x.data());
-  for (std::size_t j = 0; j < x.size(); ++j) out[j] = static_cast<float>(x[j]);
-}
-
-std::pair<std::size_t, std::string> DistributionSolver::requirement() const {
-  return {1, "members"};
-}
-
-void DistributionSolver::tell(const std::vector<double>& values) {
-  strategy_->ask();
-  strategy_->tell(values.data(), values.size());
-}
-
-void DistributionSolver::compute_center(float* out) const {
-  const std::vector<double> c = strategy_->center();
-  for (std::size_t j = 0; j < c.size(); ++j) out[j] = static_cast<float>(c[j]);
-}
-
-void DistributionSolver::save_strategy(SolverState& state) const {
-  SolverState s = strategy_->save();
-  for (auto& [name, v] : s.doubles) state.doubles[name] = std::move(v);
-  for (auto& [name, v] : s.floats) state.floats[name] = std::move(v);
-  for (auto& [name, v] : s.ints) state.ints[name] = std::move(v);
-}
-
-void DistributionSolver::load_strategy(const SolverState& state) { strategy_->load(state); }
-
-SolverState DistributionSolver::sampling_state() const {
-  SolverState full = save();
-  std::size_t size = 0;
-  for (const auto& [name, v] : full.doubles) size += v.size();
-  for (const auto& [name, v] : full.floats) size += v.size();
-  for (const auto& [name, v] : full.ints) size += v.size();
-  if (size <= strategy_->population_size() * num_params()) return full;
-  return member_rows_state();
-}
-
-void DistributionSolver::load_sampling_state(const SolverState& state) {
-  if (state.ints.count("members") != 0) {
-    load_member_rows(state);
-  } else {
-    load(state);
-  }
-}
-
 void validate_distribution_solver_options(const OptionSet& o,
                                           std::optional<std::size_t> /*num_params*/) {
   const DistributionFamily& family = distribution_family(o.text("sampling.type"));
@@ -419,12 +390,12 @@ void validate_distribution_solver_options(const OptionSet& o,
                   std::string("solver.sampling.") + family.config_field + ".");
 }
 
-std::unique_ptr<Solver> make_distribution_solver(const OptionSet& o, std::vector<float> x0,
-                                                 int num_threads) {
+std::unique_ptr<AskTellStrategy> make_distribution_strategy(const OptionSet& o,
+                                                            const std::vector<float>& x0,
+                                                            int num_threads) {
   const DistributionFamily& family = distribution_family(o.text("sampling.type"));
   std::vector<double> start(x0.begin(), x0.end());
-  auto strategy = family.make(std::move(start), plain_options(family, o, num_threads));
-  return std::make_unique<DistributionSolver>(family, std::move(strategy), x0);
+  return family.make(std::move(start), plain_options(family, o, num_threads));
 }
 
 }  // namespace evokit

@@ -1,9 +1,10 @@
-// The GA of Such et al. as the solver of a policy agent (GA_SAMPLING); see
-// evokit/strategy_solver.h.
+// The GA of Such et al. as the ask/tell strategy of the GA_SAMPLING solver
+// (GeneticAlgorithm's AskTellStrategy side and its options); see
+// evokit/ga.h and evokit/strategy_solver.h.
 #include <algorithm>
 #include <stdexcept>
 
-#include "evokit/strategy_solver.h"
+#include "evokit/ga.h"
 #include "search/option_checks.h"
 #include "search/strategy_internal.h"
 
@@ -12,67 +13,59 @@ namespace evokit {
 using detail::get_infos;
 using detail::put_infos;
 
-// ---- GASolver ---------------------------------------------------------------
+// ---- GeneticAlgorithm as an AskTellStrategy ---------------------------------
 
-GASolver::GASolver(const GeneticAlgorithmOptions& options, std::vector<float> x0)
-    : StrategySolver("GA_SAMPLING", "GA", x0),
-      ga_(std::make_unique<GeneticAlgorithm>(options, std::move(x0))) {
-  refresh();
-}
-
-std::vector<std::vector<std::int64_t>> GASolver::members() const {
-  const auto& infos = ga_->phase() == GeneticAlgorithm::Phase::kFitness ? ga_->ask()
-                                                                         : ga_->ask_elite_candidates();
+std::vector<std::vector<std::int64_t>> GeneticAlgorithm::member_keys() const {
+  const auto& infos = phase() == Phase::kFitness ? ask() : ask_elite_candidates();
   std::vector<std::vector<std::int64_t>> keys;
   keys.reserve(infos.size());
   for (const SamplingInfo& info : infos) keys.push_back(info.key);
   return keys;
 }
 
-void GASolver::rebuild_member(const std::vector<std::int64_t>& key, float* out) const {
-  ga_->rebuild(key, out, ga_->options().num_threads);
+void GeneticAlgorithm::rebuild_member(const std::vector<std::int64_t>& key, float* out) const {
+  rebuild(key, out, options_.num_threads);
 }
 
-std::pair<std::size_t, std::string> GASolver::requirement() const {
-  if (ga_->phase() == GeneticAlgorithm::Phase::kFitness) return {1, "individuals"};
-  return {ga_->options().elite_evaluations, "elite candidates"};
+std::pair<std::size_t, std::string> GeneticAlgorithm::member_requirement() const {
+  if (phase() == Phase::kFitness) return {1, "individuals"};
+  return {options_.elite_evaluations, "elite candidates"};
 }
 
-std::size_t GASolver::rewards_averaged() const {
+std::size_t GeneticAlgorithm::rewards_averaged() const {
   // Elite candidates: the mean of their first elite_evaluations rewards.
-  return ga_->phase() == GeneticAlgorithm::Phase::kFitness ? 0 : ga_->options().elite_evaluations;
+  return phase() == Phase::kFitness ? 0 : options_.elite_evaluations;
 }
 
-void GASolver::tell(const std::vector<double>& values) {
+void GeneticAlgorithm::tell_members(const std::vector<double>& values) {
   std::vector<double> fitness(values.size());  // the GA maximises the mean rewards
   for (std::size_t m = 0; m < values.size(); ++m) fitness[m] = -values[m];
-  if (ga_->phase() == GeneticAlgorithm::Phase::kFitness) {
-    ga_->tell(fitness);
+  if (phase() == Phase::kFitness) {
+    tell(fitness);
   } else {
-    ga_->tell_elite_means(fitness);
+    tell_elite_means(fitness);
   }
 }
 
-void GASolver::compute_center(float* out) const {
-  const auto& elites = ga_->elites();
-  if (elites.empty()) {
-    std::copy(ga_->x0().begin(), ga_->x0().end(), out);
+void GeneticAlgorithm::center_params(float* out) const {
+  if (elites_.empty()) {
+    std::copy(x0_.begin(), x0_.end(), out);
   } else {
-    ga_->rebuild(elites[0].key, out, ga_->options().num_threads);
+    rebuild(elites_[0].key, out, options_.num_threads);
   }
 }
 
-void GASolver::save_strategy(SolverState& state) const {
-  state.floats["ga.x0"] = ga_->x0();
-  state.ints["ga.generation"] = {ga_->generation()};
-  put_infos(state, "ga.population", ga_->ask());
-  put_infos(state, "ga.elites", ga_->elites());
-  state.doubles["ga.elite_scores"] = ga_->elite_scores();
-  const auto order = ga_->pending_order();
+void GeneticAlgorithm::save_entries(SolverState& state) const {
+  state.floats["ga.x0"] = x0_;
+  state.ints["ga.generation"] = {generation()};
+  put_infos(state, "ga.population", ask());
+  put_infos(state, "ga.elites", elites());
+  state.doubles["ga.elite_scores"] = elite_scores();
+  const auto order = pending_order();
   state.ints["ga.order"].assign(order.begin(), order.end());
 }
 
-void GASolver::load_strategy(const SolverState& state) {
+void GeneticAlgorithm::load_entries(const SolverState& state) {
   const std::vector<float>& x0 = state.float_array("ga.x0", num_params());
   const auto& order = state.int_array("ga.order");
   std::vector<std::size_t> positions;
@@ -84,12 +77,12 @@ void GASolver::load_strategy(const SolverState& state) {
     positions.push_back(static_cast<std::size_t>(order[i]));
   }
   // A fresh GA around the saved x0 (the individuals are rebuilt from it),
-  // given the saved generation; the current one is replaced only if it holds.
-  auto ga = std::make_unique<GeneticAlgorithm>(ga_->options(), x0);
-  ga->set_state(state.int_value("ga.generation"), get_infos(state, "ga.population"),
-                get_infos(state, "ga.elites"), state.double_array("ga.elite_scores"),
-                std::move(positions));
-  ga_ = std::move(ga);
+  // given the saved generation; this one is replaced only if it holds.
+  GeneticAlgorithm ga(options_, x0);
+  ga.set_state(state.int_value("ga.generation"), get_infos(state, "ga.population"),
+               get_infos(state, "ga.elites"), state.double_array("ga.elite_scores"),
+               std::move(positions));
+  *this = std::move(ga);
 }
 
 // ---- options ----------------------------------------------------------------
@@ -133,8 +126,8 @@ void validate_ga_options(const OptionSet& o, std::optional<std::size_t> /*num_pa
   }
 }
 
-std::unique_ptr<Solver> make_ga_solver(const OptionSet& o, std::vector<float> x0,
-                                       int num_threads) {
+std::unique_ptr<AskTellStrategy> make_ga_strategy(const OptionSet& o, const std::vector<float>& x0,
+                                                  int num_threads) {
   const std::string f = "sampling.ga_sampling.";
   GeneticAlgorithmOptions g;
   g.population_size = static_cast<std::size_t>(o.integer("population_size"));
@@ -146,7 +139,7 @@ std::unique_ptr<Solver> make_ga_solver(const OptionSet& o, std::vector<float> x0
   g.elite_evaluations = static_cast<std::size_t>(o.integer(f + "elite_evaluations"));
   g.seed = static_cast<std::uint64_t>(o.integer(f + "seed"));
   g.num_threads = num_threads;
-  return std::make_unique<GASolver>(g, std::move(x0));
+  return std::make_unique<GeneticAlgorithm>(g, x0);
 }
 
 }  // namespace evokit
