@@ -58,9 +58,9 @@ class FamilyOption(NamedTuple):
     doc: str
 
     def convert(self, value):
-        """The value as the core reads it; the default's Rule (or None)
-        is 0, which selects the rule's formula in the core."""
-        if isinstance(self.default, Rule) and given(value) is None:
+        """The value as the core reads it; for an option whose default is
+        0 (a Rule: the formula the core computes for 0), None or the Rule is 0."""
+        if given(value) is None and (isinstance(self.default, Rule) or self.default in (0, 0.0)):
             return 0.0 if self.kind == "real" else 0
         if self.kind == "enum":
             if isinstance(value, str) and value.lower() in self.values:

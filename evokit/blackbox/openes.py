@@ -135,10 +135,6 @@ class OpenES(SolverES):
         (float32)."""
         return float(np.float32(self._learning_rate))
 
-    @property
-    def stds(self) -> np.ndarray:
-        return np.full(self.num_params, float(np.float32(self._sigma)))
-
     def __setstate__(self, d):
         if is_replay_state(d) or "_optimizer_state" in d:
             _refuse_pickle_of_the_python_openes(d)

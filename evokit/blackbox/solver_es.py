@@ -89,6 +89,11 @@ class SolverES(TrackedStrategy):
         return np.asarray(self._agent.center, dtype=np.float64)
 
     @property
+    def stds(self) -> np.ndarray:
+        """sigma in every coordinate, as the solver holds it (float32)."""
+        return np.full(self.num_params, float(np.float32(self._sigma)))
+
+    @property
     def keys(self) -> np.ndarray:
         """The noise keys of the members of the last ask()."""
         return np.array([i.key[0] for i in self._infos], dtype=np.int64)
@@ -177,10 +182,6 @@ class ARS(SolverES):
         a.step_size, a.std, a.top_directions = self._step_size, self._sigma, self._top_directions
         a.cached, a.seed = False, self._seed
         return config
-
-    @property
-    def stds(self) -> np.ndarray:
-        return np.full(self.num_params, float(np.float32(self._sigma)))
 
     @property
     def parameters(self) -> Dict[str, float]:

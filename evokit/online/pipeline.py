@@ -235,13 +235,7 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
     for u in window:
         if u > 0:
             consumed.update(wh.consumed(u))
-    fingerprints: Dict[int, str] = {}  # of the kept iterations records name, each computed once
-
-    def model_fingerprint(u: int) -> str:
-        if u not in fingerprints:
-            fingerprints[u] = wh.model_fingerprint(u)
-        return fingerprints[u]
-
+    model_fingerprint = wh.model_fingerprint  # of each kept iteration a record names, verified once
     dropped = collections.Counter()
     infos, rewards, ids, seen = [], [], [], {}
     solver = agent.solver  # asked once per record: looked up once

@@ -106,3 +106,10 @@ def test_rules_read_from_the_proto_comment_convention():
     assert rule_in_comment("ratio (10: ten)") is None
     rule = Rule("4 + floor(3 ln n)")
     assert pickle.loads(pickle.dumps(rule)) == rule and repr(rule) == "4 + floor(3 ln n)"
+
+
+def test_none_still_selects_a_zero_default_without_a_rule():
+    # CEM's extra_variance defaults to 0 (no formula): None gives the same run.
+    x0 = np.zeros(3)
+    np.testing.assert_array_equal(first_generation(evokit.CEM(x0, 0.5, seed=1, extra_variance=None)),
+                                  first_generation(evokit.CEM(x0, 0.5, seed=1)))
