@@ -115,8 +115,9 @@ def test_defaults_are_documented_values():
     c = parse_config("")
     cma, ga = c.solver.sampling.cma_sampling, c.solver.sampling.ga_sampling
     assert (cma.sigma0, cma.separable, cma.seed) == (0.5, False, 1024)
+    # 0: the formulas max(1, population_size // 5) and min(10, population_size)
     assert (ga.truncation_size, ga.num_elites, ga.elite_candidates, ga.elite_evaluations,
-            ga.seed) == (10, 1, 10, 0, 1024)
+            ga.seed) == (0, 1, 0, 0, 1024)
     assert ga.mutation_power == pytest.approx(0.02) and ga.init_sigma == pytest.approx(0.02)
 
 

@@ -894,8 +894,7 @@ TEST(SolverRegistry, CMAAndGAOptionMessages) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"truncation_size", Int(0),
-       "truncation_size must be in [1, 8] (solver.population_size), got 0"},
+      {"truncation_size", Int(-1), "truncation_size must be >= 0, got -1"},
       {"truncation_size", Int(9),
        "truncation_size must be in [1, 8] (solver.population_size), got 9"},
       {"num_elites", Int(0), "num_elites must be in [1, 7] (solver.population_size - 1), got 0"},
@@ -903,8 +902,7 @@ TEST(SolverRegistry, CMAAndGAOptionMessages) {
       {"mutation_power", Real(0.0), "mutation_power must be > 0, got 0"},
       {"init_sigma", Real(-0.1), "init_sigma must be >= 0, got -0.1"},
       {"elite_evaluations", Int(-1), "elite_evaluations must be >= 0, got -1"},
-      {"elite_candidates", Int(0),
-       "elite_candidates must be in [1, 8] (num_elites to solver.population_size), got 0"},
+      {"elite_candidates", Int(-1), "elite_candidates must be >= 0, got -1"},
       {"elite_candidates", Int(9),
        "elite_candidates must be in [1, 8] (num_elites to solver.population_size), got 9"},
       {"elite_evaluations", Int(3),
@@ -916,6 +914,16 @@ TEST(SolverRegistry, CMAAndGAOptionMessages) {
     o.set(f + c.option, c.value);
     ExpectInvalid(o, "solver." + f + c.message);
   }
+  // 0 selects the formulas: max(1, 8 // 5) = 1 parent, min(10, 8) = 8
+  // candidates, which 2 evaluations of 8 + 1 exceed
+  o = good;
+  o.set(f + "truncation_size", Int(0));
+  EXPECT_NO_THROW(validate_solver_options(o));
+  o.set(f + "elite_candidates", Int(0));
+  ExpectInvalid(o, "solver." + f +
+                       "elite_evaluations (2) times the at most 9 candidates (elite_candidates + "
+                       "num_elites) is 18, more than the 8 samples of a generation "
+                       "(solver.population_size)");
   // without re-evaluation the candidates are not checked
   o = good;
   o.set(f + "elite_evaluations", Int(0));

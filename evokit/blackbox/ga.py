@@ -25,14 +25,11 @@ import numpy as np
 
 from .. import _core
 from .replay import is_replay_state, replay
-from ..solvers.options import Rule, given
+from ..solvers.options import given, proto_default
 from .tracked import STOP, TOLSTAGNATION, TrackedStrategy, check_float32, check_int, check_x0
 
 __all__ = ["GA"]
 
-# The defaults computed from the population size (GA.__init__ applies them).
-TRUNCATION_SIZE = Rule("max(1, population_size // 5)")
-ELITE_CANDIDATES = Rule("min(10, population_size)")
 
 
 class GA(TrackedStrategy):
@@ -41,7 +38,7 @@ class GA(TrackedStrategy):
     Generation 0 is x0 + sigma * eps(seed_i) for population_size seeds; every
     later generation keeps the ``num_elites`` elites unchanged and fills the
     rest with a uniformly chosen parent from the best ``truncation_size``
-    (default population_size // 5) plus one Gaussian mutation of power sigma.
+    (default max(1, population_size // 5)) plus one Gaussian mutation of power sigma.
     Each individual is its list of seeds (``individuals``) and ``rebuild``
     gives its parameters from them alone.
 
@@ -55,9 +52,11 @@ class GA(TrackedStrategy):
     An iteration is a generation, including its re-evaluation batch.
     """
 
-    def __init__(self, x0, sigma, *, population_size: int = 50,
-                 truncation_size: Optional[int] = TRUNCATION_SIZE, num_elites: int = 1,
-                 elite_candidates: Optional[int] = ELITE_CANDIDATES, elite_evaluations: int = 0,
+    def __init__(self, x0, sigma, *, population_size: int = proto_default("population_size"),
+                 truncation_size: Optional[int] = proto_default("sampling.ga_sampling.truncation_size"),
+                 num_elites: int = proto_default("sampling.ga_sampling.num_elites"),
+                 elite_candidates: Optional[int] = proto_default("sampling.ga_sampling.elite_candidates"),
+                 elite_evaluations: int = proto_default("sampling.ga_sampling.elite_evaluations"),
                  seed: int = 0, nan_policy: str = "error", num_threads: int = 1,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
                  ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"], tolfunhist: float = 0.0,
@@ -69,17 +68,14 @@ class GA(TrackedStrategy):
                          ftarget=ftarget, tolfun=tolfun,
                          stagnation_iterations=stagnation_iterations, num_threads=num_threads,
                          tolfunhist=tolfunhist)
-        if given(truncation_size) is None:
-            truncation_size = max(1, population_size // 5)
-        if given(elite_candidates) is None:
-            elite_candidates = min(10, population_size)
-        # The core validates the options and names them in its messages.
+        # The core validates the options and names them in its messages; 0
+        # selects the formula of a Rule default (the core computes it).
         self._core_options = dict(
             population_size=population_size,
-            truncation_size=check_int("truncation_size", truncation_size, 0),
+            truncation_size=check_int("truncation_size", given(truncation_size) or 0, 0),
             num_elites=check_int("num_elites", num_elites, 0),
             mutation_power=self._sigma, init_sigma=self._sigma,
-            elite_candidates=check_int("elite_candidates", elite_candidates, 0),
+            elite_candidates=check_int("elite_candidates", given(elite_candidates) or 0, 0),
             elite_evaluations=check_int("elite_evaluations", elite_evaluations, 0),
             seed=check_int("seed", seed, 0), num_threads=self._num_threads)
         self._core = _core.GeneticAlgorithm(self._x0.astype(np.float32), **self._core_options)

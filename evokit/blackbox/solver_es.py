@@ -20,7 +20,7 @@ from typing import Dict, Optional
 import numpy as np
 
 from .. import _core, evokit_pb2
-from ..solvers.options import given, solver_options
+from ..solvers.options import given, proto_default, solver_options
 from .tracked import (EVEN_POPULATION_SIZE, STOP, TOLSTAGNATION, TrackedStrategy, check_float32, check_int,
                       check_positive, check_x0, default_population_size, float32_rewards)
 
@@ -154,7 +154,8 @@ class ARS(SolverES):
     stop criteria, nan_policy, seed, num_threads.
     """
 
-    def __init__(self, x0, sigma0, *, step_size: float = 0.02, top_directions: int = 0,
+    def __init__(self, x0, sigma0, *, step_size: float = proto_default("sampling.ars_sampling.step_size"),
+                 top_directions: int = proto_default("sampling.ars_sampling.top_directions"),
                  population_size: Optional[int] = EVEN_POPULATION_SIZE, seed: int = 0, nan_policy: str = "error",
                  num_threads: int = 1, max_evaluations: Optional[int] = None,
                  max_iterations: Optional[int] = None, ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"],

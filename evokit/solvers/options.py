@@ -16,12 +16,13 @@ import os
 import re
 from typing import Dict, List, Mapping, Optional, Set, Union
 
+import numpy as np
 from google.protobuf.descriptor import FieldDescriptor
 
 from .. import _core
 
-__all__ = ["Rule", "field_comments", "given", "message_fields", "rule_in_comment", "set_fields", "solver_options",
-           "validate_solver_options"]
+__all__ = ["Rule", "field_comments", "given", "message_fields", "proto_default", "rule_in_comment", "set_fields",
+           "solver_options", "validate_solver_options"]
 
 Option = Union[bool, int, float, str, List[int]]
 
@@ -175,3 +176,32 @@ def rule_in_comment(comment: str) -> Optional[Rule]:
                     return Rule(comment[start:i].strip())
                 depth -= 1
     return None
+
+
+def proto_default(path: str, message=None):
+    """The default of the option at dotted ``path`` below ``message`` (a
+    message class; ``evokit_pb2.SolverConfig`` when None) as the ask / tell
+    classes take it: written once, in proto/evokit.proto. A float32 field's
+    default is the shortest decimal that rounds to it (0.01, not
+    0.009999999776), an enum's is its value name in lower case, and a 0
+    whose comment names a formula (``(0: <formula>)``) is that :class:`Rule`."""
+    if message is None:
+        from .. import evokit_pb2
+        message = evokit_pb2.SolverConfig
+    descriptor = message.DESCRIPTOR
+    *parents, name = path.split(".")
+    for parent in parents:
+        descriptor = descriptor.fields_by_name[parent].message_type
+    field = descriptor.fields_by_name.get(name)
+    if field is None or field.type == FieldDescriptor.TYPE_MESSAGE:
+        raise KeyError(f"{path!r} is not an option of {message.DESCRIPTOR.name} in proto/evokit.proto")
+    value = field.default_value
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        return field.enum_type.values_by_number[value].name.lower()
+    if field.type == FieldDescriptor.TYPE_FLOAT:
+        return float(str(np.float32(value)))  # numpy prints a float32's shortest round-trip decimal
+    if field.type != FieldDescriptor.TYPE_BOOL and value == 0:
+        rule = rule_in_comment(field_comments(descriptor).get(name, ""))
+        if rule is not None:
+            return rule
+    return value

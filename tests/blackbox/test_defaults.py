@@ -113,3 +113,73 @@ def test_none_still_selects_a_zero_default_without_a_rule():
     x0 = np.zeros(3)
     np.testing.assert_array_equal(first_generation(evokit.CEM(x0, 0.5, seed=1, extra_variance=None)),
                                   first_generation(evokit.CEM(x0, 0.5, seed=1)))
+
+
+# ---- the training options: each default written once, in proto/evokit.proto ----
+
+from evokit import evokit_pb2  # noqa: E402
+from evokit.solvers.options import proto_default  # noqa: E402
+
+# Each ask / tell class over a training family: its arguments that are
+# training options, by the option's dotted name below SolverConfig.
+TRAINING_OPTIONS = {
+    evokit.OpenES: {"learning_rate": "optimizer.base_lr", "optimizer": "optimizer.type",
+                    "antithetic": "antithetic", "fitness_shaping": "fitness_shaping",
+                    "weight_decay": "weight_decay"},
+    evokit.ARS: {"step_size": "sampling.ars_sampling.step_size",
+                 "top_directions": "sampling.ars_sampling.top_directions"},
+    evokit.GA: {"population_size": "population_size",
+                "truncation_size": "sampling.ga_sampling.truncation_size",
+                "num_elites": "sampling.ga_sampling.num_elites",
+                "elite_candidates": "sampling.ga_sampling.elite_candidates",
+                "elite_evaluations": "sampling.ga_sampling.elite_evaluations"},
+    evokit.CMAES: {},
+}
+# The fields of a family's message that a class takes otherwise: the
+# positional step size, the seed (0 in every ask / tell class), the noise
+# table (ask / tell draws uncached noise), the separable model (SepCMAES).
+TAKEN_OTHERWISE = {
+    evokit.OpenES: ("gaussian_sampling", {"std", "seed", "cached", "cache_size"}),
+    evokit.ARS: ("ars_sampling", {"std", "seed", "cached", "cache_size"}),
+    evokit.GA: ("ga_sampling", {"mutation_power", "init_sigma", "seed"}),
+    evokit.CMAES: ("cma_sampling", {"sigma0", "seed", "separable"}),
+}
+
+
+@pytest.mark.parametrize("cls", list(TRAINING_OPTIONS), ids=lambda c: c.__name__)
+def test_training_options_default_to_the_protos(cls):
+    params = inspect.signature(cls).parameters
+    for name, path in TRAINING_OPTIONS[cls].items():
+        assert params[name].default == proto_default(path), (cls.__name__, name, path)
+    # every field of the family's message is an argument above or taken otherwise
+    field, otherwise = TAKEN_OTHERWISE[cls]
+    message = evokit_pb2.SamplingConfig.DESCRIPTOR.fields_by_name[field].message_type
+    mapped = {path.rsplit(".", 1)[1] for path in TRAINING_OPTIONS[cls].values()
+              if path.startswith(f"sampling.{field}.")}
+    assert {f.name for f in message.fields} == mapped | otherwise, cls.__name__
+
+
+def test_proto_default_reads_the_proto():
+    assert proto_default("optimizer.base_lr") == 0.01  # the float32 default's shortest decimal
+    assert proto_default("optimizer.type") == "sgd"
+    assert proto_default("fitness_shaping") == "centered_rank"
+    assert proto_default("antithetic") is True
+    assert proto_default("sampling.ga_sampling.truncation_size") == Rule("max(1, population_size // 5)")
+    assert proto_default("sampling.ars_sampling.top_directions") == 0  # 0 has no formula there
+    assert proto_default("beta1", evokit_pb2.AdamConfig) == 0.9
+    with pytest.raises(KeyError, match="'optimizer.adam' is not an option of SolverConfig"):
+        proto_default("optimizer.adam")
+    with pytest.raises(KeyError, match="'nope' is not an option"):
+        proto_default("nope")
+
+
+def test_openes_defaults_are_the_training_configs_bit_for_bit():
+    # OpenES() with its defaults is SGD at base_lr, as `evokit train` with the default solver config.
+    x0 = np.full(6, 1.0)
+    default = first_generation(evokit.OpenES(x0, 0.2, seed=3), generations=4)
+    explicit = first_generation(evokit.OpenES(x0, 0.2, seed=3, optimizer="sgd", learning_rate=0.01,
+                                              antithetic=True, fitness_shaping="centered_rank",
+                                              weight_decay=0.0), generations=4)
+    np.testing.assert_array_equal(default, explicit)
+    adam = first_generation(evokit.OpenES(x0, 0.2, seed=3, optimizer="adam"), generations=4)
+    assert not np.array_equal(default, adam)

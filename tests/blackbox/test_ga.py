@@ -40,8 +40,8 @@ def test_ga_converges_on_sphere(seed):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_openes_converges_on_sphere(seed):
     # dim 10 from f(x0) = 90: the centre reaches f < 0.02 within 500 iterations of 20 (10,000 evaluations).
-    es = evokit.OpenES(np.full(10, 3.0), 0.05, population_size=20, learning_rate=0.05, seed=seed,
-                       max_evaluations=10_000)
+    es = evokit.OpenES(np.full(10, 3.0), 0.05, population_size=20, optimizer="adam", learning_rate=0.05,
+                       seed=seed, max_evaluations=10_000)
     result = es.optimize(sphere)
     assert sphere(result.xfavorite) < 0.02
     assert result.fbest < 0.01
@@ -433,7 +433,8 @@ def test_genetic_algorithm_stub_matches_the_module():
 
 
 def _sphere_run(**options):
-    es = evokit.OpenES(np.ones(10), 0.5, seed=3, max_evaluations=6000, **options)
+    es = evokit.OpenES(np.ones(10), 0.5, seed=3, max_evaluations=6000, optimizer="adam", learning_rate=0.1,
+                       **options)
     while not es.stop():
         X = es.ask()
         es.tell(X, [float(x @ x) for x in X])
@@ -441,8 +442,8 @@ def _sphere_run(**options):
 
 
 def test_openes_converges_with_decays_and_circles_the_optimum_without():
-    # Fixed sigma and learning rate (the published method, the defaults):
-    # Adam's steps keep their length, so the centre circles the optimum.
+    # Fixed sigma and learning rate (the published method): Adam's steps
+    # keep their length, so the centre circles the optimum.
     assert _sphere_run().result.fbest > 1e-3
     decayed = _sphere_run(sigma_decay=0.97, learning_rate_decay=0.97)
     assert decayed.result.fbest < 1e-8

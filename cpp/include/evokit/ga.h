@@ -56,20 +56,27 @@
 
 namespace evokit {
 
+// The defaults are GASamplingConfig's (proto/evokit.proto; the C++ tests
+// check them against it): 0 selects the formula written there.
 struct GeneticAlgorithmOptions {
-  std::size_t population_size = 100;  // N >= 2
-  std::size_t truncation_size = 20;   // T in [1, N]: parents are the top T
-  std::size_t num_elites = 1;         // E in [0, N - 1]: carried over unchanged
-  float mutation_power = 0.02f;       // sigma > 0, finite
-  float init_sigma = 0.02f;           // >= 0, finite: noise of generation 0 around x0
+  std::size_t population_size = 50;  // N >= 2 (SolverConfig.population_size)
+  // T in [1, N]: parents are the top T (0: max(1, N / 5)).
+  std::size_t truncation_size = 0;
+  std::size_t num_elites = 1;     // E in [0, N - 1]: carried over unchanged
+  float mutation_power = 0.02f;   // sigma > 0, finite
+  float init_sigma = 0.02f;       // >= 0, finite: noise of generation 0 around x0
   // Elite re-evaluation (Such et al. use 10 candidates and 30 evaluations).
   // elite_evaluations == 0 turns it off; otherwise num_elites >= 1 and
-  // num_elites <= elite_candidates <= N.
-  std::size_t elite_candidates = 10;
-  std::size_t elite_evaluations = 30;
-  std::uint64_t seed = 0;  // seed of the noise and of every draw
-  int num_threads = 1;     // >= 1; threads of rebuild_population
+  // num_elites <= elite_candidates <= N (0: min(10, N)).
+  std::size_t elite_candidates = 0;
+  std::size_t elite_evaluations = 0;
+  std::uint64_t seed = 1024;  // seed of the noise and of every draw
+  int num_threads = 1;        // >= 1; threads of rebuild_population
 };
+
+// The options with the formulas of the 0 defaults applied (options() gives
+// these): truncation_size max(1, N / 5), elite_candidates min(10, N).
+GeneticAlgorithmOptions resolved_ga_options(GeneticAlgorithmOptions options);
 
 // As an AskTellStrategy (ask_tell.h; ga/ga_solver.cc) it is the GA_SAMPLING
 // solver's strategy: the members are ask() in the kFitness phase and

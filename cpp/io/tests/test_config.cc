@@ -99,7 +99,7 @@ TEST(Config, SolverOptionsMapEveryField) {
   EXPECT_EQ(o.real("optimizer.adam.beta2"), static_cast<double>(0.999f));
   EXPECT_EQ(o.real("sampling.cma_sampling.sigma0"), 0.5);
   EXPECT_FALSE(o.flag("sampling.cma_sampling.separable"));
-  EXPECT_EQ(o.integer("sampling.ga_sampling.truncation_size"), 10);
+  EXPECT_EQ(o.integer("sampling.ga_sampling.truncation_size"), 0);  // 0: the formula
   EXPECT_EQ(o.integer("sampling.ga_sampling.seed"), 1024);
   // Every value is a leaf: no submessage appears under its own name.
   for (const char* message : {"optimizer", "sampling", "sampling.gaussian_sampling",

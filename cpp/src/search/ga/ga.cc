@@ -103,8 +103,18 @@ void rebuild_block(const GeneticAlgorithmOptions& options, const std::vector<flo
 }  // namespace
 }  // namespace detail
 
+GeneticAlgorithmOptions resolved_ga_options(GeneticAlgorithmOptions options) {
+  if (options.truncation_size == 0) {
+    options.truncation_size = std::max<std::size_t>(1, options.population_size / 5);
+  }
+  if (options.elite_candidates == 0) {
+    options.elite_candidates = std::min<std::size_t>(10, options.population_size);
+  }
+  return options;
+}
+
 GeneticAlgorithm::GeneticAlgorithm(const GeneticAlgorithmOptions& options, std::vector<float> x0)
-    : options_(options), x0_(std::move(x0)) {
+    : options_(resolved_ga_options(options)), x0_(std::move(x0)) {
   const auto& o = options_;
   detail::require_at_least(o.population_size, 2, "population_size");
   if (o.truncation_size < 1 || o.truncation_size > o.population_size) {

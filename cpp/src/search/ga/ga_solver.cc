@@ -87,15 +87,42 @@ void GeneticAlgorithm::load_entries(const SolverState& state) {
 
 // ---- options ----------------------------------------------------------------
 
+namespace {
+
+// GA_SAMPLING's options as the GA reads them (the 0 defaults not yet
+// resolved: resolved_ga_options).
+GeneticAlgorithmOptions ga_options_of(const OptionSet& o) {
+  const std::string f = "sampling.ga_sampling.";
+  auto size = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::max<std::int64_t>(0, o.integer(name)));
+  };
+  GeneticAlgorithmOptions g;
+  g.population_size = size("population_size");
+  g.truncation_size = size(f + "truncation_size");
+  g.num_elites = size(f + "num_elites");
+  g.mutation_power = static_cast<float>(o.real(f + "mutation_power"));
+  g.init_sigma = static_cast<float>(o.real(f + "init_sigma"));
+  g.elite_candidates = size(f + "elite_candidates");
+  g.elite_evaluations = size(f + "elite_evaluations");
+  g.seed = static_cast<std::uint64_t>(o.integer(f + "seed"));
+  return g;
+}
+
+}  // namespace
+
 void validate_ga_options(const OptionSet& o, std::optional<std::size_t> /*num_params*/) {
   using detail::fail;
   detail::validate_strategy_options(o);
   const std::string f = "sampling.ga_sampling.";
   const std::int64_t n = o.integer("population_size");
-  const std::int64_t truncation = o.integer(f + "truncation_size");
+  detail::at_least(o, f + "truncation_size", 0);
+  detail::at_least(o, f + "elite_candidates", 0);
+  const GeneticAlgorithmOptions g = resolved_ga_options(ga_options_of(o));
+  const auto truncation = static_cast<std::int64_t>(g.truncation_size);
   if (!(1 <= truncation && truncation <= n)) {
     fail(f + "truncation_size", "must be in [1, " + std::to_string(n) +
-                                    "] (solver.population_size), got " + std::to_string(truncation));
+                                    "] (solver.population_size), got " +
+                                    std::to_string(truncation));
   }
   const std::int64_t elites = o.integer(f + "num_elites");
   if (!(1 <= elites && elites <= n - 1)) {
@@ -107,7 +134,7 @@ void validate_ga_options(const OptionSet& o, std::optional<std::size_t> /*num_pa
   detail::at_least(o, f + "elite_evaluations", 0);
   const std::int64_t evaluations = o.integer(f + "elite_evaluations");
   if (evaluations > 0) {
-    const std::int64_t candidates = o.integer(f + "elite_candidates");
+    const auto candidates = static_cast<std::int64_t>(g.elite_candidates);
     if (!(elites <= candidates && candidates <= n)) {
       fail(f + "elite_candidates", "must be in [" + std::to_string(elites) + ", " +
                                        std::to_string(n) +
@@ -128,16 +155,7 @@ void validate_ga_options(const OptionSet& o, std::optional<std::size_t> /*num_pa
 
 std::unique_ptr<AskTellStrategy> make_ga_strategy(const OptionSet& o, const std::vector<float>& x0,
                                                   int num_threads) {
-  const std::string f = "sampling.ga_sampling.";
-  GeneticAlgorithmOptions g;
-  g.population_size = static_cast<std::size_t>(o.integer("population_size"));
-  g.truncation_size = static_cast<std::size_t>(o.integer(f + "truncation_size"));
-  g.num_elites = static_cast<std::size_t>(o.integer(f + "num_elites"));
-  g.mutation_power = static_cast<float>(o.real(f + "mutation_power"));
-  g.init_sigma = static_cast<float>(o.real(f + "init_sigma"));
-  g.elite_candidates = static_cast<std::size_t>(o.integer(f + "elite_candidates"));
-  g.elite_evaluations = static_cast<std::size_t>(o.integer(f + "elite_evaluations"));
-  g.seed = static_cast<std::uint64_t>(o.integer(f + "seed"));
+  GeneticAlgorithmOptions g = ga_options_of(o);
   g.num_threads = num_threads;
   return std::make_unique<GeneticAlgorithm>(g, x0);
 }
