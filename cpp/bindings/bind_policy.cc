@@ -126,6 +126,18 @@ const unsigned char* active_mask(const py::object& active, std::size_t rows, UIn
 
 }  // namespace
 
+namespace {
+
+// out = member i's parameters as the forward pass reads them (ParamView).
+void copy_member(const Population& population, std::size_t i, float* out) {
+  const ParamView& view = population.member(i);
+  for (std::size_t j = 0; j < population.num_params(); ++j) {
+    out[j] = view.noise == nullptr ? view.base[j] : view.base[j] + view.scale * view.noise[j];
+  }
+}
+
+}  // namespace
+
 void bind_policy(py::module_& m) {
   py::class_<PolicyGraph>(m, "PolicyGraph",
                           "A native forward pass for feed-forward policies, built node by node "
@@ -343,16 +355,24 @@ void bind_policy(py::module_& m) {
       .def(
           "params",
           [](const Population& population, std::size_t i) {
-            const ParamView& view = population.member(i);
             py::array_t<float> out(static_cast<py::ssize_t>(population.num_params()));
-            float* o = out.mutable_data();
-            for (std::size_t j = 0; j < population.num_params(); ++j) {
-              o[j] = view.noise == nullptr ? view.base[j] : view.base[j] + view.scale * view.noise[j];
-            }
+            copy_member(population, i, out.mutable_data());
             return out;
           },
           py::arg("i"),
-          "Member i's parameters as the forward pass reads them (base + scale * noise, rounded to float).");
+          "Member i's parameters as the forward pass reads them (base + scale * noise, rounded to float).")
+      .def(
+          "rows",
+          [](const Population& population) {
+            const std::size_t n = population.size(), p = population.num_params();
+            py::array_t<float> out({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(p)});
+            float* o = out.mutable_data();
+            py::gil_scoped_release release;
+            for (std::size_t i = 0; i < n; ++i) copy_member(population, i, o + i * p);
+            return out;
+          },
+          "Every member's parameters, one row each (num_members, num_params), in one call: "
+          "row i equals params(i).");
 }
 
 }  // namespace evokit::bindings

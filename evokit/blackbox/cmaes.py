@@ -30,7 +30,7 @@ from .. import _core
 from ..solvers.options import Rule, given
 from .asktell import AskTellStrategy, OptimizeResult
 from .replay import is_replay_state, replay
-from .tracked import POPULATION_SIZE, STOP, TOLSTAGNATION
+from .tracked import ASK_TELL, POPULATION_SIZE, STOP, TOLSTAGNATION
 
 __all__ = ["CMAES", "SepCMAES"]
 
@@ -65,14 +65,14 @@ def _bounds(bounds, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
 class _CMABlackBox(AskTellStrategy):
     _core_class: Any = None
 
-    def __init__(self, x0, sigma0: float, *, population_size: int | None = POPULATION_SIZE, seed: int = 0,
+    def __init__(self, x0, sigma0: float, *, population_size: int | None = POPULATION_SIZE, seed: int = ASK_TELL["seed"],
                  bounds=None, max_evaluations: int | None = None, ftarget: float | None = None,
                  tolfun: float = STOP["tolfun"], tolfunhist: float = STOP["tolfunhist"], tolx: float = STOP["tolx"],
                  tolstagnation: int | None = TOLSTAGNATION, conditioncov: float = STOP["conditioncov"],
                  tolupsigma: float = STOP["tolupsigma"],
                  restarts: int = 0, restart_strategy: str = "ipop", integer_variables=None,
-                 margin: float | None = MARGIN, step_size_adaptation: str = "auto", nan_policy: str = "error",
-                 num_threads: int = 1):
+                 margin: float | None = MARGIN, step_size_adaptation: str = "auto", nan_policy: str = ASK_TELL["nan_policy"],
+                 num_threads: int = ASK_TELL["num_threads"]):
         x0 = np.asarray(x0, dtype=np.float64)
         if x0.ndim != 1:
             raise ValueError(f"x0 must be a 1-D array of the initial solution, got shape {x0.shape}")

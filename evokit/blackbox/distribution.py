@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import _core, evokit_pb2
 from ..solvers.options import Rule, field_comments, given, rule_in_comment
-from .tracked import EVEN_POPULATION_SIZE, POPULATION_SIZE, STOP, TOLSTAGNATION, TrackedStrategy, check_int, check_x0
+from .tracked import ASK_TELL, EVEN_POPULATION_SIZE, POPULATION_SIZE, STOP, TOLSTAGNATION, TrackedStrategy, check_int, check_x0
 
 __all__ = ["DistributionES", "SNES", "XNES", "CRFMNES", "LMMAES", "MAES", "PGPE", "CEM"]
 
@@ -157,8 +157,8 @@ class DistributionES(TrackedStrategy):
             cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n\n    Options (proto/evokit.proto):\n" + \
                 "\n".join(lines) + "\n"
 
-    def __init__(self, x0, sigma0, *, population_size: Optional[int] = POPULATION_SIZE, seed: int = 0,
-                 nan_policy: str = "error", num_threads: int = 1,
+    def __init__(self, x0, sigma0, *, population_size: Optional[int] = POPULATION_SIZE, seed: int = ASK_TELL["seed"],
+                 nan_policy: str = ASK_TELL["nan_policy"], num_threads: int = ASK_TELL["num_threads"],
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
                  ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"],
                  tolfunhist: float = STOP["tolfunhist"], stagnation_iterations: Optional[int] = TOLSTAGNATION,

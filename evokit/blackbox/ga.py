@@ -26,7 +26,7 @@ import numpy as np
 from .. import _core
 from .replay import is_replay_state, replay
 from ..solvers.options import given, proto_default
-from .tracked import STOP, TOLSTAGNATION, TrackedStrategy, check_float32, check_int, check_x0
+from .tracked import ASK_TELL, STOP, TOLSTAGNATION, TrackedStrategy, check_float32, check_int, check_x0
 
 __all__ = ["GA"]
 
@@ -57,7 +57,7 @@ class GA(TrackedStrategy):
                  num_elites: int = proto_default("sampling.ga_sampling.num_elites"),
                  elite_candidates: Optional[int] = proto_default("sampling.ga_sampling.elite_candidates"),
                  elite_evaluations: int = proto_default("sampling.ga_sampling.elite_evaluations"),
-                 seed: int = 0, nan_policy: str = "error", num_threads: int = 1,
+                 seed: int = ASK_TELL["seed"], nan_policy: str = ASK_TELL["nan_policy"], num_threads: int = ASK_TELL["num_threads"],
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
                  ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"], tolfunhist: float = 0.0,
                  stagnation_iterations: Optional[int] = TOLSTAGNATION):

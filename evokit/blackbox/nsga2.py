@@ -64,7 +64,7 @@ import numpy as np
 
 from .asktell import GA_WORDING, AskTellStrategy
 from .pareto import crowding_distances, hypervolume, nondominated_ranks
-from .tracked import check_int
+from .tracked import ASK_TELL, check_int
 
 __all__ = ["NSGA2", "ParetoResult"]
 
@@ -187,12 +187,12 @@ class NSGA2(AskTellStrategy):
     _ask_returns_copy = True
     _accepts_infinite = False
 
-    def __init__(self, x0=None, *, bounds=None, population_size: int = 100, seed: int = 0,
+    def __init__(self, x0=None, *, bounds=None, population_size: int = 100, seed: int = ASK_TELL["seed"],
                  crossover_probability: float = 0.9, crossover_eta: float = 15.0,
                  mutation_probability: Optional[float] = None, mutation_eta: float = 20.0,
                  reference_point=None, num_objectives: Optional[int] = None,
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
-                 nan_policy: str = "error"):
+                 nan_policy: str = ASK_TELL["nan_policy"]):
         if x0 is not None:
             x0 = np.array(x0, dtype=np.float64)
             if x0.ndim != 1 or x0.size == 0:

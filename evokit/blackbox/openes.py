@@ -17,7 +17,7 @@ from ..config import FITNESS_SHAPING_NAMES
 from ..solvers.options import given, proto_default, solver_options
 from .replay import is_replay_state
 from .solver_es import SolverES
-from .tracked import EVEN_POPULATION_SIZE, STOP, TOLSTAGNATION, check_int, check_positive, check_x0, \
+from .tracked import ASK_TELL, EVEN_POPULATION_SIZE, STOP, TOLSTAGNATION, check_int, check_positive, check_x0, \
     default_population_size
 
 __all__ = ["OpenES"]
@@ -72,7 +72,7 @@ class OpenES(SolverES):
                  optimizer: str = proto_default("optimizer.type"), antithetic: bool = proto_default("antithetic"),
                  fitness_shaping: str = proto_default("fitness_shaping"),
                  weight_decay: float = proto_default("weight_decay"),
-                 seed: int = 0, nan_policy: str = "error", num_threads: int = 1,
+                 seed: int = ASK_TELL["seed"], nan_policy: str = ASK_TELL["nan_policy"], num_threads: int = ASK_TELL["num_threads"],
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
                  ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"], tolfunhist: float = 0.0,
                  stagnation_iterations: Optional[int] = TOLSTAGNATION, sigma_decay: float = 1.0,

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _core, evokit_pb2
 from ..solvers.options import given, proto_default, solver_options
-from .tracked import (EVEN_POPULATION_SIZE, STOP, TOLSTAGNATION, TrackedStrategy, check_float32, check_int,
+from .tracked import (ASK_TELL, EVEN_POPULATION_SIZE, STOP, TOLSTAGNATION, TrackedStrategy, check_float32, check_int,
                       check_positive, check_x0, default_population_size, float32_rewards)
 
 __all__ = ["SolverES", "ARS"]
@@ -63,7 +63,7 @@ class SolverES(TrackedStrategy):
     def _ask(self) -> np.ndarray:
         self._infos = self._agent.draw_members(self._population_size)
         population = self._agent.solver.population(self._infos, self._num_threads)
-        return np.stack([population.params(i) for i in range(len(population))]).astype(np.float64)
+        return population.rows().astype(np.float64)
 
     def _tell_strategy(self, values: np.ndarray) -> bool:
         self._agent.update(self._infos, float32_rewards(values, self._refuse_beyond_float32))
@@ -156,8 +156,8 @@ class ARS(SolverES):
 
     def __init__(self, x0, sigma0, *, step_size: float = proto_default("sampling.ars_sampling.step_size"),
                  top_directions: int = proto_default("sampling.ars_sampling.top_directions"),
-                 population_size: Optional[int] = EVEN_POPULATION_SIZE, seed: int = 0, nan_policy: str = "error",
-                 num_threads: int = 1, max_evaluations: Optional[int] = None,
+                 population_size: Optional[int] = EVEN_POPULATION_SIZE, seed: int = ASK_TELL["seed"], nan_policy: str = ASK_TELL["nan_policy"],
+                 num_threads: int = ASK_TELL["num_threads"], max_evaluations: Optional[int] = None,
                  max_iterations: Optional[int] = None, ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"],
                  tolfunhist: float = 0.0,
                  stagnation_iterations: Optional[int] = TOLSTAGNATION):

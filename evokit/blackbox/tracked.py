@@ -24,11 +24,14 @@ from .. import _core
 from ..solvers.options import Rule, given
 from .asktell import GA_WORDING, AskTellStrategy, Result
 
-__all__ = ["EVEN_POPULATION_SIZE", "POPULATION_SIZE", "STOP", "TOLSTAGNATION", "TrackedStrategy",
+__all__ = ["ASK_TELL", "EVEN_POPULATION_SIZE", "POPULATION_SIZE", "STOP", "TOLSTAGNATION", "TrackedStrategy",
            "default_population_size", "check_int", "check_positive", "check_x0", "float32_rewards"]
 
 #: pycma's default thresholds (evokit/termination.h), the defaults of every class's arguments.
 STOP: Dict[str, float] = dict(_core.STOP_DEFAULTS)
+#: The defaults of the arguments that only the ask / tell classes take (the
+#: training options' are proto/evokit.proto's: proto_default), in one place.
+ASK_TELL: Dict[str, object] = {"seed": 0, "nan_policy": "error", "num_threads": 1}
 #: The defaults the core computes per problem, as signatures show them.
 POPULATION_SIZE = Rule(_core.DEFAULT_POPULATION_RULE)
 EVEN_POPULATION_SIZE = Rule(_core.DEFAULT_POPULATION_RULE + ", rounded up to even")
@@ -130,7 +133,6 @@ class TrackedStrategy(AskTellStrategy):
         self._sigma = float(check_positive("sigma", sigma))
         super().__init__(self._x0.size, nan_policy)
         self._num_threads = check_int("num_threads", num_threads, 1)
-        n = self._x0.size
         self._max_evaluations = check_int("max_evaluations", max_evaluations, 1, allow_none=True)
         self._max_iterations = check_int("max_iterations", max_iterations, 1, allow_none=True)
         if ftarget is not None and (isinstance(ftarget, bool) or math.isnan(ftarget)):

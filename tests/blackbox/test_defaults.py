@@ -183,3 +183,22 @@ def test_openes_defaults_are_the_training_configs_bit_for_bit():
     np.testing.assert_array_equal(default, explicit)
     adam = first_generation(evokit.OpenES(x0, 0.2, seed=3, optimizer="adam"), generations=4)
     assert not np.array_equal(default, adam)
+
+
+@pytest.mark.parametrize("cls", CLASSES + [evokit.NSGA2], ids=lambda c: c.__name__)
+def test_ask_tell_only_defaults_come_from_one_place(cls):
+    from evokit.blackbox.tracked import ASK_TELL
+    params = inspect.signature(cls).parameters
+    for name, default in ASK_TELL.items():
+        if name in params:
+            assert params[name].default == default, (cls.__name__, name)
+
+
+def test_a_population_gives_every_row_in_one_call():
+    es = evokit.OpenES(np.linspace(-1, 1, 9), 0.3, population_size=6, seed=2)
+    X = es.ask()
+    population = es.solver.population(es._infos, 1)
+    rows = population.rows()
+    assert rows.shape == (6, 9) and rows.dtype == np.float32
+    np.testing.assert_array_equal(rows, np.stack([population.params(i) for i in range(6)]))
+    np.testing.assert_array_equal(rows.astype(np.float64), X)
