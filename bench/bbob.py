@@ -73,9 +73,16 @@ TARGETS = tuple(10.0 ** (2 - 0.2 * k) for k in range(51))
 #: The bbob function groups.
 GROUPS = {"separable": range(1, 6), "moderate": range(6, 10), "ill-conditioned": range(10, 15),
           "multimodal": range(15, 20), "weakly structured": range(20, 25)}
-#: The suites whose problems the libraries here can run (unconstrained, one objective;
-#: bbob-mixint's integer variables are not declared to the libraries, which treat them as real).
-SUITES = ("bbob", "bbob-largescale", "bbob-mixint")
+#: bbob-constrained's groups: each raw function with its six numbers of constraints.
+CONSTRAINED_GROUPS = {f"f{k}-f{k + 5}": range(k, k + 6) for k in range(1, 55, 6)}
+#: The suites whose problems the libraries here can run (one objective;
+#: bbob-mixint's integer variables are not declared to the libraries, which treat them as real;
+#: bbob-constrained's inequality constraints g(x) <= 0 are told with f).
+SUITES = ("bbob", "bbob-largescale", "bbob-mixint", "bbob-constrained")
+
+
+def groups_of(suite: str) -> Dict[str, range]:
+    return CONSTRAINED_GROUPS if suite == "bbob-constrained" else GROUPS
 FIRST = "evokit-bipop"  # the library the ratios are of
 
 
@@ -88,24 +95,62 @@ class Objective:
         self.problem, self.budget = problem, budget
         self.dimension = problem.dimension
         self.single = problem.number_of_objectives == 1 and math.isfinite(fopt)
+        self.constrained = problem.number_of_constraints > 0
         self.fopt = fopt
-        self.evaluations = 0
+        self.evaluations = 0  # of f, plus those of g on a constrained problem (COCO's count)
         self.best = math.inf
         self.hits: List[Optional[int]] = [None] * len(TARGETS)
         self._next = 0  # index of the first target not reached yet
+        # A constrained problem's recent f and g values by x: a solution counts
+        # towards the targets once both are known and it is feasible.
+        self._f: Dict[bytes, float] = {}
+        self._g: Dict[bytes, bool] = {}
 
     def __call__(self, x) -> float:
         x = np.asarray(x, dtype=np.float64)
         f = self.problem(x)
         self.evaluations += 1
-        if self.single:
-            delta = f - self.fopt
-            if delta < self.best:
-                self.best = delta
-                while self._next < len(TARGETS) and delta < TARGETS[self._next]:
-                    self.hits[self._next] = self.evaluations
-                    self._next += 1
+        if not self.constrained:
+            self._reached(f)
+        else:
+            key = x.tobytes()
+            if key in self._g:
+                if self._g.pop(key):
+                    self._reached(f)
+            else:
+                self._remember(self._f, key, f)
         return f
+
+    def constraint(self, x) -> np.ndarray:
+        """g(x) of a constrained problem (feasible: every value <= 0)."""
+        x = np.asarray(x, dtype=np.float64)
+        g = np.asarray(self.problem.constraint(x), dtype=np.float64)
+        self.evaluations += 1
+        key = x.tobytes()
+        feasible = bool(np.all(g <= 0))
+        if key in self._f:
+            f = self._f.pop(key)
+            if feasible:
+                self._reached(f)
+        else:
+            self._remember(self._g, key, feasible)
+        return g
+
+    @staticmethod
+    def _remember(table: dict, key: bytes, value) -> None:
+        if len(table) >= 4096:
+            table.pop(next(iter(table)))
+        table[key] = value
+
+    def _reached(self, f: float) -> None:
+        if not self.single:
+            return
+        delta = f - self.fopt
+        if delta < self.best:
+            self.best = delta
+            while self._next < len(TARGETS) and delta < TARGETS[self._next]:
+                self.hits[self._next] = self.evaluations
+                self._next += 1
 
     def batch(self, X) -> List[float]:
         return [self(x) for x in X]
@@ -134,7 +179,7 @@ def _seed(seed: int, run: int) -> int:
 def _evokit_strategy(name: str):
     import evokit
 
-    table = {"sep-cma": evokit.SepCMAES, "snes": evokit.SNES, "xnes": evokit.XNES, "crfmnes": evokit.CRFMNES,
+    table = {"cma": evokit.CMAES, "sep-cma": evokit.SepCMAES, "snes": evokit.SNES, "xnes": evokit.XNES, "crfmnes": evokit.CRFMNES,
              "lmmaes": evokit.LMMAES, "maes": evokit.MAES, "pgpe": evokit.PGPE, "cem": evokit.CEM, "openes": evokit.OpenES,
              "ars": evokit.ARS, "ga": evokit.GA}
     if name not in table:
@@ -157,11 +202,19 @@ def run_evokit(obj: Objective, seed: int, variant: str) -> int:
             es = evokit.CMAES(x0, SIGMA0, seed=s, restarts=9, restart_strategy=variant,
                               max_evaluations=obj.remaining)
         else:
+            # on a constrained problem every f-evaluation comes with one of g
             cls = _evokit_strategy(variant)
-            es = cls(x0, SIGMA0, seed=s, max_evaluations=obj.remaining)
+            es = cls(x0, SIGMA0, seed=s, max_evaluations=obj.remaining // 2 if obj.constrained else obj.remaining)
         while not es.stop():
             X = es.ask()
-            es.tell(X, obj.batch(X))
+            if obj.constrained:  # as optimize(f, constraints=g): the centre's values after each tell
+                F = obj.batch(X)
+                es.tell(X, F, constraints=[obj.constraint(x) for x in X])
+                if not obj.done:
+                    centre = np.array(es.result.xfavorite, dtype=np.float64)
+                    es.tell_center(obj(centre), obj.constraint(centre))
+            else:
+                es.tell(X, obj.batch(X))
             if obj.done:
                 break
         run += 1
@@ -179,11 +232,14 @@ def run_pycma(obj: Objective, seed: int, restricted: Optional[str] = None) -> in
     x0 = np.array(obj.problem.initial_solution, dtype=np.float64)
     run = 0
     while not obj.done:
-        opts = {"maxfevals": obj.remaining, "verbose": -9, "seed": _seed(seed, run),
-                "termination_callback": lambda es: obj.problem.final_target_hit}
+        # on a constrained problem every f-evaluation comes with one of g
+        opts = {"maxfevals": obj.remaining // 2 if obj.constrained else obj.remaining, "verbose": -9,
+                "seed": _seed(seed, run), "termination_callback": lambda es: obj.done}
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            if restricted == "diagonal":
+            if obj.constrained:  # fmin_con2 with its defaults (pycma's augmented Lagrangian)
+                cma.fmin_con2(obj, x0, SIGMA0, constraints=obj.constraint, options=opts)
+            elif restricted == "diagonal":
                 cma.fmin2(obj, x0, SIGMA0, {**opts, "CMA_diagonal": True})
             else:
                 cma.fmin2(obj, x0, SIGMA0, opts, restarts=9, bipop=True)
@@ -256,6 +312,7 @@ def runner(library: str) -> Callable[[Objective, int], int]:
             _evokit_strategy(variant)  # the name is checked before any run
         return lambda obj, seed: run_evokit(obj, seed, variant)
     table = {"pycma-bipop": run_pycma, "pycma-sep": lambda obj, seed: run_pycma(obj, seed, "diagonal"),
+             "pycma-con2": run_pycma,
              "cmaes-ipop": run_cmaes, "modcma-bipop": run_modcma, "nevergrad": run_nevergrad}
     if library not in table:
         raise SystemExit(f"unknown library {library!r}: evokit-<strategy> or one of {', '.join(table)}")
@@ -334,7 +391,7 @@ def fopt_of(suite: str, function: int, dimension: int, instance: int) -> float:
     COCO writes to a file (nan where it does not)."""
     s, p = _problem(suite, function, dimension, instance)
     try:
-        if p.number_of_objectives != 1 or p.number_of_constraints:
+        if p.number_of_objectives != 1:
             return math.nan
         with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
             with contextlib.redirect_stdout(io.StringIO()):
@@ -358,12 +415,15 @@ def run_cell(data: str, suite: str, function: int, dimension: int, instance: int
     run = runner(library)
     fopt = fopt_of(suite, function, dimension, instance)
     s, problem = _problem(suite, function, dimension, instance)
-    if problem.number_of_objectives != 1 or problem.number_of_constraints:
+    if problem.number_of_objectives != 1:
         problem.free()
         s.free()
-        raise SystemExit(f"{suite}: constrained and multi-objective problems are not wired into this runner "
-                         f"(the libraries run unconstrained single-objective problems: bbob, bbob-largescale, "
-                         f"bbob-mixint)")
+        raise SystemExit(f"{suite}: multi-objective problems are not wired into this runner "
+                         f"(it runs single-objective problems: {', '.join(SUITES)})")
+    if problem.number_of_constraints and not (library.startswith("evokit-") or library == "pycma-con2"):
+        problem.free()
+        s.free()
+        raise SystemExit(f"{library} takes no constraints: on {suite} run evokit-<strategy> or pycma-con2")
     observer = None
     if observe:
         # COCO writes to exdata/<result_folder> below the working directory
@@ -479,7 +539,7 @@ def _by_cell(recs: Sequence[dict]) -> Dict[tuple, dict]:
     return {(r["function"], r["dimension"], r["instance_index"]): r for r in recs}
 
 
-def compare(records: Dict[str, List[dict]], first: str = FIRST) -> dict:
+def compare(records: Dict[str, List[dict]], first: str = FIRST, suite: str = "bbob") -> dict:
     """Per dimension and function group: runs solved by each library and
     the geometric-mean ERT ratio first / peer over the functions both solve
     in at least half the runs; per dimension also the one-sided Fisher p of
@@ -500,7 +560,7 @@ def compare(records: Dict[str, List[dict]], first: str = FIRST) -> dict:
             per_f[f] = {lib: {"runs": len(ks), "solved": sum(maps[lib][k]["solved"] for k in ks),
                               "ert": ert([maps[lib][k] for k in ks])} for lib in libs}
         rows = {}
-        for group, members in [*GROUPS.items(), ("all", range(1, 10 ** 6))]:
+        for group, members in [*groups_of(suite).items(), ("all", range(1, 10 ** 6))]:
             fs = [f for f in functions if f in members]
             if not fs:
                 continue
@@ -573,7 +633,7 @@ def cmd_summary(args) -> None:
     name = args.suite.replace("-", "_")  # bbob.md, bbob_largescale.md, ...
     report = results.Report(name, f"COCO {args.suite}: {', '.join(libs)}", quiet=args.quiet)
     records = load_records(args.data, args.suite, libs)
-    cmp = compare(records, FIRST if FIRST in libs else libs[0])
+    cmp = compare(records, FIRST if FIRST in libs else libs[0], args.suite)
     first = FIRST if FIRST in libs else libs[0]
     peers = [lib for lib in libs if lib != first]
     maps = [_by_cell(records[lib]) for lib in libs]

@@ -338,6 +338,28 @@ class AskTellStrategy:
         self._constraints = handler
         self._told_once()
 
+    def tell_center(self, value: float, constraints) -> None:
+        """After a tell(..., constraints=G): the f-value and the m constraint
+        values of ``result.xfavorite``, the distribution's new centre. The
+        augmented Lagrangian then adapts from the centre, as the papers do
+        (X_{t+1} is the new mean, [P16] and [F17] of
+        :mod:`evokit.blackbox.constraints`), instead of from the batch's best
+        solution; a feasible centre counts as a solution for result.xbest,
+        and the evaluation toward the evaluation count. The centre converges
+        faster than the samples around it, so a constrained run reaches its
+        precision with it. ``optimize(f, constraints=g)`` tells it every
+        generation (one more evaluation per generation, as pycma's
+        fmin_con2). ValueError unless the last call was such a tell."""
+        handler = self._constraints
+        if handler is None or not self._told:
+            raise ValueError("tell_center() follows a tell(..., constraints=G), once per tell")
+        handler.center(self.result.xfavorite, value, constraints)
+        self._count_evaluations(1)
+
+    def _count_evaluations(self, n: int) -> None:
+        """Counts n evaluations made outside the generations (the centre's)."""
+        raise NotImplementedError
+
     def _told_once(self) -> None:
         """tell()'s bookkeeping once the strategy has updated: the ask is answered."""
         self._tells += 1
@@ -387,7 +409,10 @@ class AskTellStrategy:
             (stop()['callback']).
         constraints: g(x) -> the m constraint values of x (g_i <= 0 feasible;
             vectorized: g(X) -> [k, m]), evaluated with f (in the same
-            worker) and told with tell(constraints=...). A constrained run
+            worker) and told with tell(constraints=...); after each tell the
+            centre (result.xfavorite) is evaluated too and told with
+            tell_center (one more evaluation of f and g per generation,
+            counted in result.evaluations). A constrained run
             that ends away from a constrained optimum (no feasible solution,
             or none in the last generations: see OptimizeResult.success)
             warns (RuntimeWarning, the result's message) and returns
@@ -409,6 +434,9 @@ class AskTellStrategy:
                     self.tell(x, v)
                 else:
                     self.tell(x, v, constraints=g)
+                    centre = np.asarray(self.result.xfavorite, dtype=np.float64)[None, :]
+                    raw, g = evaluate(centre)
+                    self.tell_center(self._values_of(raw, centre, vectorized)[0], g[0])
                 if callback is not None and callback(self) is True:
                     self._extra_stop["callback"] = True
                 if max_iterations is not None and self.iterations - start >= max_iterations:

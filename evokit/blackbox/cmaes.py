@@ -139,6 +139,9 @@ class _CMABlackBox(AskTellStrategy):
     def _constraints_started(self) -> None:
         self._es.disable_stagnation()
 
+    def _count_evaluations(self, n: int) -> None:
+        self._es.count_evaluations(n)
+
     def _result(self) -> OptimizeResult:
         es = self._es
         mean = es.mean_solution

@@ -58,10 +58,14 @@ k2 = 5, chi = 2^(1/(5 n)).
 Where EvoKit fills in what the papers leave to the implementation:
 
 - X_{t+1}: the papers evaluate f and g at the new mean (one more evaluation
-  per iteration). tell() only sees the solutions it is given, so X_{t+1} is
-  the batch's best solution by h (pycma's default ``which='best'``); X_t is
-  the previous tell's. The first update of a constraint only moves gamma
-  (Eq. 4 needs an X_t).
+  per iteration). ``tell_center(f, g)`` after a tell gives them (the values
+  of ``result.xfavorite``), and ``optimize(f, constraints=g)`` evaluates
+  the centre every generation: X_{t+1} is then the centre, as in the
+  papers, and a feasible centre counts as a solution. Without it, tell()
+  only sees the solutions it is given, so X_{t+1} is the batch's best
+  solution by h (pycma's ``which='best'``). X_t is the previous update's
+  point. The first update of a constraint only moves gamma (Eq. 4 needs an
+  X_t).
 - Inequalities ([P16]/[F17] analyse active constraints): gamma is clamped at
   0 (the Powell-Hestenes-Rockafellar multiplier of an inequality, Nocedal &
   Wright, Numerical Optimization, 2nd ed., Eq. 17.65), and omega_i is left
@@ -248,6 +252,8 @@ class ConstraintHandler:
         self.batch_size = 0           # solutions in the last one
         self.xbest_tell = 0           # the tell (1, 2, ..) that told xbest; 0: none
         self.last_feasible_tell = 0   # the last tell with a feasible solution; 0: none
+        # The Lagrangian before the last tell's update, until center() replaces that update.
+        self._before_update: Optional[AugmentedLagrangian] = None
 
     @property
     def num_constraints(self) -> int:
@@ -284,12 +290,39 @@ class ConstraintHandler:
         al = new.lagrangian
         al.initialize(f, G)
         h = al(f, G)
+        new._before_update = copy.deepcopy(al)  # what center() updates from instead
         finite = np.flatnonzero(np.isfinite(h) & np.isfinite(f))
         if finite.size:
             best = finite[np.argmin(h[finite])]  # X_{t+1}: the batch's best by h
             al.update(f[best], G[best])
         new._record(x, f, G, nan_rows)
         return h, new
+
+    def center(self, x: np.ndarray, f: float, g) -> None:
+        """The f- and constraint values of the distribution's new centre x
+        after a tell: X_{t+1} of that tell's update becomes the centre, as in
+        the papers, instead of the batch's best, and a feasible centre counts
+        as a told solution (xbest). Checked first; nothing changes on error."""
+        if getattr(self, "_before_update", None) is None:
+            raise ValueError("the centre's values follow a tell(..., constraints=G) and come once per tell")
+        g = np.atleast_1d(np.asarray(g, dtype=np.float64))
+        m = self.num_constraints
+        if g.shape != (m,):
+            raise ValueError(f"the centre's constraint values must be {m} numbers, got shape {g.shape}")
+        if not np.all(np.isfinite(g)):
+            raise ValueError(f"the centre's constraint values must be finite, got {g.tolist()}")
+        f = float(f)
+        if math.isnan(f):
+            raise ValueError("the centre's f-value is NaN")
+        al = self._before_update
+        al.update(f, g)
+        self.lagrangian, self._before_update = al, None
+        if np.all(g <= 0) and f < self.fbest:
+            self.xbest, self.fbest, self.gbest = np.array(x, dtype=np.float64), f, g.copy()
+            self.xbest_tell = self.tells
+            self.last_feasible_tell = self.tells
+        elif np.all(g <= 0):
+            self.last_feasible_tell = self.tells
 
     def _record(self, x: np.ndarray, f: np.ndarray, G: np.ndarray, nan_rows: np.ndarray) -> None:
         self.tells += 1

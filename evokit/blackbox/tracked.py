@@ -207,6 +207,9 @@ class TrackedStrategy(AskTellStrategy):
         return {names.get(name, name): (int(t) if name in ("maxfevals", "maxiter", "tolstagnation") else t)
                 for name, t in met.items()}
 
+    def _count_evaluations(self, n: int) -> None:
+        self._evaluations += n
+
     def _result(self) -> Result:
         return Result(xbest=None if self._xbest is None else self._xbest.copy(), fbest=self._fbest,
                       evaluations=self._evaluations, iterations=self._iterations,

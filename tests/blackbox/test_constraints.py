@@ -414,3 +414,68 @@ def test_success_and_message_follow_scipys_convention():
     r = evokit.GA(np.full(3, 2.0), 0.3, seed=1, population_size=20, max_iterations=80).optimize(
         sphere, constraints=lambda x: [1 - x[0]])
     assert r.success is False and r.feasible and "the iteration budget is used up" in r.message
+
+
+# ---- the centre's values (tell_center): the papers' X_{t+1} ------------------------------
+
+def _sphere_and_g():
+    return (lambda x: float(x @ x)), (lambda x: [1.0 - x[0], 1.0 - (x[1] + x[2])])
+
+
+def test_tell_center_replaces_the_batch_best_update_by_the_centres():
+    f, g = _sphere_and_g()
+    es = evokit.CMAES(np.full(5, 2.0), 0.5, seed=3)
+    for _ in range(3):  # constraints initialised, X_t known
+        X = es.ask()
+        es.tell(X, [f(x) for x in X], constraints=[g(x) for x in X])
+        c = es.result.xfavorite
+        es.tell_center(f(c), g(c))
+    before = es.constraint_handler._before_update
+    assert before is None  # used up by the last tell_center
+    X = es.ask()
+    F, G = [f(x) for x in X], [g(x) for x in X]
+    es.tell(X, F, constraints=G)
+    reference = AugmentedLagrangian(5, 2)
+    reference.__dict__.update({k: (v.copy() if isinstance(v, np.ndarray) else v)
+                               for k, v in es.constraint_handler._before_update.__dict__.items()})
+    c = np.array(es.result.xfavorite)
+    es.tell_center(f(c), g(c))
+    reference.update(f(c), np.array(g(c)))
+    al = es.constraint_handler.lagrangian
+    np.testing.assert_array_equal(al.multipliers, reference.multipliers)
+    np.testing.assert_array_equal(al.penalty_factors, reference.penalty_factors)
+    assert al.previous[0] == f(c)
+
+
+def test_tell_center_is_refused_out_of_turn_and_checks_its_values():
+    f, g = _sphere_and_g()
+    es = evokit.CMAES(np.full(5, 2.0), 0.5, seed=1)
+    with pytest.raises(ValueError, match=r"tell_center\(\) follows a tell\(\.\.\., constraints=G\)"):
+        es.tell_center(1.0, [0.0, 0.0])
+    X = es.ask()
+    es.tell(X, [f(x) for x in X])  # no constraints
+    with pytest.raises(ValueError, match=r"tell_center\(\) follows a tell\(\.\.\., constraints=G\)"):
+        es.tell_center(1.0, [0.0, 0.0])
+    es = evokit.CMAES(np.full(5, 2.0), 0.5, seed=1)
+    X = es.ask()
+    es.tell(X, [f(x) for x in X], constraints=[g(x) for x in X])
+    with pytest.raises(ValueError, match=r"must be 2 numbers, got shape \(3,\)"):
+        es.tell_center(1.0, [0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="must be finite"):
+        es.tell_center(1.0, [0.0, math.nan])
+    evaluations = es.result.evaluations
+    es.tell_center(-5.0, [-1.0, -1.0])  # feasible and better than any sample: it is xbest
+    assert es.result.fbest == -5.0 and es.result.evaluations == evaluations + 1
+    np.testing.assert_array_equal(es.result.xbest, es.result.xfavorite)
+    with pytest.raises(ValueError, match="once per tell"):
+        es.tell_center(-6.0, [-1.0, -1.0])
+
+
+@pytest.mark.parametrize("make", [lambda: evokit.CMAES(np.full(5, 2.0), 0.5, seed=2),
+                                  lambda: evokit.SNES(np.full(5, 2.0), 0.5, seed=2)], ids=["CMAES", "SNES"])
+def test_optimize_evaluates_the_centre_every_generation_and_counts_it(make):
+    f, g = _sphere_and_g()
+    calls = []
+    es = make()
+    r = es.optimize(lambda x: calls.append(1) or f(x), constraints=g, max_iterations=40)
+    assert r.evaluations == len(calls) == r.iterations * (es.population_size + 1)

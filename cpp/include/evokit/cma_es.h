@@ -348,6 +348,10 @@ class CMABase : public AskTellStrategy {
   // run, restarts included: for f-values that are not the objective's, e.g.
   // an augmented Lagrangian whose multipliers still move.
   void disable_stagnation() noexcept;
+  // Counts n >= 0 evaluations made outside the generations (the centre's,
+  // which a constrained run evaluates each generation) toward evaluations()
+  // and maxfevals (checked at the next tell). std::invalid_argument if n < 0.
+  void count_evaluations(std::int64_t n);
   const std::vector<double>& x0() const noexcept { return x0_; }
   double sigma0() const noexcept { return sigma0_; }
   // sigma0 of the current run (BIPOP's small regime scales it).

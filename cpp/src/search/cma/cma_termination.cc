@@ -27,6 +27,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,11 @@ double uniform01(std::uint64_t bits) { return static_cast<double>(bits >> 11) * 
 
 void CMABase::disable_stagnation() noexcept {
   options_.tolstagnation = std::numeric_limits<std::int64_t>::max() / 4;
+}
+
+void CMABase::count_evaluations(std::int64_t n) {
+  if (n < 0) throw std::invalid_argument("count_evaluations: n must be >= 0, got " + std::to_string(n));
+  evaluations_ += n;
 }
 
 void CMABase::check_termination() {
