@@ -1,6 +1,6 @@
 """Type stubs for the compiled core (cpp/bindings). Keep in step with the bindings."""
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -436,19 +436,16 @@ class Solver:
     def sampling_state(self) -> SolverState: ...
     def load_sampling_state(self, state: SolverState) -> None: ...
 
-class GaussianSolver(Solver):
-    @property
-    def sampler(self) -> GaussianSampler: ...
-    @property
-    def optimizer(self) -> Optimizer: ...
-    def set_center(self, params: npt.ArrayLike) -> None: ...
-    def draws(self, clone: int) -> int: ...
-
 class StrategySolver(Solver):
     @property
     def kind(self) -> str: ...
     @property
-    def draws(self) -> int: ...
+    def draws(self) -> Union[int, Callable[[int], int]]: ...  # Gaussian families: draws(clone)
+    @property
+    def sampler(self) -> GaussianSampler: ...  # GAUSSIAN_SAMPLING / ARS_SAMPLING only (else AttributeError)
+    @property
+    def optimizer(self) -> Optimizer: ...  # GAUSSIAN_SAMPLING / ARS_SAMPLING only (else AttributeError)
+    def set_center(self, params: npt.ArrayLike) -> None: ...  # Gaussian families (else RuntimeError)
     @property
     def member_keys(self) -> List[List[int]]: ...
     def is_member(self, info: SamplingInfo) -> bool: ...

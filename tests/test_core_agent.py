@@ -204,6 +204,19 @@ def test_set_center_and_thread_count_invariance():
     assert agent.model_iter_id == 1
 
 
+def test_the_gaussian_solver_is_a_strategy_solver_with_clone_draw_counts():
+    agent = make_agent("ADAM")
+    solver = agent.solver
+    assert isinstance(solver, _core.StrategySolver)
+    assert (solver.family, solver.kind) == ("GAUSSIAN_SAMPLING", "Gaussian")
+    assert solver.member_keys == [] and solver.corrects_older_samples and solver.mirrored_pairs
+    clones = [agent.clone() for _ in range(3)]
+    for c in clones + clones[:1]:
+        c.add_noise()
+    assert [solver.draws(c) for c in range(4)] == [2, 1, 1, 0]
+    assert solver.optimizer.name == "ADAM" and solver.sampler.sigma == pytest.approx(SIGMA)
+
+
 def test_sampling_info():
     info = _core.SamplingInfo()
     assert (info.key, info.model_iter_id, info.mirrored) == ([], 0, False)

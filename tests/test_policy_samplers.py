@@ -179,6 +179,19 @@ def test_cma_update_checks_every_sample(model):
                             "distribution is gone (only samples of the current iteration are usable)")
 
 
+def test_a_generation_solver_has_no_gaussian_parts(model):
+    agent = ESAgent(cma_config(), model)
+    solver = agent.solver
+    assert solver.draws == 0
+    for name in ("sampler", "optimizer"):
+        assert not hasattr(solver, name)
+    with pytest.raises(AttributeError, match=r"^a CMA solver has no 'optimizer'$"):
+        solver.optimizer
+    with pytest.raises(RuntimeError, match=r"^set_center\(\): the CMA strategy's centre follows from its "
+                                           r"state; it cannot be replaced$"):
+        solver.set_center(np.asarray(agent.center))
+
+
 def test_strategy_members_are_rebuilt_by_a_replica_in_a_worker(model):
     agent = ESAgent(cma_config(), model)
     clones = [agent.clone() for _ in range(8)]

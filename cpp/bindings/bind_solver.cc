@@ -1,5 +1,6 @@
-// The Solver interface and its families (solver.h, gaussian_solver.h,
-// strategy_solver.h), the solver state and the option set.
+// The Solver interface and its one adapter StrategySolver over every
+// family's strategy (solver.h, strategy_solver.h, gaussian_solver.h), the
+// solver state and the option set.
 #include <evokit/cma_es.h>
 #include <evokit/ga.h>
 #include <evokit/gaussian_solver.h>
@@ -176,28 +177,48 @@ void bind_solver(py::module_& m) {
            "What a replica needs to rebuild members (e.g. an evaluation worker).")
       .def("load_sampling_state", &Solver::load_sampling_state, py::arg("state"));
 
-  py::class_<GaussianSolver, Solver>(m, "GaussianSolver", "OpenAI-ES (GAUSSIAN_SAMPLING).")
-      .def_property_readonly("sampler", &GaussianSolver::sampler,
-                             py::return_value_policy::reference_internal)
+  py::class_<StrategySolver, Solver>(
+      m, "StrategySolver",
+      "Every family: an ask/tell strategy (OpenAI-ES / ARS drawing members on demand, CMA-ES, the "
+      "GA, a distribution strategy handing out generations).")
+      .def_property_readonly("kind", &StrategySolver::kind)
       .def_property_readonly(
-          "optimizer", [](GaussianSolver& self) -> Optimizer& { return self.optimizer(); },
-          py::return_value_policy::reference_internal)
+          "draws",
+          [](py::object self) -> py::object {
+            StrategySolver& solver = self.cast<StrategySolver&>();
+            if (const auto* g = dynamic_cast<const GaussianStrategy*>(&solver.strategy())) {
+              // The solver stays alive while the function does.
+              return py::cpp_function([self, g](int clone) { return g->draws(clone); },
+                                      py::arg("clone"));
+            }
+            return py::int_(solver.draws());
+          },
+          "Members handed out in the current generation; for a Gaussian family (members drawn "
+          "on demand) a function: draws(clone) is clone `clone`'s draw count.")
+      .def_property_readonly(
+          "sampler",
+          [](StrategySolver& self) -> const GaussianSampler& {
+            return strategy_of<GaussianStrategy>(self, "sampler").sampler();
+          },
+          py::return_value_policy::reference_internal,
+          "The Gaussian sampler of a GAUSSIAN_SAMPLING / ARS_SAMPLING solver.")
+      .def_property_readonly(
+          "optimizer",
+          [](StrategySolver& self) -> Optimizer& {
+            return strategy_of<GaussianStrategy>(self, "optimizer").optimizer();
+          },
+          py::return_value_policy::reference_internal,
+          "The optimizer of a GAUSSIAN_SAMPLING / ARS_SAMPLING solver.")
       .def(
           "set_center",
-          [](GaussianSolver& self, const FloatIn& params) {
+          [](StrategySolver& self, const FloatIn& params) {
             const std::vector<float> theta = to_vector<float>(params, "params");
             py::gil_scoped_release release;
             self.set_center(theta);
           },
-          py::arg("params"), "Replace the centre parameters; keeps the optimizer state.")
-      .def("draws", &GaussianSolver::draws, py::arg("clone"), "Clone `clone`'s draw count.");
-
-  py::class_<StrategySolver, Solver>(m, "StrategySolver",
-                                     "A generation-based family (CMA-ES, the GA, a distribution "
-                                     "strategy): members handed out in turn.")
-      .def_property_readonly("kind", &StrategySolver::kind)
-      .def_property_readonly("draws", &StrategySolver::draws,
-                             "Members handed out in the current generation.")
+          py::arg("params"),
+          "Replace the centre parameters; keeps the optimizer state (Gaussian families; "
+          "RuntimeError for a family whose centre follows from its state).")
       .def_property_readonly("member_keys", &StrategySolver::member_keys,
                              "The keys of the current generation's members, in order.")
       .def("is_member", &StrategySolver::is_member, py::arg("info"))

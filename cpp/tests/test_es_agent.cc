@@ -1,11 +1,12 @@
-// ESAgent over a GaussianSolver: clones and antithetic pairing, key
-// reproducibility, perturbation, the update (plain and with samples from
-// older iterations) against hand-computed double references built from
+// ESAgent over a Gaussian solver (a StrategySolver over GaussianStrategy):
+// clones and antithetic pairing, key reproducibility, perturbation, the
+// update (plain and with samples from older iterations) against hand-computed double references built from
 // sampler.noise(), validation (messages, and nothing changes on error),
 // thread-count invariance, misuse. ESAgent over the other families, and the
 // solvers' state, are in test_solver.cc.
 #include "evokit/es_agent.h"
 #include "evokit/gaussian_solver.h"
+#include "evokit/strategy_solver.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -37,8 +38,9 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr std::size_t kParams = 7;
 
 // The agent's solver: every agent in this file is made from
-// GaussianSolverOptions, so it is a GaussianSolver.
-GaussianSolver& Gaussian(ESAgent& agent) { return static_cast<GaussianSolver&>(agent.solver()); }
+// GaussianSolverOptions, so it is a StrategySolver over a GaussianStrategy.
+StrategySolver& SolverOf(ESAgent& agent) { return static_cast<StrategySolver&>(agent.solver()); }
+GaussianStrategy& Gaussian(ESAgent& agent) { return SolverOf(agent).strategy<GaussianStrategy>(); }
 
 GaussianSolverOptions Options(bool cached = true,
                               OptimizerOptions::Type type = OptimizerOptions::Type::kSGD) {
@@ -281,7 +283,7 @@ TEST(ESAgentPool, ManyClonesShareABoundedPoolAndEachSeesItsOwnParameters) {
     EXPECT_EQ(clones[5]->params().data(), five);
     // A new centre makes every buffer stale.
     std::vector<float> centre(kParams, 0.5f);
-    Gaussian(agent).set_center(centre);
+    SolverOf(agent).set_center(centre);
     std::vector<float> want(kParams);
     Gaussian(agent).sampler().perturb(centre.data(), infos[5].key[0],
                                       infos[5].mirrored ? -1.0f : 1.0f, want.data(), 1);
@@ -805,18 +807,18 @@ TEST(ESAgentCenter, SetCenterCopiesInPlaceAndKeepsTheOptimizer) {
   const std::vector<float> m = Gaussian(agent).optimizer().state("m");
   const float* data = agent.center().data();
   const auto replacement = RandomVector(kParams, 21);
-  Gaussian(agent).set_center(replacement);
+  SolverOf(agent).set_center(replacement);
   EXPECT_TRUE(SameBits(agent.center(), replacement));
   EXPECT_EQ(agent.center().data(), data);
   EXPECT_EQ(clones[0]->center().data(), data);
   EXPECT_EQ(agent.model_iter_id(), 1);
   EXPECT_TRUE(SameBits(Gaussian(agent).optimizer().state("m"), m));
 
-  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { Gaussian(agent).set_center({1.0f, 2.0f}); }),
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { SolverOf(agent).set_center({1.0f, 2.0f}); }),
             "set_center() got 2 parameters, expected num_params 7");
   auto bad = replacement;
   bad[6] = kInf;
-  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { Gaussian(agent).set_center(bad); }),
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] { SolverOf(agent).set_center(bad); }),
             "params[6] is inf");
   EXPECT_TRUE(SameBits(agent.center(), replacement));
 }
@@ -884,6 +886,87 @@ TEST(ESAgentLifetime, ClonesOutliveTheOriginal) {
   EXPECT_TRUE(clone->has_noise());
   EXPECT_TRUE(SameBits(clone->center(), theta));
   EXPECT_EQ(info.model_iter_id, 0);
+}
+
+// ---------------------------------------------------------------------------
+// GaussianStrategy by generations (member_keys, rebuild_member, tell_members)
+
+// Runs `generations` generations of lambda members through the strategy's
+// generation interface and, beside it, through ESAgent's training path
+// (clones 0..lambda-1 draw at stream 0, update with their rewards): keys,
+// members, centres, iterations and draw counters agree bit for bit.
+void ExpectGenerationsAreTheTrainingPath(GaussianSolverOptions o, std::size_t lambda,
+                                         int generations) {
+  o.population_size = lambda;
+  const std::vector<float> x0 = RandomVector(kParams, 61);
+  ESAgent agent(o, x0);
+  GaussianStrategy strategy(o, x0);
+  std::vector<float> row(kParams), want(kParams), centre(kParams);
+  for (int g = 0; g < generations; ++g) {
+    SCOPED_TRACE("generation " + std::to_string(g));
+    const std::vector<std::vector<std::int64_t>> keys = strategy.member_keys();
+    const std::vector<SamplingInfo> infos = agent.draw_members(lambda);
+    ASSERT_EQ(keys.size(), lambda);
+    std::vector<double> values(lambda), rewards(lambda);
+    for (std::size_t m = 0; m < lambda; ++m) {
+      EXPECT_EQ(keys[m], (std::vector<std::int64_t>{infos[m].key[0], infos[m].mirrored ? 1 : 0}))
+          << "member " << m;
+      strategy.rebuild_member(keys[m], row.data());
+      agent.solver().rebuild(infos[m], want.data(), 1);
+      EXPECT_TRUE(SameBits(row, want)) << "member " << m;
+      // A smooth reward with distinct values: minus the distance to 0.5.
+      double reward = 0.0;
+      for (float x : row) reward -= (static_cast<double>(x) - 0.5) * (static_cast<double>(x) - 0.5);
+      rewards[m] = reward;
+      values[m] = -reward;
+    }
+    strategy.tell_members(values);
+    agent.update(infos, rewards);
+    strategy.center_params(centre.data());
+    EXPECT_TRUE(SameBits(centre, agent.center()));
+    EXPECT_EQ(strategy.sample_iteration(), agent.model_iter_id());
+    for (int c = 0; c <= static_cast<int>(lambda); ++c) {
+      EXPECT_EQ(strategy.draws(c), Gaussian(agent).draws(c)) << "clone " << c;
+    }
+  }
+  EXPECT_FALSE(SameBits(centre, x0));  // the centre moved
+  EXPECT_EQ(agent.model_iter_id(), generations);
+}
+
+TEST(GaussianStrategyGenerations, OpenAiEsWithAdamIsTheTrainingPathBitForBit) {
+  for (bool cached : {true, false}) {
+    SCOPED_TRACE(cached ? "cached" : "uncached");
+    ExpectGenerationsAreTheTrainingPath(Options(cached, OptimizerOptions::Type::kAdam), 6, 5);
+  }
+}
+
+TEST(GaussianStrategyGenerations, OpenAiEsWithoutMirroringIsTheTrainingPathBitForBit) {
+  GaussianSolverOptions o = Options(true, OptimizerOptions::Type::kAdam);
+  o.antithetic = false;
+  ExpectGenerationsAreTheTrainingPath(o, 5, 4);
+}
+
+TEST(GaussianStrategyGenerations, ArsIsTheTrainingPathBitForBit) {
+  for (int top : {0, 2}) {
+    SCOPED_TRACE("top_directions " + std::to_string(top));
+    GaussianSolverOptions o = Options(true, OptimizerOptions::Type::kSGD);
+    o.ars = true;
+    o.top_directions = top;
+    o.fitness_shaping = FitnessShaping::kRaw;
+    ExpectGenerationsAreTheTrainingPath(o, 8, 5);
+  }
+}
+
+TEST(GaussianStrategyGenerations, WithoutAPopulationSizeThereIsNoGeneration) {
+  GaussianStrategy strategy(Options(), RandomVector(kParams, 62));
+  EXPECT_EQ(MessageOf<std::logic_error>([&] { strategy.member_keys(); }),
+            "Gaussian strategy with population_size 0 has no fixed generation: its members are "
+            "drawn on demand (draw_member); give it a population_size to run it by generations");
+  EXPECT_EQ(MessageOf<std::invalid_argument>([&] {
+              std::vector<float> out(kParams);
+              strategy.rebuild_member({1}, out.data());
+            }),
+            "a Gaussian member key is {noise key, mirrored (0 or 1)}, got 1 values");
 }
 
 }  // namespace

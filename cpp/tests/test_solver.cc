@@ -253,7 +253,7 @@ std::set<std::string> Names(const std::map<std::string, std::vector<T>>& arrays)
 // Gaussian: an agent rebuilt from the saved state continues bit for bit
 
 // Agent A runs three generations (clones 0 and 1 draw an extra member in
-// the second, so the clones' counters differ); B is a GaussianSolver made
+// the second, so the clones' counters differ); B is a Gaussian solver made
 // from the same options and A's centre (the state does not hold the centre:
 // it is the model's) that loads A's state.
 struct GaussianPair {
@@ -275,7 +275,8 @@ GaussianPair SaveAfterThreeGenerations(bool cached, bool keep_counters) {
   }
   p.state = p.a->solver().save();
   if (!keep_counters) p.state.ints["draws.counters"].clear();  // as a version 1 state loads
-  p.b = std::make_unique<ESAgent>(std::make_unique<GaussianSolver>(options, p.a->center()));
+  p.b = std::make_unique<ESAgent>(std::make_unique<StrategySolver>(
+      kGaussian, std::make_unique<GaussianStrategy>(options, p.a->center())));
   p.b->solver().load(p.state);
   p.cb = Clones(*p.b, 6);
   return p;
@@ -290,7 +291,7 @@ TEST(GaussianSolverState, TheStateHoldsTheOptimizerAndEveryClonesDrawCount) {
   EXPECT_TRUE(p.state.doubles.empty());
   EXPECT_EQ(Names(p.state.ints), (std::set<std::string>{"draws.counters"}));
   EXPECT_EQ(p.state.ints.at("draws.counters"), (std::vector<std::int64_t>{4, 4, 3, 3, 3, 3}));
-  auto& solver = static_cast<GaussianSolver&>(p.a->solver());
+  auto& solver = static_cast<StrategySolver&>(p.a->solver()).strategy<GaussianStrategy>();
   EXPECT_EQ(solver.draws(0), 4u);
   EXPECT_EQ(solver.draws(5), 3u);
   EXPECT_EQ(solver.draws(6), 0u);  // a clone that never drew
@@ -322,7 +323,8 @@ TEST(GaussianSolverState, WithoutTheCountersTheKeysDiffer) {
   for (bool cached : {true, false}) {
     SCOPED_TRACE(cached ? "cached" : "uncached");
     GaussianPair p = SaveAfterThreeGenerations(cached, false);
-    const auto& sampler = static_cast<const GaussianSolver&>(p.b->solver()).sampler();
+    const auto& sampler =
+        static_cast<const StrategySolver&>(p.b->solver()).strategy<GaussianStrategy>().sampler();
     const Batch a = Generation(*p.a, p.ca);
     const Batch b = Generation(*p.b, p.cb);
     ASSERT_EQ(a.infos.size(), b.infos.size());
@@ -488,6 +490,16 @@ TEST(SolverSamplingState, AReplicaRebuildsTheOriginalsMembers) {
 // A CMA worker gets the generation's member rows, not the O(n^2) distribution:
 // lambda * n floats whatever the covariance; the replica refuses to update,
 // and a full load() makes it a whole solver again.
+TEST(StrategySolverSetCenter, OnlyTheGaussianFamiliesReplaceTheirCentre) {
+  auto cma = make_solver(FamilyOptions(kCMA), RandomVector(kParams, 43), 1);
+  auto& solver = static_cast<StrategySolver&>(*cma);
+  const std::vector<float> centre = solver.center();
+  EXPECT_EQ(MessageOf<std::logic_error>([&] { solver.set_center(RandomVector(kParams, 44)); }),
+            "set_center(): the CMA strategy's centre follows from its state; it cannot be "
+            "replaced");
+  EXPECT_TRUE(SameBits(solver.center(), centre));
+}
+
 TEST(SolverSamplingState, ACMAReplicaGetsTheMemberRowsAndCannotUpdate) {
   const OptionSet o = FamilyOptions(kCMA);
   const std::size_t lambda = static_cast<std::size_t>(o.integer("population_size"));
@@ -727,10 +739,11 @@ TEST(SolverRegistry, MakeSolverGivesTheFamilysSolverWithItsOptions) {
     o.set("weight_decay", Real(0.25));
     auto solver = make_solver(o, x0, 2);
     EXPECT_EQ(solver->family(), kGaussian);
-    const auto* g = dynamic_cast<const GaussianSolver*>(solver.get());
-    ASSERT_NE(g, nullptr);
-    EXPECT_TRUE(SameBits(g->center(), x0));
-    EXPECT_EQ(g->model_iter_id(), 0);
+    const auto* s = dynamic_cast<const StrategySolver*>(solver.get());
+    ASSERT_NE(s, nullptr);
+    const auto* g = &s->strategy<GaussianStrategy>();
+    EXPECT_TRUE(SameBits(s->center(), x0));
+    EXPECT_EQ(s->model_iter_id(), 0);
     EXPECT_EQ(g->sampler().sigma(), 0.1f);
     EXPECT_EQ(g->sampler().num_params(), kParams);
     EXPECT_EQ(g->optimizer().name(), "ADAM");
@@ -1043,7 +1056,7 @@ TEST_P(SolverFamily, PopulationRowsAreTheRebuiltMembers) {
       EXPECT_TRUE(SameBits(base, rows[i])) << "member " << i;
       continue;
     }
-    const auto& g = static_cast<const GaussianSolver&>(solver);
+    const auto& g = static_cast<const StrategySolver&>(solver).strategy<GaussianStrategy>();
     const SamplingInfo& info = *members[i];
     const float sign = info.mirrored ? -1.0f : 1.0f;
     ASSERT_NE(view.noise, nullptr) << "member " << i;

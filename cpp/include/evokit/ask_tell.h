@@ -1,7 +1,8 @@
-// AskTellStrategy: the one ask/tell interface the generation-based families
-// implement (CMABase, cma_es.h; GeneticAlgorithm, ga.h; DistributionStrategy,
-// distribution.h), and what StrategySolver (strategy_solver.h), the one
-// adapter from such a strategy to a Solver, calls.
+// AskTellStrategy: the one ask/tell interface every family implements
+// (CMABase, cma_es.h; GeneticAlgorithm, ga.h; DistributionStrategy,
+// distribution.h; GaussianStrategy, gaussian_solver.h), and what
+// StrategySolver (strategy_solver.h), the one adapter from such a strategy to
+// a Solver, calls.
 //
 // A strategy holds one generation at a time: its members, each named by a
 // key (a list of integers) from which the member's parameters are rebuilt
@@ -10,6 +11,16 @@
 // (rewards_averaged()) and tells the strategy one value per member,
 // minimised (minus the mean reward), in member order; the strategy then
 // starts its next generation.
+//
+// Members drawn on demand (draws_on_demand(), GaussianStrategy): a strategy
+// may instead hand out a member whenever a clone asks for one (draw_member),
+// each named by a SamplingInfo the strategy alone interprets, and take every
+// sample with its own reward (tell_samples), samples drawn at older
+// iterations included when corrects_older_samples(). The adapter then
+// delegates drawing, checking, rebuilding, updating, the iteration and the
+// replica's state to these methods, and the generation methods above serve
+// callers that drive the strategy one generation at a time. Generation
+// strategies keep the defaults (no such capability).
 //
 // The methods carry their own names ("member_keys", "tell_members", ...) so
 // that they sit beside a strategy's own ask()/tell() without overloading
@@ -22,9 +33,10 @@
 #include <utility>
 #include <vector>
 
+#include "evokit/solver.h"  // SamplingInfo, SolverState, ParamsLookup
+
 namespace evokit {
 
-struct SolverState;
 
 class AskTellStrategy {
  public:
@@ -33,6 +45,8 @@ class AskTellStrategy {
     kFullState,   // the full state (the strategy is smaller than its members)
     kMemberRows,  // the generation's member rows (lambda * n floats)
     kSmaller,     // whichever of the two holds fewer values
+    kCenter,      // the centre and the iteration only (members drawn on demand:
+                  // a member is rebuilt from its key and the centre)
   };
 
   virtual ~AskTellStrategy() = default;
@@ -68,6 +82,45 @@ class AskTellStrategy {
   // Whether members 2p and 2p + 1 are a mirrored pair (one noise, opposite
   // signs).
   virtual bool mirrored_members() const { return false; }
+
+  // ---- members drawn on demand (defaults: a generation strategy) ----------
+  // Whether members are drawn on demand (the methods below), not handed out
+  // from member_keys().
+  virtual bool draws_on_demand() const { return false; }
+  // The model iteration samples are drawn at and checked against (Gaussian:
+  // the optimizer's steps). Default: std::logic_error.
+  virtual std::int64_t sample_iteration() const;
+  // The next member for clone `clone` (>= 0) whose keys are salted by
+  // `stream`, at sample_iteration(); advances that clone's draw counter.
+  // Thread-safe. Default: std::logic_error.
+  virtual SamplingInfo draw_member(int clone, std::uint64_t stream);
+  // Throws (std::invalid_argument or std::out_of_range) unless `info` can be
+  // rebuilt now. Default: std::logic_error.
+  virtual void check_sample(const SamplingInfo& info) const;
+  // out = the parameters of sample `info` (member_size floats), from the
+  // current centre. Default: std::logic_error.
+  virtual void rebuild_sample(const SamplingInfo& info, float* out, int num_threads) const;
+  // The samples for a batched forward pass (a null entry is the centre),
+  // lazily: the Population rebuilds rows from keys and signs, it holds none.
+  // Default: std::logic_error.
+  virtual Population sample_population(const std::vector<const SamplingInfo*>& members,
+                                       int num_threads) const;
+  // Whether tell_samples takes samples drawn at older iterations (given the
+  // centres of their iterations as history).
+  virtual bool corrects_older_samples() const { return false; }
+  // Tells the rewards (larger is better) of `infos`, one per sample, and
+  // steps the centre; returns how many samples were of older iterations.
+  // Checks everything first (errors name the sample); the state is unchanged
+  // on error. Default: std::logic_error.
+  virtual std::size_t tell_samples(const std::vector<SamplingInfo>& infos,
+                                   const std::vector<double>& rewards, const ParamsLookup& history);
+  // Replaces the centre (member_size floats, checked finite: errors name
+  // params[i]); keeps the rest of the state. Not concurrently with sampling.
+  // Default: std::logic_error (the family's centre follows from its state).
+  virtual void set_center(const float* params);
+  // A replica's state (ReplicaState::kCenter): the centre (checked finite:
+  // errors name center[i]) and the iteration. Default: std::logic_error.
+  virtual void load_center(const float* center, std::int64_t iteration);
 
  protected:
   AskTellStrategy() = default;

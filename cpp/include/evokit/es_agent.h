@@ -34,9 +34,10 @@ class ESAgent {
   // max(1, params_pool_bytes / (4 * num_params)) buffers.
   explicit ESAgent(std::unique_ptr<Solver> solver, int num_threads = 1,
                    std::size_t params_pool_bytes = kDefaultParamsPoolBytes);
-  // The original agent over a GaussianSolver(options, params), with the
-  // options' num_threads and params_pool_bytes (the options are defined by
-  // evokit/gaussian_solver.h, which this header does not include).
+  // The original agent over a StrategySolver over GaussianStrategy(options,
+  // params) (family ARS_SAMPLING when options.ars, else GAUSSIAN_SAMPLING),
+  // with the options' num_threads and params_pool_bytes (the options are
+  // defined by evokit/gaussian_solver.h, which this header does not include).
   ESAgent(const GaussianSolverOptions& options, std::vector<float> params);
 
   ESAgent(const ESAgent&) = delete;

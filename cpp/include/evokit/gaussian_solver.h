@@ -1,6 +1,7 @@
-// GaussianSolver: OpenAI-ES over flat parameter vectors (family
+// GaussianStrategy: OpenAI-ES over flat parameter vectors (family
 // GAUSSIAN_SAMPLING of solver.h), with EvoKit's correction for samples drawn
-// at older iterations.
+// at older iterations; a StrategySolver (strategy_solver.h) over it is the
+// family's Solver.
 //
 //   T. Salimans, J. Ho, X. Chen, S. Sidor, I. Sutskever, "Evolution
 //   Strategies as a Scalable Alternative to Reinforcement Learning",
@@ -50,8 +51,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "evokit/ask_tell.h"
 #include "evokit/fitness.h"
 #include "evokit/gaussian_sampler.h"
 #include "evokit/optimizer.h"
@@ -73,49 +77,95 @@ struct GaussianSolverOptions {
   // Memory for the clones' materialised parameters (ESAgent's pool): at most
   // max(1, params_pool_bytes / (4 * num_params)) buffers.
   std::size_t params_pool_bytes = std::size_t{256} << 20;
+  // Members of a generation (member_keys, tell_members), >= 0; 0: no fixed
+  // generation (members drawn on demand only).
+  std::size_t population_size = 0;
 };
 
-class GaussianSolver final : public Solver {
+// The Gaussian families' strategy: members drawn on demand (see
+// AskTellStrategy, ask_tell.h), run by StrategySolver("GAUSSIAN_SAMPLING" or
+// "ARS_SAMPLING", ...) like every family (make_gaussian_strategy below).
+//
+// Members on demand (the training path): draw_member(c, stream) is clone
+// c's next key (above), {key} with mirrored = antithetic && c odd;
+// tell_samples is the update above; sample_iteration() is the optimizer's
+// step count (what Adam's bias correction uses); the replica's state is the
+// centre and the iteration (ReplicaState::kCenter).
+//
+// Generations (population_size = lambda > 0): member_keys() are the keys
+// clones 0..lambda-1 would draw next at stream 0, as {key, mirrored (0 or
+// 1)}; rebuild_member perturbs the centre with that sign; tell_members
+// (values minimised: rewards = -values) is the update above for those
+// members and advances each of the lambda clones' counters as a draw
+// would. Driving generations through these is, bit for bit, the training
+// path in which clones 0..lambda-1 draw at stream 0 and the update tells
+// their rewards. population_size 0: no fixed generation (member_keys throws
+// std::logic_error).
+class GaussianStrategy final : public AskTellStrategy {
  public:
   // Validates options (std::invalid_argument naming the option) and params
   // (non-empty, finite), then builds sampler and optimizer.
-  GaussianSolver(const GaussianSolverOptions& options, std::vector<float> params);
+  GaussianStrategy(const GaussianSolverOptions& options, std::vector<float> params);
 
-  std::int64_t model_iter_id() const noexcept override { return optimizer_->steps(); }
-  SamplingInfo draw(int clone, std::uint64_t stream) override;
-  void check_member(const SamplingInfo& info) const override;
-  void rebuild(const SamplingInfo& info, float* out, int num_threads) const override;
-  Population population(const std::vector<const SamplingInfo*>& members,
-                        int num_threads) const override;
-  bool corrects_older_samples() const noexcept override { return true; }
-  bool mirrored_pairs() const noexcept override { return options_.antithetic; }
-  UpdateStats update(const std::vector<SamplingInfo>& infos, const std::vector<double>& rewards,
-                     const ParamsLookup& history = nullptr) override;
-  SolverState save() const override;
-  void load(const SolverState& state) override;
-  // A replica needs only the centre and the iteration.
-  SolverState sampling_state() const override;
-  void load_sampling_state(const SolverState& state) override;
+  // ---- AskTellStrategy: generations ---------------------------------------
+  std::string kind() const override;
+  std::size_t member_size() const override { return center_.size(); }
+  std::vector<std::vector<std::int64_t>> member_keys() const override;
+  void rebuild_member(const std::vector<std::int64_t>& key, float* out) const override;
+  std::pair<std::size_t, std::string> member_requirement() const override;
+  void tell_members(const std::vector<double>& values) override;
+  void center_params(float* out) const override;
+  // "optimizer.<name>" (the optimizer's float32 vectors) and "draws.counters"
+  // (clone c's draw count at index c); the optimizer's steps are the state's
+  // model_iter_id.
+  void save_entries(SolverState& state) const override;
+  void load_entries(const SolverState& state) override;
+  ReplicaState replica_state() const override { return ReplicaState::kCenter; }
+  bool mirrored_members() const override { return options_.antithetic; }
+
+  // ---- AskTellStrategy: members drawn on demand ---------------------------
+  bool draws_on_demand() const override { return true; }
+  std::int64_t sample_iteration() const override { return optimizer_->steps(); }
+  SamplingInfo draw_member(int clone, std::uint64_t stream) override;
+  void check_sample(const SamplingInfo& info) const override;
+  void rebuild_sample(const SamplingInfo& info, float* out, int num_threads) const override;
+  Population sample_population(const std::vector<const SamplingInfo*>& members,
+                               int num_threads) const override;
+  bool corrects_older_samples() const override { return true; }
+  std::size_t tell_samples(const std::vector<SamplingInfo>& infos,
+                           const std::vector<double>& rewards,
+                           const ParamsLookup& history) override;
+  void set_center(const float* params) override;
+  void load_center(const float* center, std::int64_t iteration) override;
 
   const GaussianSolverOptions& options() const noexcept { return options_; }
   const GaussianSampler& sampler() const noexcept { return sampler_; }
   Optimizer& optimizer() noexcept { return *optimizer_; }
   const Optimizer& optimizer() const noexcept { return *optimizer_; }
-  // Replace the centre parameters (same size, finite), e.g. after loading a
-  // model; keeps the optimizer state. Not concurrently with sampling.
-  void set_center(const std::vector<float>& params);
+  const std::vector<float>& center() const noexcept { return center_; }
   // Clone c's draw count (0 for a clone that never drew).
   std::uint64_t draws(int clone) const;
 
  private:
   std::int64_t single_key(const SamplingInfo& info, const std::string& what) const;
+  // The current generation's members as samples (population_size > 0).
+  std::vector<SamplingInfo> generation() const;
 
   const GaussianSolverOptions options_;
   const GaussianSampler sampler_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::vector<float> center_;            // sized once, never reallocated
   mutable std::mutex mutex_;             // guards counters_
   std::vector<std::uint64_t> counters_;  // counters_[c]: clone c's draws
 };
+
+// The strategy GAUSSIAN_SAMPLING / ARS_SAMPLING solvers run (the registry's),
+// its population_size the options' "population_size".
+std::unique_ptr<AskTellStrategy> make_gaussian_strategy(const OptionSet& options,
+                                                        const std::vector<float>& x0,
+                                                        int num_threads);
+std::unique_ptr<AskTellStrategy> make_ars_strategy(const OptionSet& options,
+                                                   const std::vector<float>& x0, int num_threads);
 
 // The registry's hooks (solver.h) for GAUSSIAN_SAMPLING and ARS_SAMPLING.
 void validate_gaussian_options(const OptionSet& options, std::optional<std::size_t> num_params);

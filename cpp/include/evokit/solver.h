@@ -12,16 +12,17 @@
 //   - its full state, the key-draw counters included: save() / load(), as a
 //     protobuf-free SolverState that the layers above write to solver.pb.
 // ESAgent (es_agent.h) drives any Solver and never asks which family it is;
-// so do the Python package and the C++ io component. The families:
-//   GAUSSIAN_SAMPLING  GaussianSolver (gaussian_solver.h): OpenAI-ES with SGD,
-//                      momentum or Adam, EvoKit's correction for older samples
-//   ARS_SAMPLING       GaussianSolver with ARS's options (Mania et al. 2018)
-//   CMA_SAMPLING       StrategySolver (strategy_solver.h), the one adapter
-//   GA_SAMPLING        from an ask/tell strategy (AskTellStrategy,
-//   SNES_SAMPLING ...  ask_tell.h), over CMA-ES / sep-CMA-ES (cma_es.h), the
-//   MAES_SAMPLING      GA of Such et al. (ga.h) or a distribution family
-//                      (distribution.h: SNES, xNES, CR-FM-NES, LM-MA-ES,
-//                      PGPE, CEM, MA-ES)
+// so do the Python package and the C++ io component. Every family is a
+// StrategySolver (strategy_solver.h), the one adapter from an ask/tell
+// strategy (AskTellStrategy, ask_tell.h), over:
+//   GAUSSIAN_SAMPLING  GaussianStrategy (gaussian_solver.h): OpenAI-ES with
+//                      SGD, momentum or Adam, members drawn on demand,
+//                      EvoKit's correction for older samples
+//   ARS_SAMPLING       GaussianStrategy with ARS's options (Mania et al. 2018)
+//   CMA_SAMPLING       CMA-ES / sep-CMA-ES (cma_es.h)
+//   GA_SAMPLING        the GA of Such et al. (ga.h)
+//   SNES_SAMPLING ...  a distribution family (distribution.h: SNES, xNES,
+//   MAES_SAMPLING      CR-FM-NES, LM-MA-ES, PGPE, CEM, MA-ES)
 // A family is made from its options (SolverConfig of proto/evokit.proto,
 // flattened to dotted names: OptionSet) by the registry declared at the end
 // of this file (cpp/src/search/solver_registry.cc, the one file that knows every

@@ -1,11 +1,25 @@
 // StrategySolver: the one adapter from an ask/tell strategy (AskTellStrategy,
-// ask_tell.h) to a Solver of a policy agent. Every generation-based family
-// is one: CMA_SAMPLING over CMABase (cma_es.h), GA_SAMPLING over
+// ask_tell.h) to a Solver of a policy agent. Every family is one:
+// GAUSSIAN_SAMPLING and ARS_SAMPLING over GaussianStrategy
+// (gaussian_solver.h), CMA_SAMPLING over CMABase (cma_es.h), GA_SAMPLING over
 // GeneticAlgorithm (ga.h), and the distribution families over their
 // DistributionStrategy (distribution.h); the registry (solver_registry.cc)
 // builds each from its strategy.
 //
-// A generation is population_size members: CMA's lambda samples, whose
+// Members drawn on demand (the strategy's draws_on_demand(): the Gaussian
+// families). draw, check_member, rebuild, population, update,
+// corrects_older_samples, mirrored_pairs and model_iter_id are the
+// strategy's (draw_member, check_sample, rebuild_sample, sample_population,
+// tell_samples, ..., sample_iteration); shortfall is the Solver default; the
+// generation machinery below is not used. The state is the header and the
+// strategy's entries alone (Gaussian: "optimizer.<name>" and
+// "draws.counters", the optimizer's steps as model_iter_id; no "draws", and
+// the noise version is not checked on load, as solver.pb files of every
+// release hold it); a replica gets the centre and the iteration ("center",
+// ReplicaState::kCenter).
+//
+// Generation strategies (every other family). A generation is
+// population_size members: CMA's lambda samples, whose
 // SamplingInfo.key is the one noise-stream key CMABase::regenerate rebuilds
 // the sample from (cma_es.h); the GA's individuals, whose key is the
 // individual's seed list (ga.h); a distribution strategy's members, whose
@@ -75,24 +89,35 @@ class StrategySolver final : public Solver {
   S& strategy() {
     return const_cast<S&>(static_cast<const StrategySolver&>(*this).strategy<S>());
   }
-  // Members handed out in the current generation.
+  // Members handed out in the current generation (0 when members are drawn
+  // on demand).
   std::int64_t draws() const;
+  // Replace the centre parameters (same size, finite), e.g. after loading a
+  // model; keeps the rest of the state (Gaussian: the optimizer's). Not
+  // concurrently with sampling. std::logic_error for a family whose centre
+  // follows from its state (every generation family).
+  void set_center(const std::vector<float>& params);
 
   // The keys of the current generation's members, in order.
   const std::vector<std::vector<std::int64_t>>& member_keys() const noexcept { return members_; }
   bool is_member(const SamplingInfo& info) const noexcept;
 
+  std::int64_t model_iter_id() const noexcept override;
   SamplingInfo draw(int clone, std::uint64_t stream) override;
   void check_member(const SamplingInfo& info) const override;
   void rebuild(const SamplingInfo& info, float* out, int num_threads) const override;
   std::string shortfall(const std::vector<SamplingInfo>& infos,
                         const std::vector<double>& rewards) const override;
+  bool corrects_older_samples() const noexcept override {
+    return strategy_->corrects_older_samples();
+  }
   bool mirrored_pairs() const noexcept override { return strategy_->mirrored_members(); }
   UpdateStats update(const std::vector<SamplingInfo>& infos, const std::vector<double>& rewards,
                      const ParamsLookup& history = nullptr) override;
   SolverState save() const override;
   void load(const SolverState& state) override;
-  // The full state or the member rows, as the strategy's replica_state says.
+  // The full state, the member rows or the centre, as the strategy's
+  // replica_state says.
   // A state of member rows ("members" keys, "members.rows", "center") makes
   // the solver a replica that rebuilds exactly those members (and refuses
   // updates) until load() gives it a full state again.
@@ -106,6 +131,9 @@ class StrategySolver final : public Solver {
  private:
   // Recompute the members and the centre after the strategy changed.
   void refresh();
+  // A replica's state of the centre alone (ReplicaState::kCenter).
+  SolverState center_state() const;
+  void load_center_state(const SolverState& state);
   SolverState member_rows_state() const;
   void load_member_rows(const SolverState& state);
   void check_iteration(const SamplingInfo& info, const std::string& where) const;
@@ -115,6 +143,7 @@ class StrategySolver final : public Solver {
 
   std::unique_ptr<AskTellStrategy> strategy_;
   std::string kind_;
+  const bool on_demand_;  // strategy_->draws_on_demand(), asked once
   mutable std::mutex mutex_;  // guards draws_
   // Rebuilds share it; prepare_members (which changes what they read) holds it alone.
   mutable std::shared_mutex generation_mutex_;

@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "evokit/gaussian_solver.h"
+#include "evokit/strategy_solver.h"
 #include "common/messages.h"
 
 namespace evokit {
@@ -70,8 +71,10 @@ ESAgent::ESAgent(std::unique_ptr<Solver> solver, int num_threads, std::size_t pa
 }
 
 ESAgent::ESAgent(const GaussianSolverOptions& options, std::vector<float> params)
-    : ESAgent(std::make_unique<GaussianSolver>(options, std::move(params)), options.num_threads,
-              options.params_pool_bytes) {}
+    : ESAgent(std::make_unique<StrategySolver>(
+                  options.ars ? "ARS_SAMPLING" : "GAUSSIAN_SAMPLING",
+                  std::make_unique<GaussianStrategy>(options, std::move(params))),
+              options.num_threads, options.params_pool_bytes) {}
 
 ESAgent::ESAgent(std::shared_ptr<Shared> shared, int clone_id)
     : shared_(std::move(shared)), clone_id_(clone_id) {}

@@ -23,18 +23,7 @@ namespace evokit {
 
 namespace {
 
-std::unique_ptr<Solver> make_gaussian_solver(const OptionSet& o, std::vector<float> x0,
-                                             int num_threads) {
-  return std::make_unique<GaussianSolver>(gaussian_options(o, num_threads), std::move(x0));
-}
-
-std::unique_ptr<Solver> make_ars_solver(const OptionSet& o, std::vector<float> x0,
-                                        int num_threads) {
-  return std::make_unique<GaussianSolver>(ars_options(o, num_threads), std::move(x0));
-}
-
-// A generation-based family: the StrategySolver over the strategy its
-// options make.
+// A family: the StrategySolver over the strategy its options make.
 template <std::unique_ptr<AskTellStrategy> (*make_strategy)(const OptionSet&,
                                                              const std::vector<float>&, int)>
 std::unique_ptr<Solver> make_strategy_solver(const OptionSet& o, std::vector<float> x0,
@@ -53,7 +42,7 @@ struct Family {
 // One entry per family, in SamplingConfig.Type order; the distribution
 // families (distribution.h) follow.
 const Family kOwnFamilies[] = {
-    {"GAUSSIAN_SAMPLING", &validate_gaussian_options, &make_gaussian_solver,
+    {"GAUSSIAN_SAMPLING", &validate_gaussian_options, &make_strategy_solver<&make_gaussian_strategy>,
      {"sampling.type", "sampling.gaussian_sampling.seed", "sampling.gaussian_sampling.cached",
       "sampling.gaussian_sampling.cache_size", "sampling.gaussian_sampling.std", "param_pattern"}},
     {"CMA_SAMPLING", &validate_cma_options, &make_strategy_solver<&make_cma_strategy>,
@@ -63,7 +52,7 @@ const Family kOwnFamilies[] = {
      {"sampling.type", "param_pattern", "population_size", "sampling.ga_sampling.seed",
       "sampling.ga_sampling.mutation_power", "sampling.ga_sampling.init_sigma",
       "sampling.ga_sampling.num_elites", "sampling.ga_sampling.elite_evaluations"}},
-    {"ARS_SAMPLING", &validate_ars_options, &make_ars_solver,
+    {"ARS_SAMPLING", &validate_ars_options, &make_strategy_solver<&make_ars_strategy>,
      {"sampling.type", "sampling.ars_sampling.seed", "sampling.ars_sampling.cached",
       "sampling.ars_sampling.cache_size", "sampling.ars_sampling.std", "param_pattern"}},
 };

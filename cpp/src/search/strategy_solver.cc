@@ -1,7 +1,9 @@
 // The adapter from an ask/tell strategy to a Solver (StrategySolver); see
 // evokit/strategy_solver.h. The strategies' side of it is next to each:
 // CMABase in cma/cma_solver.cc, GeneticAlgorithm in ga/ga_solver.cc,
-// DistributionStrategy in distribution/distribution.cc.
+// DistributionStrategy in distribution/distribution.cc, GaussianStrategy in
+// gaussian/gaussian_solver.cc. The AskTellStrategy defaults (ask_tell.h) are
+// here too.
 #include "evokit/strategy_solver.h"
 
 #include <algorithm>
@@ -80,6 +82,52 @@ std::string key_text(const std::vector<std::int64_t>& key) {
 using detail::get_infos;
 using detail::put_infos;
 
+// ---- AskTellStrategy: members drawn on demand (defaults) ---------------------
+
+namespace {
+
+[[noreturn]] void not_on_demand(const AskTellStrategy& strategy, const char* what) {
+  throw std::logic_error(std::string(what) + "(): the " + strategy.kind() +
+                         " strategy hands out generations; it draws no members on demand");
+}
+
+}  // namespace
+
+std::int64_t AskTellStrategy::sample_iteration() const { not_on_demand(*this, "sample_iteration"); }
+
+SamplingInfo AskTellStrategy::draw_member(int /*clone*/, std::uint64_t /*stream*/) {
+  not_on_demand(*this, "draw_member");
+}
+
+void AskTellStrategy::check_sample(const SamplingInfo& /*info*/) const {
+  not_on_demand(*this, "check_sample");
+}
+
+void AskTellStrategy::rebuild_sample(const SamplingInfo& /*info*/, float* /*out*/,
+                                     int /*num_threads*/) const {
+  not_on_demand(*this, "rebuild_sample");
+}
+
+Population AskTellStrategy::sample_population(const std::vector<const SamplingInfo*>& /*members*/,
+                                              int /*num_threads*/) const {
+  not_on_demand(*this, "sample_population");
+}
+
+std::size_t AskTellStrategy::tell_samples(const std::vector<SamplingInfo>& /*infos*/,
+                                          const std::vector<double>& /*rewards*/,
+                                          const ParamsLookup& /*history*/) {
+  not_on_demand(*this, "tell_samples");
+}
+
+void AskTellStrategy::load_center(const float* /*center*/, std::int64_t /*iteration*/) {
+  not_on_demand(*this, "load_center");
+}
+
+void AskTellStrategy::set_center(const float* /*params*/) {
+  throw std::logic_error("set_center(): the " + kind() +
+                         " strategy's centre follows from its state; it cannot be replaced");
+}
+
 // ---- StrategySolver --------------------------------------------------------
 
 namespace {
@@ -94,7 +142,22 @@ const AskTellStrategy& checked(const std::unique_ptr<AskTellStrategy>& strategy)
 StrategySolver::StrategySolver(std::string family, std::unique_ptr<AskTellStrategy> strategy)
     : Solver(std::move(family), std::vector<float>(checked(strategy).member_size())),
       strategy_(std::move(strategy)),
-      kind_(strategy_->kind()) {
+      kind_(strategy_->kind()),
+      on_demand_(strategy_->draws_on_demand()) {
+  refresh();
+}
+
+std::int64_t StrategySolver::model_iter_id() const noexcept {
+  return on_demand_ ? strategy_->sample_iteration() : model_iter_id_;
+}
+
+void StrategySolver::set_center(const std::vector<float>& params) {
+  if (params.size() != center_.size()) {
+    throw std::invalid_argument("set_center() got " + std::to_string(params.size()) +
+                                " parameters, expected num_params " +
+                                std::to_string(center_.size()));
+  }
+  strategy_->set_center(params.data());
   refresh();
 }
 
@@ -103,7 +166,8 @@ std::int64_t StrategySolver::draws() const {
   return draws_;
 }
 
-SamplingInfo StrategySolver::draw(int /*clone*/, std::uint64_t /*stream*/) {
+SamplingInfo StrategySolver::draw(int clone, std::uint64_t stream) {
+  if (on_demand_) return strategy_->draw_member(clone, stream);
   SamplingInfo info;
   std::lock_guard<std::mutex> lock(mutex_);
   info.key = members_[static_cast<std::size_t>(draws_) % members_.size()];
@@ -123,6 +187,7 @@ void StrategySolver::check_iteration(const SamplingInfo& info, const std::string
 }
 
 void StrategySolver::check_member(const SamplingInfo& info) const {
+  if (on_demand_) return strategy_->check_sample(info);
   check_iteration(info, "");
   if (!is_member(info)) {
     throw std::invalid_argument("key " + key_text(info.key) + " is not a member of iteration " +
@@ -130,7 +195,8 @@ void StrategySolver::check_member(const SamplingInfo& info) const {
   }
 }
 
-void StrategySolver::rebuild(const SamplingInfo& info, float* out, int /*num_threads*/) const {
+void StrategySolver::rebuild(const SamplingInfo& info, float* out, int num_threads) const {
+  if (on_demand_) return strategy_->rebuild_sample(info, out, num_threads);
   check_member(info);
   if (replica_rows_.empty()) {
     std::shared_lock<std::shared_mutex> lock(generation_mutex_);
@@ -145,6 +211,7 @@ void StrategySolver::rebuild(const SamplingInfo& info, float* out, int /*num_thr
 
 Population StrategySolver::population(const std::vector<const SamplingInfo*>& members,
                                       int num_threads) const {
+  if (on_demand_) return strategy_->sample_population(members, num_threads);
   if (replica_rows_.empty()) {
     std::size_t count = 0;
     for (const SamplingInfo* info : members) count += info != nullptr;
@@ -177,6 +244,8 @@ SolverState StrategySolver::sampling_state() const {
       return save();
     case AskTellStrategy::ReplicaState::kMemberRows:
       return member_rows_state();
+    case AskTellStrategy::ReplicaState::kCenter:
+      return center_state();
     case AskTellStrategy::ReplicaState::kSmaller:
       break;
   }
@@ -195,6 +264,8 @@ void StrategySolver::load_sampling_state(const SolverState& state) {
       return load(state);
     case AskTellStrategy::ReplicaState::kMemberRows:
       return load_member_rows(state);
+    case AskTellStrategy::ReplicaState::kCenter:
+      return load_center_state(state);
     case AskTellStrategy::ReplicaState::kSmaller:
       break;
   }
@@ -203,6 +274,19 @@ void StrategySolver::load_sampling_state(const SolverState& state) {
   } else {
     load(state);
   }
+}
+
+SolverState StrategySolver::center_state() const {
+  SolverState state = state_header();
+  state.floats["center"] = center_;
+  return state;
+}
+
+void StrategySolver::load_center_state(const SolverState& state) {
+  check_state(state, /*needs_noise_version=*/false);
+  const std::vector<float>& centre = state.float_array("center", num_params());
+  strategy_->load_center(centre.data(), state.model_iter_id);  // checks, then replaces
+  refresh();
 }
 
 void StrategySolver::load_member_rows(const SolverState& state) {
@@ -282,12 +366,21 @@ std::string StrategySolver::shortfall_of(const std::vector<std::vector<double>>&
 
 std::string StrategySolver::shortfall(const std::vector<SamplingInfo>& infos,
                                       const std::vector<double>& rewards) const {
+  if (on_demand_) return Solver::shortfall(infos, rewards);
   return shortfall_of(group(infos, rewards));
 }
 
 UpdateStats StrategySolver::update(const std::vector<SamplingInfo>& infos,
                                    const std::vector<double>& rewards,
-                                   const ParamsLookup& /*history*/) {
+                                   const ParamsLookup& history) {
+  if (on_demand_) {
+    UpdateStats stats;
+    stats.num_corrected = strategy_->tell_samples(infos, rewards, history);
+    refresh();
+    stats.num_samples = infos.size();
+    stats.model_iter_id = model_iter_id();
+    return stats;
+  }
   if (!replica_rows_.empty()) {
     throw std::logic_error(kind_ + " replica (loaded from a sampling state) rebuilds members "
                            "only; updates belong to the solver that owns the state");
@@ -318,19 +411,25 @@ UpdateStats StrategySolver::update(const std::vector<SamplingInfo>& infos,
 }
 
 void StrategySolver::refresh() {
-  members_ = strategy_->member_keys();
+  if (!on_demand_) members_ = strategy_->member_keys();
   strategy_->center_params(center_.data());
   center_changed();
 }
 
 SolverState StrategySolver::save() const {
   SolverState state = state_header();
-  state.ints["draws"] = {draws()};
+  if (!on_demand_) state.ints["draws"] = {draws()};  // on demand: the strategy's counters
   strategy_->save_entries(state);
   return state;
 }
 
 void StrategySolver::load(const SolverState& state) {
+  if (on_demand_) {
+    // The layout of every release's solver.pb: no "draws", any noise version.
+    check_state(state, /*needs_noise_version=*/false);
+    strategy_->load_entries(state);  // validates, then replaces; the centre stays
+    return;
+  }
   check_state(state, /*needs_noise_version=*/true);
   const std::int64_t draws = state.int_value("draws");
   if (draws < 0) throw std::invalid_argument("draws must be >= 0, got " + std::to_string(draws));

@@ -1,6 +1,6 @@
 // ARS's update (Mania, Guy, Recht 2018, Algorithm 2; see gaussian_solver.h):
 // the mirrored pairs of a batch, the top b directions by max(r+, r-), sigma_R,
-// and the weights GaussianSolver's descent direction takes for them.
+// and the weights GaussianStrategy's descent direction takes for them.
 #include "evokit/gaussian_solver.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// GaussianSolver: OpenAI-ES; see evokit/gaussian_solver.h.
+// GaussianStrategy: OpenAI-ES and ARS; see evokit/gaussian_solver.h.
 //
 // Determinism. Every parallel loop here (gradient, correction, optimizer)
 // works on fixed parameter blocks and sums over samples and iterations in a
@@ -22,28 +22,32 @@ namespace evokit {
 
 namespace {
 
-constexpr char kFamily[] = "GAUSSIAN_SAMPLING";
-constexpr char kArsFamily[] = "ARS_SAMPLING";
 constexpr char kCounters[] = "draws.counters";
 constexpr char kOptimizerPrefix[] = "optimizer.";
 
 // Floats per parallel work item of the correction for older iterations.
 constexpr std::size_t kCorrectionBlock = 4096;
 
-// Index of the first non-finite value of v, or v.size().
-std::size_t first_non_finite(const std::vector<float>& v) {
-  for (std::size_t j = 0; j < v.size(); ++j) {
+// Index of the first non-finite value of v[0..n), or n.
+std::size_t first_non_finite(const float* v, std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) {
     if (!std::isfinite(v[j])) return j;
   }
-  return v.size();
+  return n;
 }
 
-void require_finite_params(const std::vector<float>& params, const char* what) {
-  const std::size_t bad = first_non_finite(params);
-  if (bad < params.size()) {
+void require_finite_params(const float* params, std::size_t n, const char* what) {
+  const std::size_t bad = first_non_finite(params, n);
+  if (bad < n) {
     throw std::invalid_argument(std::string(what) + "[" + std::to_string(bad) + "] is " +
                                 detail::format_number(params[bad]));
   }
+}
+
+// to = from[0..to.size()), every value checked finite first (errors name what[j]).
+void copy_finite(const float* from, std::vector<float>& to, const char* what) {
+  require_finite_params(from, to.size(), what);
+  std::copy(from, from + to.size(), to.begin());  // no reallocation
 }
 
 void validate_fitness_shaping(FitnessShaping method) {
@@ -59,12 +63,13 @@ void validate_fitness_shaping(FitnessShaping method) {
 }
 
 // Validates the options and params before anything is built.
-std::vector<float> checked(const GaussianSolverOptions& options, std::vector<float> params) {
+const std::vector<float>& checked(const GaussianSolverOptions& options,
+                                  const std::vector<float>& params) {
   // Cheap checks first, so that a bad option never waits for the table.
   if (params.empty()) {
     throw std::invalid_argument("params must not be empty (num_params must be > 0, got 0)");
   }
-  require_finite_params(params, "params");
+  require_finite_params(params.data(), params.size(), "params");
   detail::require_num_threads(options.num_threads);
   if (!(options.weight_decay >= 0.0f) || !std::isfinite(options.weight_decay)) {
     throw std::invalid_argument("weight_decay must be >= 0 and finite, got " +
@@ -93,14 +98,16 @@ GaussianSolverOptions resolved(GaussianSolverOptions options, std::size_t n) {
 
 }  // namespace
 
-GaussianSolver::GaussianSolver(const GaussianSolverOptions& options, std::vector<float> params)
-    : Solver(options.ars ? kArsFamily : kFamily, checked(options, std::move(params))),
-      options_(resolved(options, center_.size())),
+GaussianStrategy::GaussianStrategy(const GaussianSolverOptions& options, std::vector<float> params)
+    : options_(resolved(options, checked(options, params).size())),
       // The sampler validates its options before it builds the table.
       sampler_(options_.sampling),
-      optimizer_(make_optimizer(options.optimizer, center_.size())) {}
+      optimizer_(make_optimizer(options.optimizer, params.size())),
+      center_(std::move(params)) {}
 
-std::int64_t GaussianSolver::single_key(const SamplingInfo& info, const std::string& what) const {
+std::string GaussianStrategy::kind() const { return options_.ars ? "ARS" : "Gaussian"; }
+
+std::int64_t GaussianStrategy::single_key(const SamplingInfo& info, const std::string& what) const {
   if (info.key.empty()) throw std::invalid_argument(what + " has no key");
   if (info.key.size() != 1) {
     throw std::invalid_argument(what + " has " + std::to_string(info.key.size()) +
@@ -109,7 +116,7 @@ std::int64_t GaussianSolver::single_key(const SamplingInfo& info, const std::str
   return info.key[0];
 }
 
-SamplingInfo GaussianSolver::draw(int clone, std::uint64_t stream) {
+SamplingInfo GaussianStrategy::draw_member(int clone, std::uint64_t stream) {
   if (clone < 0) throw std::invalid_argument("clone must be >= 0, got " + std::to_string(clone));
   const bool antithetic = options_.antithetic;
   const auto c = static_cast<std::uint64_t>(clone);
@@ -120,7 +127,7 @@ SamplingInfo GaussianSolver::draw(int clone, std::uint64_t stream) {
     counter = counters_[c]++;
   }
   SamplingInfo info;
-  const std::int64_t iteration = model_iter_id();
+  const std::int64_t iteration = sample_iteration();
   info.key = {sampler_.draw_key(static_cast<std::uint64_t>(iteration),
                                 antithetic ? c / 2 : c, counter, stream)};
   info.model_iter_id = iteration;
@@ -128,23 +135,24 @@ SamplingInfo GaussianSolver::draw(int clone, std::uint64_t stream) {
   return info;
 }
 
-std::uint64_t GaussianSolver::draws(int clone) const {
+std::uint64_t GaussianStrategy::draws(int clone) const {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto c = static_cast<std::size_t>(clone);
   return clone >= 0 && c < counters_.size() ? counters_[c] : 0;
 }
 
-void GaussianSolver::check_member(const SamplingInfo& info) const {
+void GaussianStrategy::check_sample(const SamplingInfo& info) const {
   sampler_.check_key(single_key(info, "sampling info"));  // std::out_of_range
 }
 
-void GaussianSolver::rebuild(const SamplingInfo& info, float* out, int num_threads) const {
+void GaussianStrategy::rebuild_sample(const SamplingInfo& info, float* out,
+                                      int num_threads) const {
   const std::int64_t key = single_key(info, "sampling info");
   sampler_.perturb(center_.data(), key, info.mirrored ? -1.0f : 1.0f, out, num_threads);
 }
 
-Population GaussianSolver::population(const std::vector<const SamplingInfo*>& members,
-                                      int num_threads) const {
+Population GaussianStrategy::sample_population(const std::vector<const SamplingInfo*>& members,
+                                               int num_threads) const {
   std::vector<std::int64_t> keys(members.size(), 0);
   std::vector<float> signs(members.size(), 0.0f);
   for (std::size_t i = 0; i < members.size(); ++i) {
@@ -155,12 +163,12 @@ Population GaussianSolver::population(const std::vector<const SamplingInfo*>& me
   return Population(sampler_, center_, std::move(keys), std::move(signs), num_threads);
 }
 
-UpdateStats GaussianSolver::update(const std::vector<SamplingInfo>& infos,
-                                   const std::vector<double>& rewards,
-                                   const ParamsLookup& history) {
+std::size_t GaussianStrategy::tell_samples(const std::vector<SamplingInfo>& infos,
+                                           const std::vector<double>& rewards,
+                                           const ParamsLookup& history) {
   const std::size_t n = infos.size();
   const std::size_t p = center_.size();
-  const std::int64_t current = model_iter_id();
+  const std::int64_t current = sample_iteration();
 
   // ---- validate everything; nothing changes until the optimizer step ----
   if (n != rewards.size()) {
@@ -206,7 +214,7 @@ UpdateStats GaussianSolver::update(const std::vector<SamplingInfo>& infos,
                                   std::to_string(theta_t->size()) +
                                   " parameters for it, expected num_params " + std::to_string(p));
     }
-    const std::size_t bad = first_non_finite(*theta_t);
+    const std::size_t bad = first_non_finite(theta_t->data(), p);
     if (bad < p) {
       throw std::invalid_argument(drawn_at + ", whose parameters from history hold " +
                                   detail::format_number((*theta_t)[bad]) + " at index " +
@@ -271,29 +279,82 @@ UpdateStats GaussianSolver::update(const std::vector<SamplingInfo>& infos,
 
   // Validates the direction (finite) before it changes anything.
   optimizer_->step(center_.data(), direction.data(), p, options_.num_threads);
-  center_changed();
-
-  UpdateStats stats;
-  stats.num_samples = n;
-  stats.num_corrected = num_corrected;
-  stats.model_iter_id = model_iter_id();
-  return stats;
+  return num_corrected;
 }
 
-SolverState GaussianSolver::save() const {
+// ---- generations ------------------------------------------------------------
+
+std::vector<SamplingInfo> GaussianStrategy::generation() const {
+  const std::size_t lambda = options_.population_size;
+  if (lambda == 0) {
+    throw std::logic_error(kind() + " strategy with population_size 0 has no fixed generation: "
+                           "its members are drawn on demand (draw_member); give it a "
+                           "population_size to run it by generations");
+  }
+  const bool antithetic = options_.antithetic;
+  const auto iteration = static_cast<std::uint64_t>(sample_iteration());
+  std::vector<SamplingInfo> members(lambda);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (std::size_t c = 0; c < lambda; ++c) {
+    const std::uint64_t counter = c < counters_.size() ? counters_[c] : 0;
+    members[c].key = {sampler_.draw_key(iteration, antithetic ? c / 2 : c, counter, 0)};
+    members[c].model_iter_id = static_cast<std::int64_t>(iteration);
+    members[c].mirrored = antithetic && c % 2 == 1;
+  }
+  return members;
+}
+
+std::vector<std::vector<std::int64_t>> GaussianStrategy::member_keys() const {
+  std::vector<std::vector<std::int64_t>> keys;
+  for (const SamplingInfo& info : generation()) keys.push_back({info.key[0], info.mirrored ? 1 : 0});
+  return keys;
+}
+
+void GaussianStrategy::rebuild_member(const std::vector<std::int64_t>& key, float* out) const {
+  if (key.size() != 2 || (key[1] != 0 && key[1] != 1)) {
+    throw std::invalid_argument("a " + kind() + " member key is {noise key, mirrored (0 or 1)}, "
+                                "got " + std::to_string(key.size()) + " values");
+  }
+  sampler_.perturb(center_.data(), key[0], key[1] != 0 ? -1.0f : 1.0f, out, 1);
+}
+
+std::pair<std::size_t, std::string> GaussianStrategy::member_requirement() const {
+  return {1, "members"};
+}
+
+void GaussianStrategy::tell_members(const std::vector<double>& values) {
+  const std::vector<SamplingInfo> members = generation();
+  if (values.size() != members.size()) {
+    throw std::invalid_argument("tell_members() got " + std::to_string(values.size()) +
+                                " values for the " + std::to_string(members.size()) +
+                                " members of the generation");
+  }
+  std::vector<double> rewards(values.size());
+  for (std::size_t m = 0; m < values.size(); ++m) rewards[m] = -values[m];
+  tell_samples(members, rewards, nullptr);
+  // The generation was drawn: each clone's counter advances as a draw would.
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (counters_.size() < members.size()) counters_.resize(members.size(), 0);
+  for (std::size_t c = 0; c < members.size(); ++c) ++counters_[c];
+}
+
+void GaussianStrategy::center_params(float* out) const {
+  std::copy(center_.begin(), center_.end(), out);
+}
+
+// ---- state --------------------------------------------------------------------
+
+void GaussianStrategy::save_entries(SolverState& state) const {
   // The centre is the model's (model.onnx): not repeated here.
-  SolverState state = state_header();
   for (const std::string& name : optimizer_->state_names()) {
     state.floats[kOptimizerPrefix + name] = optimizer_->state(name);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   state.ints[kCounters].assign(counters_.begin(), counters_.end());
-  return state;
 }
 
-void GaussianSolver::load(const SolverState& state) {
-  check_state(state, /*needs_noise_version=*/false);
-  const std::size_t p = num_params();
+void GaussianStrategy::load_entries(const SolverState& state) {
+  const std::size_t p = center_.size();
   // Check everything first: each optimizer vector present with p values,
   // no other float entry, counters >= 0.
   const std::vector<std::string> names = optimizer_->state_names();
@@ -325,31 +386,12 @@ void GaussianSolver::load(const SolverState& state) {
   counters_ = std::move(counters);
 }
 
-SolverState GaussianSolver::sampling_state() const {
-  SolverState state = state_header();
-  state.floats["center"] = center_;
-  return state;
+void GaussianStrategy::load_center(const float* center, std::int64_t iteration) {
+  copy_finite(center, center_, "center");
+  optimizer_->set_steps(iteration);
 }
 
-void GaussianSolver::load_sampling_state(const SolverState& state) {
-  check_state(state, /*needs_noise_version=*/false);
-  const std::vector<float>& centre = state.float_array("center", num_params());
-  require_finite_params(centre, "center");
-  std::copy(centre.begin(), centre.end(), center_.begin());  // no reallocation
-  optimizer_->set_steps(state.model_iter_id);
-  center_changed();
-}
-
-void GaussianSolver::set_center(const std::vector<float>& params) {
-  if (params.size() != center_.size()) {
-    throw std::invalid_argument("set_center() got " + std::to_string(params.size()) +
-                                " parameters, expected num_params " +
-                                std::to_string(center_.size()));
-  }
-  require_finite_params(params, "params");
-  std::copy(params.begin(), params.end(), center_.begin());  // no reallocation
-  center_changed();
-}
+void GaussianStrategy::set_center(const float* params) { copy_finite(params, center_, "params"); }
 
 // ---- options ----------------------------------------------------------------
 
@@ -388,6 +430,8 @@ GaussianSolverOptions noise_options(const OptionSet& o, const std::string& gs, i
   options.antithetic = o.flag("antithetic");
   options.weight_decay = static_cast<float>(o.real("weight_decay"));
   options.num_threads = num_threads;
+  options.population_size =
+      static_cast<std::size_t>(std::max<std::int64_t>(0, o.integer("population_size")));
   return options;
 }
 
@@ -429,6 +473,17 @@ GaussianSolverOptions ars_options(const OptionSet& o, int num_threads) {
   options.optimizer.learning_rate = static_cast<float>(o.real(as + "step_size"));
   options.fitness_shaping = FitnessShaping::kRaw;  // not used
   return options;
+}
+
+std::unique_ptr<AskTellStrategy> make_gaussian_strategy(const OptionSet& o,
+                                                        const std::vector<float>& x0,
+                                                        int num_threads) {
+  return std::make_unique<GaussianStrategy>(gaussian_options(o, num_threads), x0);
+}
+
+std::unique_ptr<AskTellStrategy> make_ars_strategy(const OptionSet& o, const std::vector<float>& x0,
+                                                   int num_threads) {
+  return std::make_unique<GaussianStrategy>(ars_options(o, num_threads), x0);
 }
 
 }  // namespace evokit
