@@ -1,6 +1,6 @@
 """Type stubs for the compiled core (cpp/bindings). Keep in step with the bindings."""
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -144,6 +144,7 @@ class ESAgent:
                history: Optional[Dict[int, npt.ArrayLike]] = None) -> Dict[str, int]: ...
     def shortfall(self, infos: Sequence[SamplingInfo], rewards: npt.ArrayLike) -> Optional[str]: ...
     def draw_members(self, count: int, first: int = 0) -> List[SamplingInfo]: ...
+    def draw_generation(self, count: int, num_threads: int = 1) -> Tuple[List[SamplingInfo], npt.NDArray[np.float32]]: ...
     sampling_stream: int
     @property
     def solver(self) -> Solver: ...
@@ -205,6 +206,7 @@ class Population:
     @property
     def num_params(self) -> int: ...
     def params(self, i: int) -> npt.NDArray[np.float32]: ...
+    def rows(self) -> npt.NDArray[np.float32]: ...
 
 # Native environments (evokit/env.h): the core's registry and its MuJoCo tasks.
 def native_envs() -> List[Dict[str, Any]]: ...
@@ -440,7 +442,8 @@ class StrategySolver(Solver):
     @property
     def kind(self) -> str: ...
     @property
-    def draws(self) -> Union[int, Callable[[int], int]]: ...  # Gaussian families: draws(clone)
+    def draws(self) -> int: ...  # members handed out this generation (0 for the Gaussian families)
+    def clone_draws(self, clone: int) -> int: ...  # GAUSSIAN_SAMPLING / ARS_SAMPLING only (else AttributeError)
     @property
     def sampler(self) -> GaussianSampler: ...  # GAUSSIAN_SAMPLING / ARS_SAMPLING only (else AttributeError)
     @property

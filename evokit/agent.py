@@ -252,7 +252,7 @@ class ESAgent:
     def solver(self):
         """The core's solver (``evokit._core.StrategySolver`` over the
         family's strategy: ``sampler``, ``optimizer``, ``set_center`` and
-        ``draws(clone)`` for GAUSSIAN_SAMPLING / ARS_SAMPLING, ``cma`` for
+        ``clone_draws(clone)`` for GAUSSIAN_SAMPLING / ARS_SAMPLING, ``cma`` for
         CMA_SAMPLING, ``ga`` for GA_SAMPLING), shared with the clones."""
         self._require_solver("solver")
         return self._root()._core.solver

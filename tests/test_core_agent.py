@@ -213,7 +213,7 @@ def test_the_gaussian_solver_is_a_strategy_solver_with_clone_draw_counts():
     clones = [agent.clone() for _ in range(3)]
     for c in clones + clones[:1]:
         c.add_noise()
-    assert [solver.draws(c) for c in range(4)] == [2, 1, 1, 0]
+    assert [solver.clone_draws(c) for c in range(4)] == [2, 1, 1, 0] and solver.draws == 0
     assert solver.optimizer.name == "ADAM" and solver.sampler.sigma == pytest.approx(SIGMA)
 
 

@@ -1,4 +1,5 @@
 #include <evokit/es_agent.h>
+#include <evokit/population.h>
 #include <evokit/gaussian_solver.h>
 #include <evokit/solver.h>
 
@@ -204,6 +205,25 @@ void bind_agent(py::module_& m) {
            py::call_guard<py::gil_scoped_release>(),
            "The next members for clones first .. first+count-1, as their add_noise() would draw "
            "them (original only).")
+      .def(
+          "draw_generation",
+          [](ESAgent& self, std::size_t count, int num_threads) {
+            const std::size_t p = self.solver().num_params();
+            py::array_t<float> rows({static_cast<py::ssize_t>(count), static_cast<py::ssize_t>(p)});
+            float* out = rows.mutable_data();
+            std::vector<SamplingInfo> infos;
+            {
+              py::gil_scoped_release release;
+              infos = self.draw_members(count);
+              std::vector<const SamplingInfo*> members;
+              for (const SamplingInfo& info : infos) members.push_back(&info);
+              self.solver().population(members, num_threads).copy_rows(out);
+            }
+            return py::make_tuple(infos, rows);
+          },
+          py::arg("count"), py::arg("num_threads") = 1,
+          "draw_members(count) and their parameters, (infos, rows [count, num_params] float32), "
+          "in one call: a generation materialised once (the solver's population).")
       .def_property("sampling_stream", &ESAgent::sampling_stream, &ESAgent::set_sampling_stream,
                     "Salt for the keys of clones made afterwards.")
       .def_property_readonly(

@@ -126,18 +126,6 @@ const unsigned char* active_mask(const py::object& active, std::size_t rows, UIn
 
 }  // namespace
 
-namespace {
-
-// out = member i's parameters as the forward pass reads them (ParamView).
-void copy_member(const Population& population, std::size_t i, float* out) {
-  const ParamView& view = population.member(i);
-  for (std::size_t j = 0; j < population.num_params(); ++j) {
-    out[j] = view.noise == nullptr ? view.base[j] : view.base[j] + view.scale * view.noise[j];
-  }
-}
-
-}  // namespace
-
 void bind_policy(py::module_& m) {
   py::class_<PolicyGraph>(m, "PolicyGraph",
                           "A native forward pass for feed-forward policies, built node by node "
@@ -356,7 +344,7 @@ void bind_policy(py::module_& m) {
           "params",
           [](const Population& population, std::size_t i) {
             py::array_t<float> out(static_cast<py::ssize_t>(population.num_params()));
-            copy_member(population, i, out.mutable_data());
+            population.copy_member(i, out.mutable_data());
             return out;
           },
           py::arg("i"),
@@ -368,7 +356,7 @@ void bind_policy(py::module_& m) {
             py::array_t<float> out({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(p)});
             float* o = out.mutable_data();
             py::gil_scoped_release release;
-            for (std::size_t i = 0; i < n; ++i) copy_member(population, i, o + i * p);
+            population.copy_rows(o);
             return out;
           },
           "Every member's parameters, one row each (num_members, num_params), in one call: "

@@ -182,19 +182,17 @@ void bind_solver(py::module_& m) {
       "Every family: an ask/tell strategy (OpenAI-ES / ARS drawing members on demand, CMA-ES, the "
       "GA, a distribution strategy handing out generations).")
       .def_property_readonly("kind", &StrategySolver::kind)
-      .def_property_readonly(
-          "draws",
-          [](py::object self) -> py::object {
-            StrategySolver& solver = self.cast<StrategySolver&>();
-            if (const auto* g = dynamic_cast<const GaussianStrategy*>(&solver.strategy())) {
-              // The solver stays alive while the function does.
-              return py::cpp_function([self, g](int clone) { return g->draws(clone); },
-                                      py::arg("clone"));
-            }
-            return py::int_(solver.draws());
+      .def_property_readonly("draws", &StrategySolver::draws,
+                             "Members handed out in the current generation (0 for a family that "
+                             "draws members on demand: clone_draws).")
+      .def(
+          "clone_draws",
+          [](StrategySolver& self, int clone) {
+            return strategy_of<GaussianStrategy>(self, "clone_draws").draws(clone);
           },
-          "Members handed out in the current generation; for a Gaussian family (members drawn "
-          "on demand) a function: draws(clone) is clone `clone`'s draw count.")
+          py::arg("clone"),
+          "Clone `clone`'s draw count (GAUSSIAN_SAMPLING / ARS_SAMPLING: members drawn on "
+          "demand).")
       .def_property_readonly(
           "sampler",
           [](StrategySolver& self) -> const GaussianSampler& {

@@ -6,9 +6,9 @@ is GAUSSIAN_SAMPLING through it). So the ask / tell class and the training
 family are the same code: the same seed, population and options give the
 same bits through either.
 
-A generation is the solver's population: ``ask()`` draws it (one call) and
-materialises its parameters (one call), ``tell()`` hands the rewards -f to
-the solver's update (one call). Parameters live in float32, as in training.
+A generation is the solver's population: ``ask()`` draws it and
+materialises its parameters (one call, ``ESAgent.draw_generation``),
+``tell()`` hands the rewards -f to the solver's update (one call). Parameters live in float32, as in training.
 A strategy pickles as the solver's own state (and the members of a pending
 ask), never by replaying its history.
 """
@@ -61,9 +61,8 @@ class SolverES(TrackedStrategy):
 
     # ---- the hooks --------------------------------------------------------
     def _ask(self) -> np.ndarray:
-        self._infos = self._agent.draw_members(self._population_size)
-        population = self._agent.solver.population(self._infos, self._num_threads)
-        return population.rows().astype(np.float64)
+        self._infos, rows = self._agent.draw_generation(self._population_size, self._num_threads)
+        return rows.astype(np.float64)
 
     def _tell_strategy(self, values: np.ndarray) -> bool:
         self._agent.update(self._infos, float32_rewards(values, self._refuse_beyond_float32))

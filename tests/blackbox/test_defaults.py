@@ -202,3 +202,14 @@ def test_a_population_gives_every_row_in_one_call():
     assert rows.shape == (6, 9) and rows.dtype == np.float32
     np.testing.assert_array_equal(rows, np.stack([population.params(i) for i in range(6)]))
     np.testing.assert_array_equal(rows.astype(np.float64), X)
+
+
+def test_a_generation_is_drawn_and_materialised_in_one_call():
+    agent = evokit.OpenES(np.linspace(-1, 1, 7), 0.3, population_size=4, seed=5)._agent
+    other = evokit.OpenES(np.linspace(-1, 1, 7), 0.3, population_size=4, seed=5)._agent
+    infos, rows = agent.draw_generation(4, 2)
+    assert rows.shape == (4, 7) and rows.dtype == np.float32
+    expected = other.draw_members(4)
+    assert [(i.key, i.mirrored) for i in infos] == [(i.key, i.mirrored) for i in expected]
+    population = other.solver.population(expected, 1)
+    np.testing.assert_array_equal(rows, population.rows())

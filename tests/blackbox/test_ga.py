@@ -147,7 +147,7 @@ def test_openes_step_matches_the_numpy_oracle(optimizer, kind, antithetic, weigh
     state = {}
     for t in range(3):
         X = es.ask()
-        keys = es.keys  # the training family's keys (GaussianSolver: draw_key(t, pair, n, stream))
+        keys = es.keys  # the training family's keys (GaussianStrategy: draw_key(t, pair, n, stream))
         if antithetic:
             np.testing.assert_array_equal(keys[0::2], keys[1::2])
             signs = np.tile([1.0, -1.0], pop // 2)

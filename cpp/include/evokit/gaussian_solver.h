@@ -108,13 +108,18 @@ class GaussianStrategy final : public AskTellStrategy {
   GaussianStrategy(const GaussianSolverOptions& options, std::vector<float> params);
 
   // ---- AskTellStrategy: generations ---------------------------------------
-  std::string kind() const override;
+  std::string kind() const override;  // "Gaussian" or "ARS"
   std::size_t member_size() const override { return center_.size(); }
-  std::vector<std::vector<std::int64_t>> member_keys() const override;
-  void rebuild_member(const std::vector<std::int64_t>& key, float* out) const override;
-  std::pair<std::size_t, std::string> member_requirement() const override;
-  void tell_members(const std::vector<double>& values) override;
   void center_params(float* out) const override;
+  // {noise key, mirrored (0 or 1)} of clones 0..population_size-1's next
+  // draws at stream 0.
+  std::vector<std::vector<std::int64_t>> member_keys() const override;
+  // The centre perturbed by the key's noise with its sign.
+  void rebuild_member(const std::vector<std::int64_t>& key, float* out) const override;
+  // One reward per member.
+  std::pair<std::size_t, std::string> member_requirement() const override;
+  // The training update with rewards -values; each clone's counter advances.
+  void tell_members(const std::vector<double>& values) override;
   // "optimizer.<name>" (the optimizer's float32 vectors) and "draws.counters"
   // (clone c's draw count at index c); the optimizer's steps are the state's
   // model_iter_id.

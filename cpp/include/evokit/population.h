@@ -60,6 +60,11 @@ class Population {
   // Member i's parameters (std::out_of_range for i >= size()).
   const ParamView& member(std::size_t i) const;
   const std::vector<ParamView>& members() const noexcept { return members_; }
+  // out = member i's parameters as the forward pass reads them (num_params
+  // floats; std::out_of_range for i >= size()).
+  void copy_member(std::size_t i, float* out) const;
+  // out = every member's parameters, row by row (size() x num_params).
+  void copy_rows(float* out) const;
 
  private:
   std::size_t num_params_ = 0;

@@ -175,4 +175,15 @@ void run_population(const PolicyGraph& graph, const Population& population, cons
                  num_threads, state);
 }
 
+void Population::copy_member(std::size_t i, float* out) const {
+  const ParamView& view = member(i);
+  for (std::size_t j = 0; j < num_params_; ++j) {
+    out[j] = view.noise == nullptr ? view.base[j] : view.base[j] + view.scale * view.noise[j];
+  }
+}
+
+void Population::copy_rows(float* out) const {
+  for (std::size_t i = 0; i < members_.size(); ++i) copy_member(i, out + i * num_params_);
+}
+
 }  // namespace evokit
