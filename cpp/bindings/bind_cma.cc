@@ -252,6 +252,9 @@ void bind_cma(py::module_& m) {
           "Continues from export_state() of a strategy made with the same arguments (checked first).")
       .def("disable_stagnation", &CMABase::disable_stagnation,
            "Switches the stagnation test off for the rest of the run.")
+      .def("disable_value_criteria", &CMABase::disable_value_criteria,
+           "Switches tolfun, tolfunhist and tolstagnation off for the rest of the run (values "
+           "whose spread is not the objective's precision, e.g. an augmented Lagrangian).")
       .def("count_evaluations", &CMABase::count_evaluations, py::arg("n"),
            "Counts n evaluations made outside the generations (the centre's) toward evaluations "
            "and maxfevals (checked at the next tell).")

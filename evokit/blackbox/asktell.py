@@ -208,8 +208,10 @@ class AskTellStrategy:
 
     def _constraints_started(self) -> None:
         """Called when tell() first ranks by the augmented Lagrangian: switch
-        off the strategy's stagnation test, which would judge the
-        Lagrangian's values while its multipliers still move."""
+        off the strategy's criteria that judge the spread of the values
+        (tolfun, tolfunhist, the stagnation test): the Lagrangian's spread
+        near the optimum is set by its penalty factors, not by f's
+        precision, and its minimum rises while the multipliers move."""
 
     def _result(self) -> OptimizeResult:
         raise NotImplementedError

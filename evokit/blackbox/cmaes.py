@@ -105,6 +105,8 @@ class _CMABlackBox(AskTellStrategy):
         self._es = self._core_class(*self._core_args[0], **self._core_args[1])
         self._es.import_state(_core.SolverState(family, model_iter_id=it, noise_version=version, floats=floats,
                                                 doubles=doubles, ints=ints))
+        if self._constraints is not None:  # the criteria the first constrained tell switched off
+            self._constraints_started()
 
     # hooks
     def _ask(self) -> np.ndarray:
@@ -137,7 +139,7 @@ class _CMABlackBox(AskTellStrategy):
         return self._es.stop()
 
     def _constraints_started(self) -> None:
-        self._es.disable_stagnation()
+        self._es.disable_value_criteria()
 
     def _count_evaluations(self, n: int) -> None:
         self._es.count_evaluations(n)

@@ -121,17 +121,23 @@ distribution then ended outside the feasible set, and xbest is an earlier
 point, not the constrained optimum the run converged towards. ``result.gbest`` holds xbest's constraint
 values, and ``result.xbest_infeasible`` / ``gbest_infeasible`` the told
 solution with the smallest total violation sum_i max(0, g_i) (ties: the
-smaller f), useful while none is feasible. The stop criteria (ftarget,
-tolfun, stagnation) see h, the values the strategy ranks by.
+smaller f), useful while none is feasible. ftarget sees h, the values the
+strategy ranks by; the criteria that judge h's spread are off (below).
 
-Stagnation. While the multipliers approach their optimum, the minimum of h
-rises towards f* (the dual function is maximal at the Lagrange
-multipliers), so a stagnation test on h (CMA's tolstagnation, the others'
-stagnation_iterations) would end a run early, often with the mean still just
-infeasible, converging from outside, and the best feasible solution far
-behind. So the first tell with constraints switches the strategy's
-stagnation test off (pycma's own AL examples turn it off too); the other
-criteria stay.
+Stop criteria. The first tell with constraints switches off the criteria
+that judge the spread of the told values: tolfun, tolfunhist and the
+stagnation test (CMA's tolstagnation, the others' stagnation_iterations).
+Near a constrained optimum, gamma cancels f's slope along the active
+constraints' normals, so h's spread over a generation is set by the
+penalty factors omega, which adapt by a few percent per generation, not by
+f's precision: tolfun on h ended CMA-ES runs on COCO's bbob-constrained at
+f - f* of about 1e-7 while the mean still converged. And while the
+multipliers approach their optimum, the minimum of h rises towards f* (the
+dual function is maximal at the Lagrange multipliers), so a stagnation
+test on h would end a run early, often with the mean still just infeasible
+(pycma's own AL examples turn it off too). A constrained run ends by the
+step size (tolx, tolupsigma), the covariance (conditioncov, noeffectaxis,
+noeffectcoord), ftarget, or the budget.
 """
 
 from __future__ import annotations
@@ -143,6 +149,12 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 __all__ = ["AugmentedLagrangian", "ConstraintHandler", "augmented_lagrangian", "constraint_matrix"]
+
+
+#: unconverged(): a run whose last centre (tell_center) has f within this
+#: (relative) of the best feasible f converged onto the feasible set's
+#: boundary, from outside, at xbest.
+CONVERGED_RTOL = 1e-6
 
 
 def augmented_lagrangian(f, G, multipliers, penalty_factors) -> np.ndarray:
@@ -254,6 +266,7 @@ class ConstraintHandler:
         self.last_feasible_tell = 0   # the last tell with a feasible solution; 0: none
         # The Lagrangian before the last tell's update, until center() replaces that update.
         self._before_update: Optional[AugmentedLagrangian] = None
+        self.center_value: Optional[float] = None  # f of the last centre told (center())
 
     @property
     def num_constraints(self) -> int:
@@ -317,6 +330,7 @@ class ConstraintHandler:
         al = self._before_update
         al.update(f, g)
         self.lagrangian, self._before_update = al, None
+        self.center_value = f
         if np.all(g <= 0) and f < self.fbest:
             self.xbest, self.fbest, self.gbest = np.array(x, dtype=np.float64), f, g.copy()
             self.xbest_tell = self.tells
@@ -353,12 +367,19 @@ class ConstraintHandler:
         """Why the run is not at a constrained optimum, or None: no feasible
         solution was told, or none in the last `window` tells (the search
         distribution is outside the feasible set; xbest is then an old point,
-        not the optimum the run converged towards)."""
+        not the optimum the run converged towards), unless the last centre
+        told (tell_center) has f within CONVERGED_RTOL of xbest's: the run
+        then converged onto the boundary from outside, at xbest."""
         if self.xbest is None:
             v = self._infeasible_key[0]
             return (f"no feasible solution was found in {self.tells} generations (the least total "
                     f"violation sum_i max(0, g_i) was {v:.3g}); result.xbest is None")
         since = self.tells - self.last_feasible_tell
+        centre = getattr(self, "center_value", None)
+        if centre is not None and abs(self.fbest - centre) <= CONVERGED_RTOL * max(1.0, abs(self.fbest)):
+            # The run converged onto the boundary, from outside or not: xbest's f
+            # is within CONVERGED_RTOL of the last centre's.
+            return None
         if since >= self.window:
             return (f"no feasible solution was told in the last {since} generations (window "
                     f"{self.window}): the search distribution ended outside the feasible set, so "

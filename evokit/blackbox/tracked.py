@@ -169,7 +169,10 @@ class TrackedStrategy(AskTellStrategy):
         return math.inf
 
     def _constraints_started(self) -> None:
-        self._stagnation_iterations = 2 ** 62  # the stagnation test judges h: off
+        # the criteria that judge the spread of h, not f's precision: off
+        self._stagnation_iterations = 2 ** 62
+        self._tolfun = 0.0
+        self._tolfunhist = 0.0
 
     # ---- bookkeeping --------------------------------------------------------
     @property

@@ -479,3 +479,35 @@ def test_optimize_evaluates_the_centre_every_generation_and_counts_it(make):
     es = make()
     r = es.optimize(lambda x: calls.append(1) or f(x), constraints=g, max_iterations=40)
     assert r.evaluations == len(calls) == r.iterations * (es.population_size + 1)
+
+
+def test_constrained_runs_do_not_stop_on_the_spread_of_the_lagrangian():
+    # Near the optimum h's spread is set by the penalty factors, not by f's
+    # precision: tolfun on h ended runs at f - f* of about 1e-7. Switched off,
+    # the run converges on to tolx.
+    f, g = _sphere_and_g()
+    for seed in range(3):
+        es = evokit.CMAES(np.full(5, 2.0), 0.5, seed=seed)
+        r = es.optimize(f, constraints=g)
+        assert not {"tolfun", "tolfunhist", "tolstagnation"} & set(r.stop), r.stop
+        assert r.success and abs(r.fbest - 1.5) < 1e-9, (seed, r.fbest - 1.5, r.stop)
+    # pickled mid-run and unpickled, the criteria stay off: the same run
+    import pickle
+    es = evokit.CMAES(np.full(5, 2.0), 0.5, seed=0)
+    es.optimize(f, constraints=g, max_iterations=30)
+    again = pickle.loads(pickle.dumps(es))
+    a, b = es.optimize(f, constraints=g), again.optimize(f, constraints=g)
+    assert a.stop == b.stop and "tolfun" not in b.stop and a.fbest == b.fbest and a.evaluations == b.evaluations
+    es = evokit.SNES(np.full(5, 2.0), 0.5, seed=1)
+    r = es.optimize(f, constraints=g, max_iterations=300)
+    assert not {"tolfun", "tolfunhist", "stagnation_iterations"} & set(r.stop), r.stop
+
+
+def test_a_run_that_converged_onto_the_boundary_from_outside_is_a_success():
+    h = ConstraintHandler(2, 1)
+    h.xbest, h.fbest, h.tells, h.batch_size, h.last_feasible_tell = np.zeros(2), 1.5, 100, 8, 10
+    assert "no feasible solution was told in the last 90 generations" in h.unconverged()
+    h.center_value = 1.5 - 1e-7  # the last centre: just outside, f within 1e-6 relative
+    assert h.unconverged() is None
+    h.center_value = 1.0  # converged elsewhere: xbest is an early point
+    assert "no feasible solution was told in the last 90 generations" in h.unconverged()

@@ -348,6 +348,12 @@ class CMABase : public AskTellStrategy {
   // run, restarts included: for f-values that are not the objective's, e.g.
   // an augmented Lagrangian whose multipliers still move.
   void disable_stagnation() noexcept;
+  // Switches every criterion that judges the told values' spread off for
+  // the rest of the run, restarts included: tolfun, tolfunhist and
+  // tolstagnation. For values whose spread is not the objective's precision:
+  // near a constrained optimum an augmented Lagrangian's spread is set by
+  // its penalty factors, and tolfun on it ends runs long before f converges.
+  void disable_value_criteria() noexcept;
   // Counts n >= 0 evaluations made outside the generations (the centre's,
   // which a constrained run evaluates each generation) toward evaluations()
   // and maxfevals (checked at the next tell). std::invalid_argument if n < 0.

@@ -52,6 +52,12 @@ void CMABase::disable_stagnation() noexcept {
   options_.tolstagnation = std::numeric_limits<std::int64_t>::max() / 4;
 }
 
+void CMABase::disable_value_criteria() noexcept {
+  disable_stagnation();
+  options_.tolfun = 0.0;  // a spread is never < 0
+  options_.tolfunhist = 0.0;
+}
+
 void CMABase::count_evaluations(std::int64_t n) {
   if (n < 0) throw std::invalid_argument("count_evaluations: n must be >= 0, got " + std::to_string(n));
   evaluations_ += n;
