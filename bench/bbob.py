@@ -1,4 +1,4 @@
-"""COCO's suites (bbob, bbob-largescale, bbob-mixint): EvoKit's ask/tell
+"""COCO's suites (bbob, bbob-largescale, bbob-mixint, bbob-constrained): EvoKit's ask/tell
 strategies and the peers a user would pick instead, run by COCO's protocol,
 side by side.
 
@@ -41,7 +41,14 @@ Libraries: ``evokit-bipop`` (CMAES, BIPOP), ``evokit-ipop``, and
 ``evokit-<strategy>`` for any other EvoKit ask/tell strategy (sep-cma,
 snes, xnes, crfmnes, lmmaes, maes, pgpe, cem, openes, ars, ga: independent
 restarts only); peers: ``pycma-bipop``, ``pycma-sep`` (pycma's separable
-model, CMA_diagonal=True), ``cmaes-ipop``, ``modcma-bipop``, ``nevergrad`` (NGOpt). Peers are imported only when run:
+model, CMA_diagonal=True), ``cmaes-ipop``, ``modcma-bipop``, ``nevergrad`` (NGOpt).
+On bbob-mixint, evokit-bipop / evokit-ipop (CMA-ES with margin), pycma
+(``integer_variables``) and cmaes (``CMAwM``, its IPOP loop) are told the
+integer coordinates and the box. On bbob-constrained: ``evokit-cma`` (or any
+evokit-<strategy>: tell(..., constraints=G), then tell_center with the
+centre's values, as optimize(f, constraints=g) does) and ``pycma-con2``
+(``fmin_con2`` with its defaults), each with independent restarts; a
+constrained problem's evaluations count f's and g's, as COCO's do. Peers are imported only when run:
 ``pip install coco-experiment cocopp cma cmaes modcma``.
 """
 
@@ -76,7 +83,8 @@ GROUPS = {"separable": range(1, 6), "moderate": range(6, 10), "ill-conditioned":
 #: bbob-constrained's groups: each raw function with its six numbers of constraints.
 CONSTRAINED_GROUPS = {f"f{k}-f{k + 5}": range(k, k + 6) for k in range(1, 55, 6)}
 #: The suites whose problems the libraries here can run (one objective;
-#: bbob-mixint's integer variables are not declared to the libraries, which treat them as real;
+#: bbob-mixint's integer variables and box are declared to evokit-bipop/ipop (CMA-ES with
+#: margin), pycma (integer_variables) and cmaes (CMAwM); the other libraries treat them as real;
 #: bbob-constrained's inequality constraints g(x) <= 0 are told with f).
 SUITES = ("bbob", "bbob-largescale", "bbob-mixint", "bbob-constrained")
 
@@ -96,6 +104,8 @@ class Objective:
         self.dimension = problem.dimension
         self.single = problem.number_of_objectives == 1 and math.isfinite(fopt)
         self.constrained = problem.number_of_constraints > 0
+        # bbob-mixint: the first `integers` coordinates are integers within the box
+        self.integers = int(getattr(problem, "number_of_integer_variables", 0) or 0)
         self.fopt = fopt
         self.evaluations = 0  # of f, plus those of g on a constrained problem (COCO's count)
         self.best = math.inf
@@ -199,8 +209,12 @@ def run_evokit(obj: Objective, seed: int, variant: str) -> int:
     while not obj.done:
         s = _seed(seed, run)
         if variant in ("bipop", "ipop"):
+            mixed = {}
+            if obj.integers:  # CMA-ES with margin over the integer coordinates, in the box
+                mixed = {"integer_variables": list(range(obj.integers)),
+                         "bounds": (np.array(obj.problem.lower_bounds), np.array(obj.problem.upper_bounds))}
             es = evokit.CMAES(x0, SIGMA0, seed=s, restarts=9, restart_strategy=variant,
-                              max_evaluations=obj.remaining)
+                              max_evaluations=obj.remaining, **mixed)
         else:
             # on a constrained problem every f-evaluation comes with one of g
             cls = _evokit_strategy(variant)
@@ -235,6 +249,9 @@ def run_pycma(obj: Objective, seed: int, restricted: Optional[str] = None) -> in
         # on a constrained problem every f-evaluation comes with one of g
         opts = {"maxfevals": obj.remaining // 2 if obj.constrained else obj.remaining, "verbose": -9,
                 "seed": _seed(seed, run), "termination_callback": lambda es: obj.done}
+        if obj.integers:  # pycma's integer handling, in the box
+            opts.update(integer_variables=list(range(obj.integers)),
+                        bounds=[list(obj.problem.lower_bounds), list(obj.problem.upper_bounds)])
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
             if obj.constrained:  # fmin_con2 with its defaults (pycma's augmented Lagrangian)
@@ -253,18 +270,31 @@ def run_cmaes(obj: Objective, seed: int) -> int:
     restart, a uniform restart mean), the first run from x0."""
     from cmaes import CMA
 
+    from cmaes import CMAwM
+
     rng = np.random.default_rng(seed)
     mean = np.array(obj.problem.initial_solution, dtype=np.float64)
     popsize, run = None, 0
+    n = obj.dimension
     while not obj.done:
-        opt = CMA(mean=mean, sigma=SIGMA0, seed=_seed(seed, run), population_size=popsize)
+        if obj.integers:  # CMA-ES with margin (CMAwM) over the integer coordinates, in the box
+            bounds = np.stack([obj.problem.lower_bounds, obj.problem.upper_bounds], axis=1)
+            steps = np.array([1.0] * obj.integers + [0.0] * (n - obj.integers))
+            opt = CMAwM(mean=mean, sigma=SIGMA0, bounds=bounds, steps=steps, seed=_seed(seed, run),
+                        population_size=popsize)
+        else:
+            opt = CMA(mean=mean, sigma=SIGMA0, seed=_seed(seed, run), population_size=popsize)
         popsize = opt.population_size
         run += 1
         while not obj.done:
             sols = []
             for _ in range(opt.population_size):
-                x = opt.ask()
-                sols.append((x, obj(x)))
+                if obj.integers:
+                    x_eval, x_tell = opt.ask()
+                    sols.append((x_tell, obj(x_eval)))
+                else:
+                    x = opt.ask()
+                    sols.append((x, obj(x)))
             opt.tell(sols)
             if opt.should_stop():
                 break
