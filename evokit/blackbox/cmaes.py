@@ -65,13 +65,15 @@ def _bounds(bounds, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
 class _CMABlackBox(AskTellStrategy):
     _core_class: Any = None
 
-    def __init__(self, x0, sigma0: float, *, population_size: int | None = POPULATION_SIZE, seed: int = ASK_TELL["seed"],
+    def __init__(self, x0, sigma0: float, *, population_size: int | None = POPULATION_SIZE,
+                 seed: int = ASK_TELL["seed"],
                  bounds=None, max_evaluations: int | None = None, ftarget: float | None = None,
                  tolfun: float = STOP["tolfun"], tolfunhist: float = STOP["tolfunhist"], tolx: float = STOP["tolx"],
                  tolstagnation: int | None = TOLSTAGNATION, conditioncov: float = STOP["conditioncov"],
                  tolupsigma: float = STOP["tolupsigma"],
                  restarts: int = 0, restart_strategy: str = "ipop", integer_variables=None,
-                 margin: float | None = MARGIN, step_size_adaptation: str = "auto", nan_policy: str = ASK_TELL["nan_policy"],
+                 margin: float | None = MARGIN, step_size_adaptation: str = "auto",
+                 nan_policy: str = ASK_TELL["nan_policy"],
                  num_threads: int = ASK_TELL["num_threads"]):
         x0 = np.asarray(x0, dtype=np.float64)
         if x0.ndim != 1:

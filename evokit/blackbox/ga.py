@@ -57,9 +57,11 @@ class GA(TrackedStrategy):
                  num_elites: int = proto_default("sampling.ga_sampling.num_elites"),
                  elite_candidates: Optional[int] = proto_default("sampling.ga_sampling.elite_candidates"),
                  elite_evaluations: int = proto_default("sampling.ga_sampling.elite_evaluations"),
-                 seed: int = ASK_TELL["seed"], nan_policy: str = ASK_TELL["nan_policy"], num_threads: int = ASK_TELL["num_threads"],
+                 seed: int = ASK_TELL["seed"], nan_policy: str = ASK_TELL["nan_policy"],
+                 num_threads: int = ASK_TELL["num_threads"],
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
-                 ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"], tolfunhist: float = 0.0,
+                 ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"],
+                 tolfunhist: float = ASK_TELL["fixed_scale_tolfunhist"],
                  stagnation_iterations: Optional[int] = TOLSTAGNATION):
         population_size = check_int("population_size", population_size, 2)
         check_float32("GA", check_x0(x0), sigma)  # the core's individuals are float32

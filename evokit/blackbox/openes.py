@@ -72,9 +72,11 @@ class OpenES(SolverES):
                  optimizer: str = proto_default("optimizer.type"), antithetic: bool = proto_default("antithetic"),
                  fitness_shaping: str = proto_default("fitness_shaping"),
                  weight_decay: float = proto_default("weight_decay"),
-                 seed: int = ASK_TELL["seed"], nan_policy: str = ASK_TELL["nan_policy"], num_threads: int = ASK_TELL["num_threads"],
+                 seed: int = ASK_TELL["seed"], nan_policy: str = ASK_TELL["nan_policy"],
+                 num_threads: int = ASK_TELL["num_threads"],
                  max_evaluations: Optional[int] = None, max_iterations: Optional[int] = None,
-                 ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"], tolfunhist: float = 0.0,
+                 ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"],
+                 tolfunhist: float = ASK_TELL["fixed_scale_tolfunhist"],
                  stagnation_iterations: Optional[int] = TOLSTAGNATION, sigma_decay: float = 1.0,
                  learning_rate_decay: float = 1.0):
         n = check_x0(x0).size

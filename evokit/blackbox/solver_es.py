@@ -155,10 +155,11 @@ class ARS(SolverES):
 
     def __init__(self, x0, sigma0, *, step_size: float = proto_default("sampling.ars_sampling.step_size"),
                  top_directions: int = proto_default("sampling.ars_sampling.top_directions"),
-                 population_size: Optional[int] = EVEN_POPULATION_SIZE, seed: int = ASK_TELL["seed"], nan_policy: str = ASK_TELL["nan_policy"],
+                 population_size: Optional[int] = EVEN_POPULATION_SIZE, seed: int = ASK_TELL["seed"],
+                 nan_policy: str = ASK_TELL["nan_policy"],
                  num_threads: int = ASK_TELL["num_threads"], max_evaluations: Optional[int] = None,
                  max_iterations: Optional[int] = None, ftarget: Optional[float] = None, tolfun: float = STOP["tolfun"],
-                 tolfunhist: float = 0.0,
+                 tolfunhist: float = ASK_TELL["fixed_scale_tolfunhist"],
                  stagnation_iterations: Optional[int] = TOLSTAGNATION):
         n = check_x0(x0).size
         if given(population_size) is None:

@@ -31,7 +31,10 @@ __all__ = ["ASK_TELL", "EVEN_POPULATION_SIZE", "POPULATION_SIZE", "STOP", "TOLST
 STOP: Dict[str, float] = dict(_core.STOP_DEFAULTS)
 #: The defaults of the arguments that only the ask / tell classes take (the
 #: training options' are proto/evokit.proto's: proto_default), in one place.
-ASK_TELL: Dict[str, object] = {"seed": 0, "nan_policy": "error", "num_threads": 1}
+ASK_TELL: Dict[str, object] = {"seed": 0, "nan_policy": "error", "num_threads": 1,
+                               # GA, OpenES and ARS: off (a fixed mutation / noise scale
+                               # keeps the best f-values of a plateau apart by sampling noise)
+                               "fixed_scale_tolfunhist": 0.0}
 #: The defaults the core computes per problem, as signatures show them.
 POPULATION_SIZE = Rule(_core.DEFAULT_POPULATION_RULE)
 EVEN_POPULATION_SIZE = Rule(_core.DEFAULT_POPULATION_RULE + ", rounded up to even")

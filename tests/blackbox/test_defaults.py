@@ -192,6 +192,8 @@ def test_ask_tell_only_defaults_come_from_one_place(cls):
     for name, default in ASK_TELL.items():
         if name in params:
             assert params[name].default == default, (cls.__name__, name)
+    if cls in (evokit.GA, evokit.OpenES, evokit.ARS):
+        assert params["tolfunhist"].default == ASK_TELL["fixed_scale_tolfunhist"] == 0.0
 
 
 def test_a_population_gives_every_row_in_one_call():
