@@ -173,6 +173,11 @@ class Objective:
     def remaining(self) -> int:
         return max(0, self.budget - self.evaluations)
 
+    @property
+    def remaining_f(self) -> int:
+        """The f-evaluations left: on a constrained problem each comes with one of g."""
+        return self.remaining // 2 if self.constrained else self.remaining
+
     def restart_x0(self, rng: np.random.Generator) -> np.ndarray:
         """x0 of an independent restart: uniform in [-4, 4]^D, within the problem's box."""
         lo = np.maximum(self.problem.lower_bounds, -4.0)
@@ -216,9 +221,8 @@ def run_evokit(obj: Objective, seed: int, variant: str) -> int:
             es = evokit.CMAES(x0, SIGMA0, seed=s, restarts=9, restart_strategy=variant,
                               max_evaluations=obj.remaining, **mixed)
         else:
-            # on a constrained problem every f-evaluation comes with one of g
             cls = _evokit_strategy(variant)
-            es = cls(x0, SIGMA0, seed=s, max_evaluations=obj.remaining // 2 if obj.constrained else obj.remaining)
+            es = cls(x0, SIGMA0, seed=s, max_evaluations=obj.remaining_f)
         while not es.stop():
             X = es.ask()
             if obj.constrained:  # as optimize(f, constraints=g): the centre's values after each tell
@@ -246,8 +250,7 @@ def run_pycma(obj: Objective, seed: int, restricted: Optional[str] = None) -> in
     x0 = np.array(obj.problem.initial_solution, dtype=np.float64)
     run = 0
     while not obj.done:
-        # on a constrained problem every f-evaluation comes with one of g
-        opts = {"maxfevals": obj.remaining // 2 if obj.constrained else obj.remaining, "verbose": -9,
+        opts = {"maxfevals": obj.remaining_f, "verbose": -9,
                 "seed": _seed(seed, run), "termination_callback": lambda es: obj.done}
         if obj.integers:  # pycma's integer handling, in the box
             opts.update(integer_variables=list(range(obj.integers)),

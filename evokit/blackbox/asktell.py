@@ -355,8 +355,12 @@ class AskTellStrategy:
         handler = self._constraints
         if handler is None or not self._told:
             raise ValueError("tell_center() follows a tell(..., constraints=G), once per tell")
-        handler.center(self.result.xfavorite, value, constraints)
+        handler.center(self._favorite(), value, constraints)
         self._count_evaluations(1)
+
+    def _favorite(self) -> np.ndarray:
+        """result.xfavorite without building the result (the strategies override it)."""
+        return self.result.xfavorite
 
     def _count_evaluations(self, n: int) -> None:
         """Counts n evaluations made outside the generations (the centre's)."""
@@ -436,7 +440,7 @@ class AskTellStrategy:
                     self.tell(x, v)
                 else:
                     self.tell(x, v, constraints=g)
-                    centre = np.asarray(self.result.xfavorite, dtype=np.float64)[None, :]
+                    centre = np.asarray(self._favorite(), dtype=np.float64)[None, :]
                     raw, g = evaluate(centre)
                     self.tell_center(self._values_of(raw, centre, vectorized)[0], g[0])
                 if callback is not None and callback(self) is True:

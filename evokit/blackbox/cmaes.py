@@ -146,6 +146,9 @@ class _CMABlackBox(AskTellStrategy):
     def _count_evaluations(self, n: int) -> None:
         self._es.count_evaluations(n)
 
+    def _favorite(self) -> np.ndarray:
+        return self._es.mean_solution
+
     def _result(self) -> OptimizeResult:
         es = self._es
         mean = es.mean_solution

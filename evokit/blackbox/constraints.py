@@ -331,12 +331,11 @@ class ConstraintHandler:
         al.update(f, g)
         self.lagrangian, self._before_update = al, None
         self.center_value = f
-        if np.all(g <= 0) and f < self.fbest:
-            self.xbest, self.fbest, self.gbest = np.array(x, dtype=np.float64), f, g.copy()
-            self.xbest_tell = self.tells
+        if np.all(g <= 0):
             self.last_feasible_tell = self.tells
-        elif np.all(g <= 0):
-            self.last_feasible_tell = self.tells
+            if f < self.fbest:
+                self.xbest, self.fbest, self.gbest = np.array(x, dtype=np.float64), f, g.copy()
+                self.xbest_tell = self.tells
 
     def _record(self, x: np.ndarray, f: np.ndarray, G: np.ndarray, nan_rows: np.ndarray) -> None:
         self.tells += 1

@@ -38,7 +38,7 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 import numpy as np
 
 from .. import _core, evokit_pb2
-from ..solvers.options import Rule, field_comments, given, rule_in_comment
+from ..solvers.options import Rule, field_comments, field_default, given
 from .tracked import ASK_TELL, EVEN_POPULATION_SIZE, POPULATION_SIZE, STOP, TOLSTAGNATION, TrackedStrategy, check_int, check_x0
 
 __all__ = ["DistributionES", "SNES", "XNES", "CRFMNES", "LMMAES", "MAES", "PGPE", "CEM"]
@@ -90,16 +90,14 @@ def family_options(family: str) -> Tuple[FamilyOption, ...]:
         if field.name in _COMMON_FIELDS:
             continue
         if field.type == FieldDescriptor.TYPE_ENUM:
-            values = tuple(v.name.lower() for v in field.enum_type.values)
-            default: Any = field.enum_type.values_by_number[field.default_value].name.lower()
-            kind = "enum"
+            values, kind = tuple(v.name.lower() for v in field.enum_type.values), "enum"
         elif field.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
-            values, default, kind = (), float(field.default_value), "real"
+            values, kind = (), "real"
         else:
-            values, default, kind = (), int(field.default_value), "int"
-        doc = docs.get(field.name, "")
-        rule = rule_in_comment(doc) if default == 0 else None  # "(0: <formula>)": the core computes it
-        out.append(FamilyOption(field.name, rule or default, kind, values, doc))
+            values, kind = (), "int"
+        # the default, or the Rule of "(0: <formula>)" that the core computes for 0
+        out.append(FamilyOption(field.name, field_default(message, field.name), kind, values,
+                                docs.get(field.name, "")))
     return tuple(out)
 
 

@@ -21,8 +21,8 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from .. import _core
 
-__all__ = ["Rule", "field_comments", "given", "message_fields", "proto_default", "rule_in_comment", "set_fields",
-           "solver_options", "validate_solver_options"]
+__all__ = ["Rule", "field_comments", "field_default", "given", "message_fields", "proto_default", "rule_in_comment",
+           "set_fields", "solver_options", "validate_solver_options"]
 
 Option = Union[bool, int, float, str, List[int]]
 
@@ -181,10 +181,8 @@ def rule_in_comment(comment: str) -> Optional[Rule]:
 def proto_default(path: str, message=None):
     """The default of the option at dotted ``path`` below ``message`` (a
     message class; ``evokit_pb2.SolverConfig`` when None) as the ask / tell
-    classes take it: written once, in proto/evokit.proto. A float32 field's
-    default is the shortest decimal that rounds to it (0.01, not
-    0.009999999776), an enum's is its value name in lower case, and a 0
-    whose comment names a formula (``(0: <formula>)``) is that :class:`Rule`."""
+    classes take it (:func:`field_default`): written once, in
+    proto/evokit.proto."""
     if message is None:
         from .. import evokit_pb2
         message = evokit_pb2.SolverConfig
@@ -195,6 +193,16 @@ def proto_default(path: str, message=None):
     field = descriptor.fields_by_name.get(name)
     if field is None or field.type == FieldDescriptor.TYPE_MESSAGE:
         raise KeyError(f"{path!r} is not an option of {message.DESCRIPTOR.name} in proto/evokit.proto")
+    return field_default(descriptor, name)
+
+
+def field_default(descriptor, name: str):
+    """The default of scalar field ``name`` of the message ``descriptor`` as
+    the ask / tell classes show and take it: a float32 field's as the
+    shortest decimal that rounds to it (0.01, not 0.009999999776), an enum's
+    as its value name in lower case, and a 0 whose comment names a formula
+    (``(0: <formula>)``) as that :class:`Rule`."""
+    field = descriptor.fields_by_name[name]
     value = field.default_value
     if field.type == FieldDescriptor.TYPE_ENUM:
         return field.enum_type.values_by_number[value].name.lower()

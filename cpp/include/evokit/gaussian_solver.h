@@ -155,6 +155,9 @@ class GaussianStrategy final : public AskTellStrategy {
   std::int64_t single_key(const SamplingInfo& info, const std::string& what) const;
   // The current generation's members as samples (population_size > 0).
   std::vector<SamplingInfo> generation() const;
+  // The sample clone c draws as its n-th at the current iteration with salt
+  // `stream` (the keys of the header comment).
+  SamplingInfo sample_of(std::uint64_t clone, std::uint64_t n, std::uint64_t stream) const;
 
   const GaussianSolverOptions options_;
   const GaussianSampler sampler_;

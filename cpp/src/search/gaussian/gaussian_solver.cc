@@ -118,7 +118,6 @@ std::int64_t GaussianStrategy::single_key(const SamplingInfo& info, const std::s
 
 SamplingInfo GaussianStrategy::draw_member(int clone, std::uint64_t stream) {
   if (clone < 0) throw std::invalid_argument("clone must be >= 0, got " + std::to_string(clone));
-  const bool antithetic = options_.antithetic;
   const auto c = static_cast<std::uint64_t>(clone);
   std::uint64_t counter;
   {
@@ -126,12 +125,18 @@ SamplingInfo GaussianStrategy::draw_member(int clone, std::uint64_t stream) {
     if (counters_.size() <= c) counters_.resize(c + 1, 0);
     counter = counters_[c]++;
   }
+  return sample_of(c, counter, stream);
+}
+
+SamplingInfo GaussianStrategy::sample_of(std::uint64_t clone, std::uint64_t n,
+                                         std::uint64_t stream) const {
+  const bool antithetic = options_.antithetic;
   SamplingInfo info;
   const std::int64_t iteration = sample_iteration();
   info.key = {sampler_.draw_key(static_cast<std::uint64_t>(iteration),
-                                antithetic ? c / 2 : c, counter, stream)};
+                                antithetic ? clone / 2 : clone, n, stream)};
   info.model_iter_id = iteration;
-  info.mirrored = antithetic && c % 2 == 1;
+  info.mirrored = antithetic && clone % 2 == 1;
   return info;
 }
 
@@ -291,15 +296,10 @@ std::vector<SamplingInfo> GaussianStrategy::generation() const {
                            "its members are drawn on demand (draw_member); give it a "
                            "population_size to run it by generations");
   }
-  const bool antithetic = options_.antithetic;
-  const auto iteration = static_cast<std::uint64_t>(sample_iteration());
   std::vector<SamplingInfo> members(lambda);
   std::lock_guard<std::mutex> lock(mutex_);
   for (std::size_t c = 0; c < lambda; ++c) {
-    const std::uint64_t counter = c < counters_.size() ? counters_[c] : 0;
-    members[c].key = {sampler_.draw_key(iteration, antithetic ? c / 2 : c, counter, 0)};
-    members[c].model_iter_id = static_cast<std::int64_t>(iteration);
-    members[c].mirrored = antithetic && c % 2 == 1;
+    members[c] = sample_of(c, c < counters_.size() ? counters_[c] : 0, /*stream=*/0);
   }
   return members;
 }
