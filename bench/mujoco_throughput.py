@@ -26,6 +26,12 @@ Rows (one env step = Hopper-v5's frame_skip of 4 MuJoCo steps):
   the sampled episodes and of the centre evaluations, over the whole run's
   wall time: sampling, updates, centre evaluations, checkpoints); it runs
   once (``--train-repeats``), being long;
+- ``mujoco.rollout`` (MuJoCo's own multi-threaded C stepping): 40
+  open-loop trajectories of 1,000 env steps from Hopper-v5's initial state
+  (gymnasium's reset noise, random controls held over the frame skip, no
+  termination), on a ``Rollout(nthread=T)`` pool, T = 1 and 2: the C
+  stepping loop without a policy, beside EvoKit's rollouts on the same
+  threads;
 - EnvPool (if importable, here or with ``--envpool-python``): its Hopper-v5
   (gymnasium API) with 40 environments stepped synchronously on 2 threads
   with random actions.
@@ -59,6 +65,7 @@ from results import Report, add_out_argument  # noqa: E402
 TASK = "Hopper-v5"
 FRAME_SKIP = 4
 POPULATION = 40
+ROLLOUT_STEPS = 1000  # env steps of each mujoco.rollout trajectory (Hopper-v5's episode limit)
 
 
 def _raw_worker(seconds: float, seed: int, start, queue) -> None:
@@ -165,6 +172,43 @@ def evokit_native(seconds: float, threads: int, population: int = POPULATION) ->
     # one thread runs alone (it bounds what a second thread can gain).
     return dict(steps=steps, seconds=wall, cores=threads, episodes=episodes,
                 longest=longest / steps)
+
+
+def mujoco_rollout(seconds: float, threads: int, population: int = POPULATION) -> Dict:
+    """MuJoCo's own multi-threaded C stepping, ``mujoco.rollout``: `population`
+    open-loop trajectories of ROLLOUT_STEPS env steps each (controls held over
+    the frame skip, no termination) from Hopper-v5's initial state with
+    gymnasium's reset noise, on a ``Rollout(nthread=threads)`` pool with one
+    MjData per thread; the states it writes at every physics step are part of
+    its cost."""
+    import gymnasium
+    import mujoco
+    import numpy as np
+    from mujoco import rollout
+
+    env = gymnasium.make(TASK).unwrapped
+    model = env.model
+    data = mujoco.MjData(model)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    rng = np.random.default_rng(0)
+    initial = np.empty((population, mujoco.mj_stateSize(model, spec)))
+    for i in range(population):
+        mujoco.mj_resetData(model, data)
+        data.qpos[:] = env.init_qpos + rng.uniform(-5e-3, 5e-3, model.nq)
+        data.qvel[:] = env.init_qvel + rng.uniform(-5e-3, 5e-3, model.nv)
+        mujoco.mj_getState(model, data, initial[i], spec)
+    controls = np.repeat(rng.uniform(-1.0, 1.0, (population, ROLLOUT_STEPS, model.nu)), FRAME_SKIP, axis=1)
+    datas = [mujoco.MjData(model) for _ in range(threads)]
+    with rollout.Rollout(nthread=threads) as pool:
+        pool.rollout(model, datas, initial, controls[:, :FRAME_SKIP])  # warm-up
+        steps, calls = 0, 0
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            pool.rollout(model, datas, initial, controls)
+            steps += population * ROLLOUT_STEPS
+            calls += 1
+        wall = time.perf_counter() - t0
+    return dict(steps=steps, seconds=wall, cores=threads, episodes=calls * population)
 
 
 def evokit_train(config: str) -> Dict:
@@ -300,6 +344,9 @@ def main(argv: Optional[List[str]] = None) -> None:
                      f"{'s' if threads > 1 else ''}", evokit_native, (args.seconds, threads)))
     runs.append((f"EvoKit native, population {10 * POPULATION}, 2 threads", evokit_native,
                  (args.seconds, 2, 10 * POPULATION)))
+    for threads in (1, 2):
+        runs.append((f"mujoco.rollout, {POPULATION} open-loop trajectories, {threads} thread"
+                     f"{'s' if threads > 1 else ''}", mujoco_rollout, (args.seconds, threads)))
     runs.append(("EnvPool Hopper-v5, 40 envs, 2 threads", envpool_rows,
                  (args.seconds, args.envpool_python)))
     train_row = f"evokit train {os.path.basename(args.train_config)}, 2 workers"

@@ -428,6 +428,26 @@ class ESAgent:
         core_infos, rewards = self._samples(infos, rewards)
         return self._root()._core.shortfall(core_infos, rewards)
 
+    def update_selected(self, samples: "_core.SelectedRecords", history=None) -> dict:
+        """:meth:`update` from the samples ``_core.select_update_records``
+        took from sampling logs, read where the core keeps them (``evokit
+        update``: millions of samples, no Python object per sample)."""
+        if self._parent is not None:
+            raise RuntimeError("update() must be called on the agent that owns the solver, "
+                               "not on a clone")
+        self._require_solver("update")
+        stats = self._core.update_selected(samples, history)
+        self._state = None
+        rewards = samples.rewards
+        stats.update(reward_mean=float(rewards.mean()), reward_max=float(rewards.max()),
+                     reward_min=float(rewards.min()))
+        return stats
+
+    def shortfall_selected(self, samples: "_core.SelectedRecords") -> Optional[str]:
+        """:meth:`shortfall` of the samples ``_core.select_update_records`` took."""
+        self._require_solver("shortfall")
+        return self._root()._core.shortfall_selected(samples)
+
     @staticmethod
     def _samples(infos, rewards):
         rewards = np.asarray(rewards, dtype=np.float64)

@@ -120,6 +120,18 @@ def test_online_pipeline_writes_its_result_files(bench_module, tmp_path):
     assert rows["sample, trained"]["env_steps"] > rows["sample, iteration 0"]["env_steps"]
 
 
+def test_update_scale_writes_its_result_files(bench_module, tmp_path):
+    args = ["--records", "300", "600", "--shards", "2", "--out", str(tmp_path)]
+    scale = bench_module("update_scale", *args)
+    assert scale.main(args) == 0
+    data = assert_result_files(tmp_path, "update_scale", "python bench/update_scale.py --records 300 600 --shards 2")
+    rows = data["results"]
+    assert [(r["records"], r["shards"]) for r in rows.values()] == [(300, 1), (600, 2)]
+    for r in rows.values():
+        assert f"used {r['records']} samples" in r["report"] and "dropped" not in r["report"]
+        assert r["peak_mib"] > 0 and r["log_mib"] > 0
+
+
 def test_serial_share_writes_its_result_files(bench_module, tmp_path):
     args = ["--tasks", "Hopper-v5", "--generations", "1", "--threads", "2", "--out", str(tmp_path)]
     share = bench_module("serial_share", *args)

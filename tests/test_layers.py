@@ -26,7 +26,7 @@ USES = {
 
 # The folder of each installed header of the core (cpp/include/evokit).
 HEADER_FOLDER = {
-    "errors.h": "common",
+    "errors.h": "common", "sample_key.h": "common",
     "noise.h": "noise", "philox.h": "noise", "gaussian_sampler.h": "noise", "numpy_random.h": "noise",
     "symmetric_eigen.h": "linalg",
     "policy_graph.h": "policy",

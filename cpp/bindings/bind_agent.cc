@@ -2,9 +2,11 @@
 #include <evokit/population.h>
 #include <evokit/gaussian_solver.h>
 #include <evokit/solver.h>
+#include <evokit/formats/update_records.h>
 
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "pybind11.h"
@@ -35,6 +37,44 @@ std::string repr(const SamplingInfo& info) {
   return out.str();
 }
 
+// One update of `self` from infos and rewards; `history` maps older
+// iterations to their centres (the ones the infos name are copied).
+py::dict update_with_history(ESAgent& self, const std::vector<SamplingInfo>& infos, const std::vector<double>& r,
+                             const std::optional<py::dict>& history) {
+  // Copy the parameters of the older iterations the samples need.
+  std::map<std::int64_t, std::vector<float>> older;
+  const std::int64_t current = self.model_iter_id();
+  if (history) {
+    std::set<std::int64_t> named;
+    for (const SamplingInfo& info : infos) {
+      if (info.model_iter_id < current) named.insert(info.model_iter_id);
+    }
+    for (const std::int64_t t : named) {
+      const py::int_ key(t);
+      if (!history->contains(key)) continue;  // the solver names the missing one
+      const FloatIn value = FloatIn::ensure((*history)[key]);
+      if (!value) {
+        throw std::invalid_argument("history[" + std::to_string(t) + "] must be a 1-D float array");
+      }
+      const std::string what = "history[" + std::to_string(t) + "]";
+      older.emplace(t, to_vector<float>(value, what.c_str()));
+    }
+  }
+  UpdateStats stats;
+  {
+    py::gil_scoped_release release;
+    stats = self.update(infos, r, [&older](std::int64_t t) -> const std::vector<float>* {
+      const auto it = older.find(t);
+      return it == older.end() ? nullptr : &it->second;
+    });
+  }
+  py::dict out;
+  out["num_samples"] = stats.num_samples;
+  out["num_corrected"] = stats.num_corrected;
+  out["model_iter_id"] = stats.model_iter_id;
+  return out;
+}
+
 }  // namespace
 
 void bind_agent(py::module_& m) {
@@ -42,12 +82,14 @@ void bind_agent(py::module_& m) {
                            "The noise a sampling agent used: its key, the model iteration it "
                            "perturbed and whether it is the mirrored (-eps) member of a pair.")
       .def(py::init([](std::vector<std::int64_t> key, std::int64_t model_iter_id, bool mirrored) {
-             return SamplingInfo{std::move(key), model_iter_id, mirrored};
+             return SamplingInfo{SampleKey(key), model_iter_id, mirrored};
            }),
            py::arg("key") = std::vector<std::int64_t>{}, py::arg("model_iter_id") = 0,
            py::arg("mirrored") = false)
-      .def_readwrite("key", &SamplingInfo::key,
-                     "The noise keys (read as a copy: assign a new list to change them).")
+      .def_property(
+          "key", [](const SamplingInfo& s) { return s.key.to_vector(); },
+          [](SamplingInfo& s, const std::vector<std::int64_t>& key) { s.key = key; },
+          "The noise keys (read as a copy: assign a new list to change them).")
       .def_readwrite("model_iter_id", &SamplingInfo::model_iter_id)
       .def_readwrite("mirrored", &SamplingInfo::mirrored)
       .def(
@@ -155,42 +197,18 @@ void bind_agent(py::module_& m) {
           "update",
           [](ESAgent& self, const std::vector<SamplingInfo>& infos, const DoubleIn& rewards,
              const std::optional<py::dict>& history) {
-            const std::vector<double> r = to_vector<double>(rewards, "rewards");
-            // Copy the parameters of the older iterations the samples need.
-            std::map<std::int64_t, std::vector<float>> older;
-            const std::int64_t current = self.model_iter_id();
-            if (history) {
-              for (const SamplingInfo& info : infos) {
-                const std::int64_t t = info.model_iter_id;
-                if (t >= current || older.count(t) != 0) continue;
-                const py::int_ key(t);
-                if (!history->contains(key)) continue;  // the solver names the missing one
-                const FloatIn value = FloatIn::ensure((*history)[key]);
-                if (!value) {
-                  throw std::invalid_argument("history[" + std::to_string(t) +
-                                              "] must be a 1-D float array");
-                }
-                const std::string what = "history[" + std::to_string(t) + "]";
-                older.emplace(t, to_vector<float>(value, what.c_str()));
-              }
-            }
-            UpdateStats stats;
-            {
-              py::gil_scoped_release release;
-              stats = self.update(infos, r, [&older](std::int64_t t) -> const std::vector<float>* {
-                const auto it = older.find(t);
-                return it == older.end() ? nullptr : &it->second;
-              });
-            }
-            py::dict out;
-            out["num_samples"] = stats.num_samples;
-            out["num_corrected"] = stats.num_corrected;
-            out["model_iter_id"] = stats.model_iter_id;
-            return out;
+            return update_with_history(self, infos, to_vector<double>(rewards, "rewards"), history);
           },
           py::arg("infos"), py::arg("rewards"), py::arg("history") = py::none(),
           "One update of the solver (original only). `history` maps an older model iteration to "
           "its centre parameters, for samples drawn before the last update (Gaussian sampling).")
+      .def(
+          "update_selected",
+          [](ESAgent& self, const formats::SelectedRecords& samples, const std::optional<py::dict>& history) {
+            return update_with_history(self, samples.infos, samples.rewards, history);
+          },
+          py::arg("samples"), py::arg("history") = py::none(),
+          "update() of the samples select_update_records took, read where they are (no copy).")
       .def(
           "shortfall",
           [](const ESAgent& self, const std::vector<SamplingInfo>& infos,
@@ -201,6 +219,18 @@ void bind_agent(py::module_& m) {
           },
           py::arg("infos"), py::arg("rewards"),
           "Why these samples are not yet enough for an update (None when they are).")
+      .def(
+          "shortfall_selected",
+          [](const ESAgent& self, const formats::SelectedRecords& samples) -> std::optional<std::string> {
+            std::string s;
+            {
+              py::gil_scoped_release release;
+              s = self.shortfall(samples.infos, samples.rewards);
+            }
+            if (s.empty()) return std::nullopt;
+            return s;
+          },
+          py::arg("samples"), "shortfall() of the samples select_update_records took.")
       .def("draw_members", &ESAgent::draw_members, py::arg("count"), py::arg("first") = 0,
            py::call_guard<py::gil_scoped_release>(),
            "The next members for clones first .. first+count-1, as their add_noise() would draw "

@@ -43,8 +43,6 @@ solver's to say (``corrects_older_samples``, ``check_member``,
 
 from __future__ import annotations
 
-import collections
-import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -53,18 +51,14 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from .. import evokit_pb2 as pb
-from ..agent import ESAgent, core_info
+from .. import _core
+from ..agent import ESAgent
 from ..config import parse_config
-from ..errors import LogError
 from ..evaluation.base import Evaluator
 from ..evaluation.factory import make_evaluator
 from ..evaluation.seeds import SAMPLER_TAG, episode_seed_table
 from .samplelog import Skipped, append_sampler_chunk, iter_log
 from .warehouse import INFO_FILE, Consumed, Warehouse
-
-# Rewards are float32 in the Gaussian update: a larger one would abort the
-# whole update, so such a record is dropped (and counted) like a non-finite one.
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 __all__ = ["EvaluateReport", "SampleReport", "UpdateReport", "evaluate", "sample", "update"]
 
@@ -230,78 +224,39 @@ def _update_locked(wh: Warehouse, logs: Sequence, config) -> UpdateReport:
     report = UpdateReport(from_iteration=k, to_iteration=None)
     kept = wh.iterations()
     max_to_keep = agent.config.async_es.max_to_keep
-    window = set(kept[-max_to_keep:])
+    window = kept[-max_to_keep:]
     consumed = Consumed()
     for u in window:
         if u > 0:
             consumed.update(wh.consumed(u))
-    model_fingerprint = wh.model_fingerprint  # of each kept iteration a record names, verified once
-    dropped = collections.Counter()
-    infos, rewards, ids, seen = [], [], [], {}
-    solver = agent.solver  # asked once per record: looked up once
-    older_ok = solver.corrects_older_samples
-    config_fp = wh.info.config_fingerprint
-    consumed.runs()  # compacted once: lookups below only read it
-    for path in logs:
-        try:
-            records = iter_log(path, report.skipped)
-        except LogError as exc:
-            report.log_errors.append(str(exc))
-            continue
-        for rec in records:  # of each record, only what the update needs is kept
-            r = rec.record
-            it = r.info.model_iter_id
-            if r.config_fingerprint != config_fp:
-                dropped["from another config or model (config fingerprint differs)"] += 1
-            elif it > k or it < 0:
-                dropped[f"from a future or unknown iteration (the warehouse is at {k})"] += 1
-            elif it != k and not older_ok:
-                dropped[f"{agent.sampling_type} sample drawn at an older iteration (a sample is "
-                        f"rebuilt only from the distribution/population it was drawn from)"] += 1
-            elif it not in window:
-                dropped[f"from an iteration no longer kept (max_to_keep = {max_to_keep})"] += 1
-            elif r.model_fingerprint != model_fingerprint(it):
-                dropped["from another run (model fingerprint differs from the warehouse's)"] += 1
-            elif (identity := rec.identity) in consumed:
-                dropped["already applied by an earlier update"] += 1
-            elif identity in seen:
-                dropped["duplicate of another record in these logs" if seen[identity] == rec.record_id
-                        else "another record with the same sampler, iteration and sample_index came first"] += 1
-            elif not math.isfinite(reward := r.reward):
-                dropped["reward is not finite"] += 1
-            elif abs(reward) > _FLOAT32_MAX:
-                dropped["reward beyond the float32 range (|reward| > 3.4e38)"] += 1
-            elif not _rebuildable(solver, info := core_info(r.info)):
-                dropped["invalid key"] += 1
-            else:
-                seen[identity] = rec.record_id
-                infos.append(info)
-                rewards.append(reward)
-                ids.append(identity)
-    report.dropped = dict(dropped)
-    if not infos:
+    # Which records the update takes is the core's rule
+    # (cpp/include/evokit/formats/update_records.h): the logs are read in
+    # pieces, decoded on every core, and only each taken record's key and
+    # reward are kept. The model of a kept iteration is read (and verified)
+    # only if a record names it.
+    samples = _core.select_update_records(
+        [os.fspath(p) for p in logs], agent.solver, config_fingerprint=wh.info.config_fingerprint,
+        iteration=k, window=set(window), max_to_keep=max_to_keep,
+        corrects_older_samples=agent.solver.corrects_older_samples, sampling_type=agent.sampling_type,
+        model_fingerprint=wh.model_fingerprint, consumed_ids=list(consumed.ids),
+        consumed_runs=[(s, it, first, end) for (s, it), runs in consumed.runs().items() for first, end in runs],
+        num_threads=os.cpu_count() or 1)
+    report.skipped = [Skipped(*s) for s in samples.skipped]
+    report.log_errors = list(samples.log_errors)
+    report.dropped = dict(samples.dropped)
+    if not len(samples):
         return report
-    report.incomplete = agent.shortfall(infos, rewards)
+    report.incomplete = agent.shortfall_selected(samples)
     if report.incomplete is not None:
         return report
-    history = {u: wh.params(u) for u in {i.model_iter_id for i in infos} if u != k}
-    stats = agent.update(infos, rewards, history=history)
-    wh.commit(agent, consumed=ids)
+    history = {u: wh.params(u) for u in samples.iterations if u != k}
+    stats = agent.update_selected(samples, history=history)
+    wh.commit(agent, consumed=Consumed.taken(samples))
     report.to_iteration = agent.model_iter_id
-    report.used = len(infos)
+    report.used = len(samples)
     report.corrected = int(stats.get("num_corrected", 0))
-    report.reward_mean = float(np.mean(rewards))
+    report.reward_mean = float(np.mean(samples.rewards))
     return report
-
-
-def _rebuildable(solver, info) -> bool:
-    """Whether the solver can rebuild ``info`` (the core's SamplingInfo: a
-    key in range; for CMA / GA a member of the current generation)."""
-    try:
-        solver.check_member(info)
-    except (ValueError, IndexError):
-        return False
-    return True
 
 
 @dataclass

@@ -512,6 +512,17 @@ class Consumed:
         return len(self.ids) + sum(end - first for runs in self.runs().values() for first, end in runs)
 
     @classmethod
+    def taken(cls, samples) -> "Consumed":
+        """The identities of the records ``_core.select_update_records`` took
+        (its ``taken_ids`` and ``taken_runs``), without one object per record."""
+        out = cls()
+        out.ids = set(samples.taken_ids)
+        for sampler, iteration, first, end in samples.taken_runs:
+            out._runs.setdefault((sampler, iteration), []).append((first, end))
+            out._indices.setdefault((sampler, iteration), [])
+        return out
+
+    @classmethod
     def from_proto(cls, msg: pb.ConsumedSamples) -> "Consumed":
         out = cls()
         out.ids = set(msg.record_ids)

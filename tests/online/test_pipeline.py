@@ -879,3 +879,114 @@ def test_a_record_claiming_another_records_number_is_dropped(setup):
     rep = update(wh, [log])
     assert rep.used == 4
     assert rep.dropped == {"another record with the same sampler, iteration and sample_index came first": 1}
+
+
+def _reference_selection(wh, logs, consumed=()):
+    """The update's rule written the direct way, one record at a time in
+    Python (the oracle of the core's select_update_records): the records
+    taken, in order, and the counts of the ones dropped."""
+    w = Warehouse(wh)
+    agent = w.load_agent()
+    k, fp = agent.model_iter_id, w.info.config_fingerprint
+    taken, dropped, seen = [], collections.Counter(), {}
+    for path in logs:
+        for rec in read_log(path).records:
+            r = rec.record
+            identity = rec.identity
+            if r.config_fingerprint != fp:
+                dropped["config"] += 1
+            elif r.info.model_iter_id != k:
+                dropped["iteration"] += 1
+            elif r.model_fingerprint != w.model_fingerprint(k):
+                dropped["model"] += 1
+            elif identity in consumed:
+                dropped["consumed"] += 1
+            elif identity in seen:
+                dropped["twice" if seen[identity] == rec.record_id else "claim"] += 1
+            elif not np.isfinite(r.reward) or abs(r.reward) > float(np.finfo(np.float32).max):
+                dropped["reward"] += 1
+            else:
+                try:
+                    agent.solver.check_member(evokit.agent.core_info(r.info))
+                except (ValueError, IndexError):
+                    dropped["key"] += 1
+                    continue
+                seen[identity] = rec.record_id
+                taken.append((list(r.info.key), r.info.mirrored, r.reward, identity))
+    return taken, dropped
+
+
+def test_the_core_takes_the_records_the_rule_names(setup):
+    """select_update_records against the rule written record by record in
+    Python, on two logs of four samplers with everything an update meets:
+    records appended twice, conflicting claims, unnumbered records (and one
+    appended twice), numbers out of order, bad rewards and keys, foreign
+    records, what an earlier update consumed; read in pieces far smaller
+    than the logs."""
+    from evokit import _core
+
+    tmp, cfg, model, wh = setup
+    rng = np.random.default_rng(3)
+    logs = [tmp / "a.log", tmp / "b.log"]
+    for s in range(4):
+        sample(wh, "CartPole-v1", 300, logs[s % 2], seed=s)
+    base = [rec.record for path in logs for rec in read_log(path).records]
+    extra = []
+    for i in rng.choice(len(base), 200, replace=False):
+        r = pb.SampleRecord()
+        r.CopyFrom(base[i])
+        kind = i % 8
+        if kind == 1:
+            r.reward += 1.0                      # a claim on another record's number
+        elif kind == 2:
+            r.ClearField("sample_index")         # unnumbered
+        elif kind == 3:
+            r.sample_index += 1000 + int(i)      # a number no record had, out of order
+        elif kind == 4:
+            r.reward = float(["nan", "inf", "3.5e38"][i % 3])
+            r.sample_index += 5000 + int(i)
+        elif kind == 5:
+            r.info.key[:] = [10**12]             # beyond the noise table
+            r.sample_index += 9000 + int(i)
+        elif kind == 6:
+            r.model_fingerprint = "0" * 64
+        elif kind == 7:
+            r.info.model_iter_id = 1
+        extra.append(r)
+    unnumbered = [r for r in extra if not r.HasField("sample_index")]
+    extra += unnumbered[:3]                      # unnumbered, appended twice
+    order = rng.permutation(len(extra))
+    append_records(logs[0], [extra[i] for i in order[:100]])
+    append_records(logs[1], [extra[i] for i in order[100:]])
+    consumed = {(0, 0, j) for j in range(50, 80)} | {(3, 0, 7)}
+    want, want_dropped = _reference_selection(wh, logs, consumed)
+
+    w = Warehouse(wh)
+    agent = w.load_agent()
+    from evokit.online.warehouse import Consumed
+    c = Consumed(consumed)
+    got = _core.select_update_records(
+        [str(p) for p in logs], agent.solver, config_fingerprint=w.info.config_fingerprint, iteration=0,
+        window={0}, max_to_keep=3, corrects_older_samples=True, sampling_type="GAUSSIAN_SAMPLING",
+        model_fingerprint=w.model_fingerprint, consumed_ids=[], num_threads=2, chunk_bytes=4096,
+        consumed_runs=[(s, it, a, b) for (s, it), runs in c.runs().items() for a, b in runs])
+    assert len(got) == len(want) > 1000
+    assert list(got.rewards) == [t[2] for t in want]
+    names = {"from another config or model (config fingerprint differs)": "config",
+             "from a future or unknown iteration (the warehouse is at 0)": "iteration",
+             "from another run (model fingerprint differs from the warehouse's)": "model",
+             "already applied by an earlier update": "consumed",
+             "duplicate of another record in these logs": "twice",
+             "another record with the same sampler, iteration and sample_index came first": "claim",
+             "reward is not finite": "reward", "reward beyond the float32 range (|reward| > 3.4e38)": "reward",
+             "invalid key": "key"}
+    got_dropped = collections.Counter()
+    for reason, n in got.dropped.items():
+        got_dropped[names[reason]] += n
+    assert got_dropped == want_dropped
+    assert set(want_dropped) == {"iteration", "model", "consumed", "twice", "claim", "reward", "key"}
+    taken = Consumed.taken(got)
+    expected = Consumed(t[3] for t in want)
+    assert taken.runs() == expected.runs() and taken.ids == expected.ids and len(taken.ids) > 10
+    assert got.skipped == [] and got.log_errors == [] and got.records_read == sum(
+        len(read_log(p).records) for p in logs)

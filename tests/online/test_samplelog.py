@@ -692,3 +692,58 @@ def test_the_cores_chunk_encoder_writes_the_bytes_protobuf_writes(tmp_path):
                          sampler_id=sampler, time=now, first_index=first)
     assert path.read_bytes() == want
     assert [r.record.sample_index for r in read_log(path).records] == [first + j for j in range(count)]
+
+
+def test_the_core_reads_payloads_as_protobuf_does():
+    """The core's decoder (what evokit update reads of a record) against
+    protobuf's parser on records and on their damaged bytes: the same
+    payloads accepted, the same fields read."""
+    rng = random.Random(7)
+    extra_fields = [
+        b"\x98\x06\x05",                          # field 99, varint: unknown
+        b"\x9b\x06\x08\x01\xa3\x06\xa4\x06\x9c\x06",  # field 99, a group holding a field and a group
+        b"\x11\x01\x02",                          # field 2 (reward) truncated
+        b"\x2a\x01\x07",                          # field 5 (sampler_id) as bytes: unknown
+        b"\x0a\x02\x10\x09",                      # info again: model_iter_id 9 (messages merge)
+        b"\x0a\x03\x0a\x01\x05",                  # info again: one packed key
+        b"\x40\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01",  # an overlong varint
+        b"\x45\x01\x02\x03\x04",                  # field 8 as fixed32: unknown
+    ]
+    checked = accepted = 0
+    for i in range(4000):
+        rec = make_record(i, sampler_id=i % 5, pad=i % 7)
+        if i % 3 == 0:
+            rec.sample_index = i
+        data = bytearray(rec.SerializeToString())
+        for _ in range(rng.randrange(3)):
+            op = rng.randrange(4)
+            if op == 0 and data:
+                data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+            elif op == 1 and data:
+                del data[rng.randrange(len(data)):]
+            else:
+                at = rng.randrange(len(data) + 1)
+                data[at:at] = rng.choice(extra_fields)
+        payload = bytes(data)
+        theirs = pb.SampleRecord()
+        try:
+            theirs.ParseFromString(payload)
+            ok = True
+        except Exception:  # noqa: BLE001 -- protobuf's DecodeError
+            ok = False
+        ours = _core.decode_sample_record(payload)
+        assert isinstance(ours, dict) == ok, (payload, ours)
+        checked += 1
+        if not ok:
+            continue
+        accepted += 1
+        assert ours["key"] == list(theirs.info.key)
+        assert ours["model_iter_id"] == theirs.info.model_iter_id
+        assert ours["mirrored"] == theirs.info.mirrored
+        assert struct.pack("<d", ours["reward"]) == struct.pack("<d", theirs.reward)
+        assert ours["sampler_id"] == theirs.sampler_id
+        assert ours["sample_index"] == (theirs.sample_index if theirs.HasField("sample_index") else None)
+        for name in ("config_fingerprint", "model_fingerprint"):
+            want = getattr(theirs, name)  # bytes where they are not UTF-8 (proto2 does not check)
+            assert ours[name] == (want if isinstance(want, bytes) else want.encode())
+    assert checked == 4000 and 1000 < accepted < 3900

@@ -41,13 +41,15 @@
 #include <variant>
 #include <vector>
 
+#include "evokit/sample_key.h"
+
 namespace evokit {
 
 class Population;
 
 // The core's view of the SamplingInfo message in proto/evokit.proto.
 struct SamplingInfo {
-  std::vector<std::int64_t> key;
+  SampleKey key;
   std::int64_t model_iter_id = 0;
   bool mirrored = false;
 };

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -27,11 +29,13 @@ void check_rewards(const float* rewards, std::size_t n) {
   }
 }
 
-std::vector<double> ranks_of_checked(const float* rewards, std::size_t n) {
-  std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [rewards](std::size_t a, std::size_t b) { return rewards[a] < rewards[b]; });
+// Index is the type of a position in the sort: 4 bytes where n allows (the
+// sort of ten million rewards then moves half the bytes; the same order).
+template <class Index>
+std::vector<double> ranks_in_order(const float* rewards, std::size_t n) {
+  std::vector<Index> order(n);
+  std::iota(order.begin(), order.end(), Index{0});
+  std::stable_sort(order.begin(), order.end(), [rewards](Index a, Index b) { return rewards[a] < rewards[b]; });
   std::vector<double> ranks(n);
   std::size_t first = 0;
   while (first < n) {
@@ -43,6 +47,11 @@ std::vector<double> ranks_of_checked(const float* rewards, std::size_t n) {
     first = last;
   }
   return ranks;
+}
+
+std::vector<double> ranks_of_checked(const float* rewards, std::size_t n) {
+  if (n <= std::numeric_limits<std::uint32_t>::max()) return ranks_in_order<std::uint32_t>(rewards, n);
+  return ranks_in_order<std::size_t>(rewards, n);
 }
 
 }  // namespace

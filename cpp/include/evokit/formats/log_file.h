@@ -8,8 +8,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "evokit/record_log.h"
 
 namespace evokit::formats {
 
@@ -27,5 +32,15 @@ void append_to_log(int fd, const std::string& path, std::string_view batch, std:
 // The bytes of the log at `path`, read under a shared flock (none where the
 // file system has no flock), so that no appender of this module is mid-batch.
 std::string read_log_file(const std::string& path);
+
+// The log at `path` read as read_log_file reads it, in pieces of about
+// `chunk_bytes` (memory: chunk_bytes plus one record's largest size), each
+// handed to on_piece(data, base, spans): data holds the file's bytes
+// [base, base + data.size()), spans the records and skipped stretches in
+// them with file offsets, in file order, the pieces one after another. The
+// records are exactly the ones scan_record_log finds in the whole file;
+// a skipped stretch that crosses a piece's end comes as two stretches.
+using LogPieceFn = std::function<void(std::string_view data, std::uint64_t base, const std::vector<RecordSpan>& spans)>;
+void scan_log_file(const std::string& path, std::size_t chunk_bytes, const LogPieceFn& on_piece);
 
 }  // namespace evokit::formats

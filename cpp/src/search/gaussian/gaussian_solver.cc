@@ -191,23 +191,23 @@ std::size_t GaussianStrategy::tell_samples(const std::vector<SamplingInfo>& info
   std::size_t num_corrected = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const SamplingInfo& info = infos[i];
-    const std::string what = "sampling info " + std::to_string(i);
-    keys[i] = single_key(info, what);
+    const auto what = [i] { return "sampling info " + std::to_string(i); };  // only for a message
+    keys[i] = info.key.size() == 1 ? info.key[0] : single_key(info, what());
     try {
       sampler_.check_key(keys[i]);
     } catch (const std::out_of_range& e) {
-      throw std::out_of_range(what + ": " + e.what());
+      throw std::out_of_range(what() + ": " + e.what());
     }
     signs[i] = info.mirrored ? -1.0f : 1.0f;
     const std::int64_t t = info.model_iter_id;
     if (t > current) {
-      throw std::invalid_argument(what + " was drawn at model iteration " + std::to_string(t) +
+      throw std::invalid_argument(what() + " was drawn at model iteration " + std::to_string(t) +
                                   " but the agent is at iteration " + std::to_string(current));
     }
     if (t == current) continue;
     ++num_corrected;
     if (older.count(t) != 0) continue;  // looked up (and checked) for an earlier sample
-    const std::string drawn_at = what + " was drawn at model iteration " + std::to_string(t);
+    const std::string drawn_at = what() + " was drawn at model iteration " + std::to_string(t);
     const std::vector<float>* theta_t = history ? history(t) : nullptr;
     if (theta_t == nullptr) {
       throw std::invalid_argument(drawn_at +
