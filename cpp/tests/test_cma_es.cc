@@ -2,6 +2,7 @@
 // eigensolver against hand-made matrices, convergence, thread invariance,
 // regenerable samples, termination, restarts and validation.
 #include "evokit/cma_es.h"
+#include "search/cma/cma_internal.h"
 
 #include <gtest/gtest.h>
 
@@ -1357,6 +1358,45 @@ TEST(CMAES, IntegerOptionsAreValidated) {
   o.upper = {0.8, 1, 1};
   EXPECT_EQ(MessageOf<std::invalid_argument>([&] { CMAES(std::vector<double>{0.5, 0, 0}, 1.0, o); }),
             "integer variable 0 has no integer within its bounds [0.2, 0.8]");
+}
+
+}  // namespace
+}  // namespace evokit
+
+namespace evokit {
+namespace {
+
+// The bound transformation is pycma's BoundTransform: the values below are
+// what pycma 4.5's cma.BoundTransform([[lo], [hi]]).transform gives.
+TEST(CMABounds, LinearQuadraticTransformationAsPycma) {
+  struct Case {
+    double lo, hi;
+    std::vector<double> in, out;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<Case> cases = {
+      {-5, 5, {5.5, 4.9, 4.76, -5.25, -5.1, 16.0, -30.3, 0.0, 5.25, 15.75},
+       {4.9375, 4.8775, 4.7599, -5.0, -4.9775, -4.9375, -1.1999999999999993, 0.0, 5.0, -5.0}},
+      {0.5, 0.6, {0.45, 0.5, 0.55, 0.61, 0.7, 2.0}, {0.5, 0.5125, 0.55, 0.592, 0.5875, 0.5124999999999998}},
+      {-inf, 2.0, {1.8, 1.95, 2.0, 2.1, 2.2, 3.0}, {1.8, 1.94375, 1.975, 2.0, 1.975, 1.2}},
+      {0.0, inf, {-1, 0, 1, 2, -0.1}, {0.9, 0.0125, 1, 2, 0.0125}},
+  };
+  for (const Case& c : cases) {
+    for (std::size_t k = 0; k < c.in.size(); ++k) {
+      EXPECT_NEAR(detail::into_bounds(c.in[k], c.lo, c.hi), c.out[k], 1e-12)
+          << "[" << c.lo << ", " << c.hi << "] at " << c.in[k];
+    }
+  }
+  // Inside the box, monotone and continuous over a period; never outside.
+  double last = detail::into_bounds(-5.25, -5, 5);
+  for (double v = -5.25; v <= 5.25; v += 1e-4) {
+    const double t = detail::into_bounds(v, -5, 5);
+    ASSERT_GE(t, last - 1e-15) << v;
+    ASSERT_LE(t - last, 2e-4) << v;  // slope <= 1: continuous
+    ASSERT_GE(t, -5.0);
+    ASSERT_LE(t, 5.0);
+    last = t;
+  }
 }
 
 }  // namespace

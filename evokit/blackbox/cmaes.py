@@ -205,8 +205,11 @@ class CMAES(_CMABlackBox):
     seed: the noise seed; same seed, same run, bit for bit, for any
         num_threads.
     bounds: None or (lower, upper), each a scalar, an array of n, or None
-        (unbounded on that side); solutions are mapped into the box by mirror
-        reflection, the mean lives in the unbounded space.
+        (unbounded on that side); solutions are mapped into the box by pycma's
+        default BoundTransform (the identity except within a margin of a
+        twentieth of max(|bound|, 1) of each bound, quadratic there, touching
+        the bound with slope 0, periodic beyond); the mean lives in the
+        unbounded space.
     max_evaluations (pycma's maxfevals), ftarget (stop once an f-value
         <= ftarget), tolfun, tolfunhist, tolx, tolstagnation (iterations;
         default 100 + 100 n^1.5 / population_size), conditioncov, tolupsigma:

@@ -31,10 +31,15 @@
 //
 // Bounds (optional, per coordinate, +-inf allowed). The distribution, and so
 // the mean, lives in the unbounded space; solutions are mapped into the box
-// by mirror reflection, T(x) = x inside [l, u], else reflected at the bounds
-// periodically (period 2 (u - l)); with one finite bound, a single
-// reflection at it. T is the identity inside the box, continuous and
-// piecewise linear. CMA updates use the unbounded x.
+// by pycma's default BoundTransform, the linear-quadratic transformation T
+// (detail::into_bounds, search/cma/cma_internal.h): the identity on
+// [l + a_l, u - a_u] (margins a = min((u - l) / 2, max(|bound|, 1) / 20)),
+// a parabola touching the bound with slope 0 at l - a_l and u + a_u,
+// mirrored and periodic beyond. T is C^1, so an optimum on a bound is
+// reached over a flat stretch rather than by shrinking sigma to the
+// precision asked (a mirror reflection, piecewise linear, takes about twice
+// pycma's evaluations on COCO's linear slope). CMA updates use the
+// unbounded x.
 //
 // Told solutions other than the asked ones (pycma's semantics). tell_solutions
 // takes the solutions that were evaluated: a row equal (bit for bit) to its
@@ -61,7 +66,7 @@
 // continuous coordinates) scales the integer ones before the encoding: the
 // solution handed out has v_i = m_i + A_i sigma y_i, encoded to the integer
 // whose cell (k - 1/2, k + 1/2] holds v_i, clamped to the integers within the
-// bounds (no mirror reflection on integer coordinates). The CMA update uses
+// bounds (no bound transformation on integer coordinates). The CMA update uses
 // the continuous y; after it, the margin correction (cma_margin.cc) keeps the
 // marginal probability of leaving m's integer at least alpha (default
 // 1 / (n lambda)).

@@ -189,6 +189,39 @@ void CMABase::sample_z(const std::int64_t* keys, double* z, std::size_t count) c
   });
 }
 
+namespace detail {
+
+namespace {
+double linquad_margin(double bound, double width) { return std::min(width / 2.0, 0.05 * std::max(std::fabs(bound), 1.0)); }
+}  // namespace
+
+double into_bounds(double v, double lo, double hi) noexcept {
+  const bool has_lo = std::isfinite(lo), has_hi = std::isfinite(hi);
+  const double width = hi - lo;  // +inf with an infinite bound
+  const double al = has_lo ? linquad_margin(lo, width) : 0.0;
+  const double au = has_hi ? linquad_margin(hi, width) : 0.0;
+  if ((!has_lo || v >= lo + al) && (!has_hi || v <= hi - au)) return v;  // the identity
+  const double a = lo - al, b = hi + au;  // where the transformation touches lo and hi
+  if (has_lo && has_hi) {
+    const double period = 2.0 * (b - a);
+    double r = std::fmod(v - a, period);
+    if (r < 0) r += period;
+    v = a + (r <= b - a ? r : period - r);
+  } else if (has_lo) {
+    if (v < a) v = 2.0 * a - v;
+  } else if (v > b) {
+    v = 2.0 * b - v;
+  }
+  if (has_lo && v < lo + al) {
+    v = lo + (v - a) * (v - a) / (4.0 * al);
+  } else if (has_hi && v > hi - au) {
+    v = hi - (b - v) * (b - v) / (4.0 * au);
+  }
+  return std::min(std::max(v, lo), hi);  // rounding
+}
+
+}  // namespace detail
+
 void CMABase::to_bounds(double* x) const noexcept {
   const std::size_t n = num_params();
   if (!options_.integer_variables.empty()) {
@@ -199,23 +232,7 @@ void CMABase::to_bounds(double* x) const noexcept {
   }
   if (!bounded_) return;
   for (std::size_t i = 0; i < n; ++i) {
-    if (is_integer_[i]) continue;
-    const double lo = options_.lower[i];
-    const double hi = options_.upper[i];
-    double v = x[i];
-    if (v >= lo && v <= hi) continue;  // identity inside the box
-    if (std::isfinite(lo) && std::isfinite(hi)) {
-      const double width = hi - lo;
-      double t = std::fmod(v - lo, 2.0 * width);
-      if (t < 0) t += 2.0 * width;
-      v = t <= width ? lo + t : hi - (t - width);
-      v = std::min(std::max(v, lo), hi);  // rounding
-    } else if (std::isfinite(lo)) {
-      v = lo + (lo - v);
-    } else {
-      v = hi - (v - hi);
-    }
-    x[i] = v;
+    if (!is_integer_[i]) x[i] = detail::into_bounds(x[i], options_.lower[i], options_.upper[i]);
   }
 }
 
