@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -23,6 +25,7 @@ namespace {
 
 using formats::DecodedRecord;
 using formats::decode_sample_record;
+using formats::SampleRuns;
 
 // ---- SampleKey ----------------------------------------------------------------
 
@@ -140,7 +143,7 @@ TEST(ScanLogFile, PiecesFindTheRecordsTheWholeFileHas) {
   std::size_t records = 0;
   for (const Span& s : want) records += s.kind == RecordSpan::Kind::kRecord;
   ASSERT_GT(records, 20000u);
-  for (const std::size_t chunk : {std::size_t{1} << 18, std::size_t{3} << 20, std::size_t{64} << 20}) {
+  for (const std::size_t chunk : {std::size_t{1} << 20, std::size_t{3} << 20, std::size_t{64} << 20}) {
     std::vector<RecordSpan> got;
     std::size_t pieces = 0;
     std::uint64_t next = 0;
@@ -248,6 +251,104 @@ TEST(DecodeSampleRecord, NamesWhatIsWrong) {
   EXPECT_EQ(error(tag(9, 6)), "invalid wire type at byte 1");
   EXPECT_EQ(error(std::string(11, '\xff')), "truncated or overlong tag at byte 0");
   EXPECT_EQ(error(len(1, tag(1, 2) + varint(2) + "\xff")), "info: truncated packed keys at byte 1");
+}
+
+// ---- selecting the records of several logs ------------------------------------
+
+// Three logs of samplers 0-2 (iteration 0, numbered 0 .. n-1), then records
+// appended twice, a conflicting claim, an unnumbered record twice, a bad
+// reward, a bad key, a foreign record and an unreadable log.
+std::vector<std::string> sample_logs() {
+  std::vector<std::string> paths;
+  for (std::uint64_t s = 0; s < 3; ++s) {
+    std::vector<SamplingInfo> infos(500 + 100 * s);
+    std::vector<double> rewards(infos.size());
+    std::vector<std::int64_t> steps(infos.size(), 10);
+    for (std::size_t i = 0; i < infos.size(); ++i) {
+      infos[i].key = {static_cast<std::int64_t>(i * 3 + s)};
+      rewards[i] = static_cast<double>((i * 7919 + s) % 101);
+    }
+    std::string bytes;
+    formats::append_sample_records(bytes, {"cfg", "m0", s, 1.0, 0}, infos, rewards.data(), steps.data());
+    // appended twice: sample 5; a claim: sample 6 with another reward
+    formats::append_sample_records(bytes, {"cfg", "m0", s, 1.0, 5}, {infos[5]}, &rewards[5], steps.data());
+    const double other = rewards[6] + 1;
+    formats::append_sample_records(bytes, {"cfg", "m0", s, 1.0, 6}, {infos[6]}, &other, steps.data());
+    const double nan = std::nan(""), big = 1e39;
+    formats::append_sample_records(bytes, {"cfg", "m0", s, 1.0, 9000}, {infos[1]}, &nan, steps.data());
+    formats::append_sample_records(bytes, {"cfg", "m0", s, 1.0, 9001}, {infos[1]}, &big, steps.data());
+    SamplingInfo bad;
+    bad.key = {-1};
+    formats::append_sample_records(bytes, {"cfg", "m0", s, 1.0, 9002}, {bad}, &rewards[0], steps.data());
+    formats::append_sample_records(bytes, {"other", "m0", s, 1.0, 9003}, {infos[1]}, &rewards[0], steps.data());
+    bytes += "garbage";
+    paths.push_back(temp_path("select_" + std::to_string(s) + ".log"));
+    write_file(paths.back(), bytes);
+  }
+  paths.insert(paths.begin() + 1, temp_path("select_missing.log"));
+  return paths;
+}
+
+formats::SelectedRecords select(const std::vector<std::string>& paths, int threads, std::size_t chunk) {
+  formats::UpdateRule rule;
+  rule.config_fingerprint = "cfg";
+  rule.window = {0};
+  rule.max_to_keep = 1;
+  rule.sampling_type = "GAUSSIAN_SAMPLING";
+  rule.model_fingerprint = [](std::int64_t) { return std::string("m0"); };
+  rule.rebuildable = [](const SamplingInfo& info) { return info.key.size() == 1 && info.key[0] >= 0; };
+  rule.consumed.runs[{2, 0}] = {{10, 20}};
+  rule.num_threads = threads;
+  rule.chunk_bytes = chunk;
+  return formats::select_update_records(paths, rule);
+}
+
+TEST(SelectUpdateRecords, ReadersInParallelTakeWhatOneReaderTakes) {
+  const std::vector<std::string> paths = sample_logs();
+  const formats::SelectedRecords one = select(paths, 1, std::size_t{1} << 20);
+  EXPECT_EQ(one.infos.size(), 500u + 600u + 700u - 10u);
+  EXPECT_EQ(one.dropped, (std::map<std::string, std::uint64_t>{
+                             {"already applied by an earlier update", 10},
+                             {"another record with the same sampler, iteration and sample_index came first", 3},
+                             {"duplicate of another record in these logs", 3},
+                             {"from another config or model (config fingerprint differs)", 3},
+                             {"invalid key", 3},
+                             {"reward beyond the float32 range (|reward| > 3.4e38)", 3},
+                             {"reward is not finite", 3}}));
+  ASSERT_EQ(one.log_errors.size(), 1u);
+  EXPECT_NE(one.log_errors[0].find("select_missing.log: cannot read sampling log"), std::string::npos);
+  EXPECT_EQ(one.skipped.size(), 3u);  // each log's garbage
+  EXPECT_EQ(one.taken.runs.at({0, 0}), (SampleRuns{{0, 500}}));
+  EXPECT_EQ(one.taken.runs.at({2, 0}), (SampleRuns{{0, 10}, {20, 700}}));
+  for (const int threads : {2, 3, 4}) {
+    for (const std::size_t chunk : {std::size_t{1}, std::size_t{4096}}) {
+      const formats::SelectedRecords many = select(paths, threads, chunk);
+      ASSERT_EQ(many.infos.size(), one.infos.size());
+      for (std::size_t i = 0; i < one.infos.size(); ++i) {
+        ASSERT_EQ(many.infos[i].key, one.infos[i].key) << i;
+        ASSERT_EQ(many.rewards[i], one.rewards[i]) << i;
+      }
+      EXPECT_EQ(many.dropped, one.dropped);
+      EXPECT_EQ(many.log_errors, one.log_errors);
+      EXPECT_EQ(many.taken.runs, one.taken.runs);
+      EXPECT_EQ(many.skipped.size(), one.skipped.size());
+    }
+  }
+  for (const std::string& p : paths) std::remove(p.c_str());
+}
+
+TEST(SelectUpdateRecords, AnErrorWhileTakingStopsTheReaders) {
+  const std::vector<std::string> paths = sample_logs();
+  formats::UpdateRule rule;
+  rule.config_fingerprint = "cfg";
+  rule.window = {0};
+  rule.model_fingerprint = [](std::int64_t) -> std::string { throw std::runtime_error("model unreadable"); };
+  rule.rebuildable = [](const SamplingInfo&) { return true; };
+  rule.num_threads = 3;
+  rule.chunk_bytes = 1;
+  EXPECT_TRUE(testing::ThrowsWithMessage<std::runtime_error>([&] { formats::select_update_records(paths, rule); },
+                                                              "model unreadable"));
+  for (const std::string& p : paths) std::remove(p.c_str());
 }
 
 }  // namespace

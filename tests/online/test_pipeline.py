@@ -916,13 +916,14 @@ def _reference_selection(wh, logs, consumed=()):
     return taken, dropped
 
 
-def test_the_core_takes_the_records_the_rule_names(setup):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_core_takes_the_records_the_rule_names(setup, threads):
     """select_update_records against the rule written record by record in
     Python, on two logs of four samplers with everything an update meets:
     records appended twice, conflicting claims, unnumbered records (and one
     appended twice), numbers out of order, bad rewards and keys, foreign
     records, what an earlier update consumed; read in pieces far smaller
-    than the logs."""
+    than the logs, by one thread or by a reader thread per log."""
     from evokit import _core
 
     tmp, cfg, model, wh = setup
@@ -968,7 +969,7 @@ def test_the_core_takes_the_records_the_rule_names(setup):
     got = _core.select_update_records(
         [str(p) for p in logs], agent.solver, config_fingerprint=w.info.config_fingerprint, iteration=0,
         window={0}, max_to_keep=3, corrects_older_samples=True, sampling_type="GAUSSIAN_SAMPLING",
-        model_fingerprint=w.model_fingerprint, consumed_ids=[], num_threads=2, chunk_bytes=4096,
+        model_fingerprint=w.model_fingerprint, consumed_ids=[], num_threads=threads, chunk_bytes=4096,
         consumed_runs=[(s, it, a, b) for (s, it), runs in c.runs().items() for a, b in runs])
     assert len(got) == len(want) > 1000
     assert list(got.rewards) == [t[2] for t in want]

@@ -3,14 +3,21 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <filesystem>
 #include <iterator>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 
 #include "common/parallel.h"
 #include "evokit/formats/log_file.h"
@@ -394,6 +401,67 @@ bool ConsumedRecords::contains(const SampleGroup& group, std::uint64_t index) co
   return index < after->second;
 }
 
+namespace {
+
+// A piece of a log (scan_log_file's), copied for the thread that takes it.
+struct Piece {
+  std::string data;
+  std::uint64_t base = 0;
+  std::vector<RecordSpan> spans;
+};
+
+struct Cancelled {};  // thrown inside a reader to stop its scan
+
+// The pieces of one log, from the thread that reads it to the one that takes
+// them in order: at most `capacity` waiting, so memory stays bounded.
+class PieceQueue {
+ public:
+  explicit PieceQueue(std::size_t capacity) : capacity_(capacity) {}
+
+  void push(Piece&& piece, const std::atomic<bool>& cancel) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return pieces_.size() < capacity_ || cancel; });
+    if (cancel) throw Cancelled();
+    pieces_.push_back(std::move(piece));
+    changed_.notify_all();
+  }
+  // The log is read (error: why it could not be, "" when it was).
+  void finish(std::string error, std::exception_ptr failure = nullptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ = true;
+    error_ = std::move(error);
+    failure_ = std::move(failure);
+    changed_.notify_all();
+  }
+  // The next piece; false once the log is read and every piece taken.
+  bool pop(Piece& piece) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return !pieces_.empty() || done_; });
+    if (pieces_.empty()) return false;
+    piece = std::move(pieces_.front());
+    pieces_.pop_front();
+    changed_.notify_all();
+    return true;
+  }
+  void wake() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    changed_.notify_all();
+  }
+  const std::string& error() const { return error_; }
+  const std::exception_ptr& failure() const { return failure_; }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Piece> pieces_;
+  std::size_t capacity_;
+  bool done_ = false;
+  std::string error_;
+  std::exception_ptr failure_;
+};
+
+}  // namespace
+
 SelectedRecords select_update_records(const std::vector<std::string>& paths, const UpdateRule& rule) {
   SelectedRecords out;
   Selector selector(rule, out);
@@ -408,15 +476,64 @@ SelectedRecords select_update_records(const std::vector<std::string>& paths, con
   }
   const std::size_t smallest = kRecordHeaderSize + (rule.config_fingerprint.empty() ? 0 : rule.config_fingerprint.size() + 2);
   selector.reserve(static_cast<std::size_t>(bytes / smallest));
-  for (const std::string& path : paths) {
-    try {
-      scan_log_file(path, rule.chunk_bytes, [&](std::string_view data, std::uint64_t base, const std::vector<RecordSpan>& spans) {
-        selector.piece(path, data, base, spans);
-      });
-    } catch (const std::invalid_argument& e) {  // the log could not be read: the others still count
-      out.log_errors.emplace_back(e.what());
+  const std::size_t readers = std::min<std::size_t>(paths.size(), static_cast<std::size_t>(std::max(rule.num_threads, 1)));
+  if (readers <= 1) {
+    for (const std::string& path : paths) {
+      try {
+        scan_log_file(path, rule.chunk_bytes, [&](std::string_view data, std::uint64_t base, const std::vector<RecordSpan>& spans) {
+          selector.piece(path, data, base, spans);
+        });
+      } catch (const std::invalid_argument& e) {  // the log could not be read: the others still count
+        out.log_errors.emplace_back(e.what());
+      }
     }
+    selector.finish();
+    return out;
   }
+  // Several logs: `readers` threads read and scan them (log r, r + readers,
+  // ...), two pieces ahead at most each, while this thread takes the pieces
+  // log by log in the order given: the same records, drops and skips as one
+  // log after another.
+  std::vector<std::unique_ptr<PieceQueue>> queues;
+  for (std::size_t i = 0; i < paths.size(); ++i) queues.push_back(std::make_unique<PieceQueue>(2));
+  std::atomic<bool> cancel{false};
+  std::vector<std::thread> threads;
+  const auto stop_readers = [&] {
+    cancel = true;
+    for (auto& queue : queues) queue->wake();
+    for (std::thread& t : threads) t.join();
+  };
+  try {
+    for (std::size_t r = 0; r < readers; ++r) {
+      threads.emplace_back([&, r] {
+        for (std::size_t i = r; i < paths.size() && !cancel; i += readers) {
+          PieceQueue& queue = *queues[i];
+          try {
+            scan_log_file(paths[i], rule.chunk_bytes, [&](std::string_view data, std::uint64_t base, const std::vector<RecordSpan>& spans) {
+              queue.push(Piece{std::string(data), base, spans}, cancel);
+            });
+            queue.finish("");
+          } catch (const Cancelled&) {
+            queue.finish("");
+          } catch (const std::invalid_argument& e) {
+            queue.finish(e.what());
+          } catch (...) {
+            queue.finish("", std::current_exception());
+          }
+        }
+      });
+    }
+    Piece piece;
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      while (queues[i]->pop(piece)) selector.piece(paths[i], piece.data, piece.base, piece.spans);
+      if (queues[i]->failure()) std::rethrow_exception(queues[i]->failure());
+      if (!queues[i]->error().empty()) out.log_errors.push_back(queues[i]->error());
+    }
+  } catch (...) {
+    stop_readers();
+    throw;
+  }
+  stop_readers();
   selector.finish();
   return out;
 }

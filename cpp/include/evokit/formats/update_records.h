@@ -1,8 +1,11 @@
 // Which logged samples an update of a model warehouse takes, and which it
 // drops and why: the one place of that rule (`evokit update`,
 // evokit/online/pipeline.py, calls it through the binding). The logs are
-// read in chunks and their records decoded on several threads; of each
-// record taken only its SamplingInfo and reward are kept (40 bytes), and the
+// read in pieces by a thread each (up to num_threads at once) and their
+// records decoded on num_threads threads, then taken or dropped log by log
+// in the order given on the calling thread (so the result never depends on
+// the threads); of each record taken only its SamplingInfo and reward are
+// kept (40 bytes), and the
 // bookkeeping of what was taken grows with the runs of sample numbers, not
 // with the records, so ten million records fit in well under a gigabyte.
 //
