@@ -410,16 +410,9 @@ class ESAgent:
         parameters and the solver state are left as they were. Returns a dict
         with the sample counts and the reward statistics.
         """
-        if self._parent is not None:
-            raise RuntimeError("update() must be called on the agent that owns the solver, "
-                               "not on a clone")
-        self._require_solver("update")
+        self._require_owner()
         core_infos, rewards = self._samples(infos, rewards)
-        stats = self._core.update(core_infos, rewards, history)
-        self._state = None
-        stats.update(reward_mean=float(rewards.mean()), reward_max=float(rewards.max()),
-                     reward_min=float(rewards.min()))
-        return stats
+        return self._updated(self._core.update(core_infos, rewards, history), rewards)
 
     def shortfall(self, infos: Sequence[pb.SamplingInfo], rewards) -> Optional[str]:
         """Why these samples are not yet enough for an update (None when they
@@ -432,13 +425,18 @@ class ESAgent:
         """:meth:`update` from the samples ``_core.select_update_records``
         took from sampling logs, read where the core keeps them (``evokit
         update``: millions of samples, no Python object per sample)."""
+        self._require_owner()
+        return self._updated(self._core.update_selected(samples, history), samples.rewards)
+
+    def _require_owner(self) -> None:
         if self._parent is not None:
             raise RuntimeError("update() must be called on the agent that owns the solver, "
                                "not on a clone")
         self._require_solver("update")
-        stats = self._core.update_selected(samples, history)
+
+    def _updated(self, stats: dict, rewards: np.ndarray) -> dict:
+        """The core's update statistics with the rewards' (the state changed)."""
         self._state = None
-        rewards = samples.rewards
         stats.update(reward_mean=float(rewards.mean()), reward_max=float(rewards.max()),
                      reward_min=float(rewards.min()))
         return stats
