@@ -19,7 +19,10 @@ Rows (one env step = Hopper-v5's frame_skip of 4 MuJoCo steps):
   normc weights, sigma 0.5), one episode each,
   for T = 1 and 2 threads; the initial states drawn in Python count too.
   One more row takes 400 members on 2 threads: with 40, one member's long
-  episode can hold half a generation's steps, which one thread runs alone;
+  episode can hold half a generation's steps, which one thread runs alone.
+  These rows give the idle share of the worker threads: the part of threads
+  x the rollouts' wall time no episode used, as the core measures it
+  (``EvalResult.idle_share``; episodes are handed out one at a time);
 - ``evokit train configs/hopper.prototxt`` (``--train-config``): a whole
   training run in a fresh process, its env steps per second of wall time as
   its own metrics report them (the last row of metrics.csv: every step of
@@ -159,6 +162,7 @@ def evokit_native(seconds: float, threads: int, population: int = POPULATION) ->
                 return dict(skipped=f"{TASK} does not run natively here")
             ev.evaluate(agent, infos, [[i] for i in range(population)])  # warm-up
             steps, episodes, generation, longest = 0, 0, 0, 0
+            thread_seconds = busy_seconds = 0.0
             t0 = time.perf_counter()
             while time.perf_counter() - t0 < seconds:
                 generation += 1
@@ -167,11 +171,15 @@ def evokit_native(seconds: float, threads: int, population: int = POPULATION) ->
                 steps += result.steps
                 longest += int(result.sample_steps.max())
                 episodes += population
+                thread_seconds += result.thread_seconds
+                busy_seconds += result.busy_seconds
             wall = time.perf_counter() - t0
     # longest: the share of a generation's steps in its longest episode, which
     # one thread runs alone (it bounds what a second thread can gain).
+    # idle: the share of the rollouts' worker time (threads x wall time of
+    # each call) no episode used, measured by the core (EvalResult.idle_share).
     return dict(steps=steps, seconds=wall, cores=threads, episodes=episodes,
-                longest=longest / steps)
+                longest=longest / steps, idle=1.0 - busy_seconds / thread_seconds)
 
 
 def mujoco_rollout(seconds: float, threads: int, population: int = POPULATION) -> Dict:
@@ -305,6 +313,8 @@ def table(rows: List[tuple]) -> str:
             notes.append(f"{r['steps'] / r['episodes']:.0f} steps per episode")
         if r.get("longest"):
             notes.append(f"longest episode {100 * r['longest']:.0f}% of a generation's steps")
+        if "idle" in r:
+            notes.append(f"worker threads idle {100 * r['idle']:.1f}% of the rollouts' time")
         if r.get("generations"):
             notes.append(f"the whole run: {r['generations']} generations, {r['steps']:,} env steps "
                          f"in {r['seconds']:.1f} s")

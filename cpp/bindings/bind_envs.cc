@@ -3,6 +3,7 @@
 // CartPole's state functions. MujocoEnv (bind_mujoco.cc) is a NativeEnv.
 #include <evokit/cartpole.h>
 #include <evokit/env.h>
+#include <evokit/rollout.h>
 
 #include <limits>
 #include <memory>
@@ -169,7 +170,7 @@ void bind_envs(py::module_& m) {
       [](const Env& env, const PolicyGraph& g, const Population& population,
          const Int64In& members, int max_steps, int num_threads, const py::object& seeds,
          const py::object& states, const py::object& obs_mean, const py::object& obs_std,
-         float obs_clip) {
+         float obs_clip, bool timing) {
         const EnvSpec& spec = env.spec();
         const std::vector<std::size_t> m_idx = episode_members(members);
         const std::size_t n = m_idx.size();
@@ -222,25 +223,30 @@ void bind_envs(py::module_& m) {
           sum = s;
           sumsq = q;
         }
+        RolloutTiming times;
+        if (timing) out.timing = &times;
         {
           py::gil_scoped_release release;
           env_rollouts(env, g, population, m_idx.data(), starts, n, max_steps,
                        normalise ? &norm : nullptr, out, num_threads);
         }
-        return py::make_tuple(returns, lengths, sum, sumsq);
+        if (!timing) return py::tuple(py::make_tuple(returns, lengths, sum, sumsq));
+        return py::tuple(py::make_tuple(returns, lengths, sum, sumsq, py::make_tuple(times.wall_seconds, times.busy_seconds)));
       },
       py::arg("env"), py::arg("graph"), py::arg("population"), py::arg("members"),
       py::arg("max_steps"), py::arg("num_threads") = 1, py::kw_only(),
       py::arg("seeds") = py::none(), py::arg("states") = py::none(),
       py::arg("obs_mean") = py::none(), py::arg("obs_std") = py::none(),
-      py::arg("obs_clip") = std::numeric_limits<float>::infinity(),
+      py::arg("obs_clip") = std::numeric_limits<float>::infinity(), py::arg("timing") = false,
       "Episode e of env with member members[e]'s policy (a continuous env takes its output as "
       "the action, a discrete one its argmax) from reset(seeds[e]) or reset_state(states[e]) "
       "(one row of state_size values per episode), until terminated or max_steps steps. "
       "Returns (returns float64, lengths int64, obs_sum, obs_sumsq): with obs_mean and obs_std "
       "the policy sees clip((obs - mean) / std, -obs_clip, obs_clip) in float32, and obs_sum / "
       "obs_sumsq (episodes x obs_size, float64) are the sums of the raw float32 observations "
-      "and of their squares, else None. Threaded over episodes, the same for any num_threads.");
+      "and of their squares, else None. Threaded over episodes, the same for any num_threads. With "
+      "timing=True a fifth item: (wall seconds, [busy seconds of each thread]), where the threads' "
+      "time went (the idle share is 1 - sum(busy) / (threads * wall)).");
 
   m.def(
       "cartpole_reset",

@@ -27,6 +27,17 @@ class EvalResult:
     # Environment steps of each sample's episodes (int64, one per sample),
     # for rewards that depend on episode length (train.alive_bonus_offset).
     sample_steps: Optional[np.ndarray] = None
+    # The native rollouts' worker time (threads x the call's wall time) and
+    # the part of it spent inside episodes; 0 where not measured.
+    thread_seconds: float = 0.0
+    busy_seconds: float = 0.0
+
+    @property
+    def idle_share(self) -> Optional[float]:
+        """The share of the native rollouts' worker time no episode used
+        (the threads waiting for the last episodes), or None where not
+        measured."""
+        return 1.0 - self.busy_seconds / self.thread_seconds if self.thread_seconds > 0 else None
 
     @classmethod
     def concat(cls, parts: Sequence["EvalResult"]) -> "EvalResult":
@@ -37,7 +48,8 @@ class EvalResult:
                    sum(int(p.steps) for p in parts),
                    merged_stats([p.obs_stats for p in parts]),
                    None if not parts or any(s is None for s in steps)
-                   else np.concatenate(steps).astype(np.int64))
+                   else np.concatenate(steps).astype(np.int64),
+                   sum(p.thread_seconds for p in parts), sum(p.busy_seconds for p in parts))
 
 
 class Evaluator(abc.ABC):

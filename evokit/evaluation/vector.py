@@ -242,8 +242,9 @@ class VectorEvaluator(PooledEvaluator):
             # A MuJoCo task's initial states are drawn here, as reset(seed=s) draws them.
             task = native_mujoco.load(self._native.mujoco_task)
             env, starts = task.env, dict(states=native_mujoco.initial_state_rows(task, flat))
-        returns, lengths, sums, sumsqs = _core.env_rollouts(
-            env, native.graph, population, members, max_steps, threads, **starts, **normalise)
+        returns, lengths, sums, sumsqs, (wall, busy) = _core.env_rollouts(
+            env, native.graph, population, members, max_steps, threads, **starts, **normalise, timing=True)
+        timing = dict(thread_seconds=wall * len(busy), busy_seconds=float(sum(busy)))
         n = len(seeds)
         stats = None if sums is None else ObsStats(n, native.graph.obs_size)
         if n and (counts == counts[0]).all() and counts[0] > 0:
@@ -256,7 +257,7 @@ class VectorEvaluator(PooledEvaluator):
                 stats.count[:] = sample_steps
                 stats.sum[:] = 0.0 + sums.reshape(n, c, -1).sum(axis=1)
                 stats.sumsq[:] = 0.0 + sumsqs.reshape(n, c, -1).sum(axis=1)
-            return EvalResult(rewards, int(lengths.sum()), stats, sample_steps)
+            return EvalResult(rewards, int(lengths.sum()), stats, sample_steps, **timing)
         rewards = np.zeros(n)
         sample_steps = np.zeros(n, np.int64)
         start = 0
@@ -270,7 +271,7 @@ class VectorEvaluator(PooledEvaluator):
                         stats.sum[i] += sums[e]
                         stats.sumsq[i] += sumsqs[e]
             start += c
-        return EvalResult(rewards, int(lengths.sum()), stats, sample_steps)
+        return EvalResult(rewards, int(lengths.sum()), stats, sample_steps, **timing)
 
     def close(self) -> None:
         self.close_pool()

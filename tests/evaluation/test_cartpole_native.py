@@ -124,6 +124,32 @@ def test_rollouts_on_two_threads_equal_one(tmp_path, seed_config):
     assert len(set(one.tolist())) > 5
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rollouts_say_where_the_threads_time_went(tmp_path, seed_config, threads):
+    """timing=True: the call's wall time and each thread's time inside
+    episodes, the same episodes as without it; the evaluator's idle share
+    of the worker time from them, and its chunks' sums in concat."""
+    from evokit.evaluation.base import EvalResult
+
+    agent = agent_for(tmp_path, seed_config, hidden=(64, 64))
+    pop, infos = population_of(agent, 64)
+    members = np.arange(128, dtype=np.int64) % 64
+    seeds = np.arange(128, dtype=np.int64) * 31
+    graph = agent.policy.native.graph
+    *results, (wall, busy) = _core.env_rollouts(CARTPOLE, graph, pop, members, 500, threads, seeds=seeds,
+                                                 timing=True)
+    np.testing.assert_array_equal(results[1], lengths_of(graph, pop, members, seeds, 500, threads))
+    assert len(busy) == threads and wall > 0
+    assert all(0 <= b <= wall * 1.001 for b in busy) and sum(busy) > 0  # a thread may get no episode
+    with VectorEvaluator("CartPole-v1", num_threads=threads) as ev:
+        r = ev.evaluate(agent, infos, [[i] for i in range(64)])
+    assert r.thread_seconds > 0 and 0 < r.busy_seconds <= r.thread_seconds * 1.001
+    assert r.idle_share == pytest.approx(1 - r.busy_seconds / r.thread_seconds)
+    both = EvalResult.concat([r, r])
+    assert both.thread_seconds == 2 * r.thread_seconds and both.idle_share == pytest.approx(r.idle_share)
+    assert EvalResult(np.zeros(1), 1).idle_share is None
+
+
 def test_rollout_errors(tmp_path, seed_config):
     agent = agent_for(tmp_path, seed_config)
     pop, _ = population_of(agent, 2)

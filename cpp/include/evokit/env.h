@@ -99,6 +99,8 @@ struct EpisodeStarts {
   const double* states = nullptr;
 };
 
+struct RolloutTiming;  // rollout.h
+
 // Where env_rollouts writes, per episode e.
 struct RolloutOutputs {
   double* returns = nullptr;        // [num_episodes]: the float64 sum of its rewards, in order
@@ -107,6 +109,8 @@ struct RolloutOutputs {
   // observations the policy was fed (widened to float64) and of their squares.
   double* obs_sum = nullptr;
   double* obs_sumsq = nullptr;
+  // Or null: where the threads' time went (RolloutTiming, rollout.h).
+  RolloutTiming* timing = nullptr;
 };
 
 // Episode e < num_episodes of `env`: member members[e]'s policy `graph`

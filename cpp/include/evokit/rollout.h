@@ -67,16 +67,29 @@ PolicyGraph::Plan prepare_rollouts(const PolicyGraph& graph, const Population& p
                                    const std::size_t* members, std::size_t num_episodes,
                                    int max_steps, int num_threads);
 
+// Where the threads' time went in run_episodes: the wall time of the
+// whole call and, per thread, the time spent inside episodes (loading the
+// member's policy and running the episode). The idle share of the worker
+// time is 1 - sum(busy_seconds) / (threads * wall_seconds): what dynamic
+// scheduling could not fill (a long last episode, waking the threads).
+struct RolloutTiming {
+  double wall_seconds = 0;
+  std::vector<double> busy_seconds;  // one per thread
+};
+
 // episode(e, policy, thread) for every e < num_episodes, on `threads` OpenMP
 // threads (1 runs on the calling thread), episodes handed out one at a time
 // (they differ in length). `policy` is the thread's EpisodePolicy with
 // members[e] loaded; `thread` in [0, threads) names the calling thread, for
 // per-thread state the caller made beforehand. The first exception an
 // episode throws is rethrown once every thread has finished; the other
-// episodes still run. `plan` comes from prepare_rollouts.
+// episodes still run. `plan` comes from prepare_rollouts. With `timing`,
+// the call's wall time and each thread's busy time (two clock reads per
+// episode).
 void run_episodes(const PolicyGraph& graph, const PolicyGraph::Plan& plan,
                   const Population& population, const std::size_t* members,
                   std::size_t num_episodes, int threads,
-                  const std::function<void(std::size_t, EpisodePolicy&, int)>& episode);
+                  const std::function<void(std::size_t, EpisodePolicy&, int)>& episode,
+                  RolloutTiming* timing = nullptr);
 
 }  // namespace evokit

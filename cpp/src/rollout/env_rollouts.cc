@@ -153,7 +153,7 @@ void env_rollouts(const Env& env, const PolicyGraph& graph, const Population& po
     }
     out.returns[e] = total;
     out.lengths[e] = steps;
-  });
+  }, out.timing);
 }
 
 }  // namespace evokit

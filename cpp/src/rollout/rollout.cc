@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -75,23 +76,33 @@ PolicyGraph::Plan prepare_rollouts(const PolicyGraph& graph, const Population& p
 void run_episodes(const PolicyGraph& graph, const PolicyGraph::Plan& plan,
                   const Population& population, const std::size_t* members,
                   std::size_t num_episodes, int threads,
-                  const std::function<void(std::size_t, EpisodePolicy&, int)>& episode) {
+                  const std::function<void(std::size_t, EpisodePolicy&, int)>& episode,
+                  RolloutTiming* timing) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  const auto team = static_cast<std::size_t>(std::max(threads, 1));
+  if (timing != nullptr) timing->busy_seconds.assign(team, 0.0);
   if (num_episodes == 0) return;
   // Every thread's buffers before the region: an allocation failure is an
   // exception here, not inside it.
-  std::vector<EpisodePolicy> policies(static_cast<std::size_t>(std::max(threads, 1)),
-                                      EpisodePolicy(graph, plan, population));
+  std::vector<EpisodePolicy> policies(team, EpisodePolicy(graph, plan, population));
   detail::ExceptionCollector errors;
   const auto count = static_cast<std::ptrdiff_t>(num_episodes);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
   for (std::ptrdiff_t e = 0; e < count; ++e) {
     const int thread = omp_get_thread_num();
     EpisodePolicy& policy = policies[static_cast<std::size_t>(thread)];
+    const Clock::time_point begin = timing != nullptr ? Clock::now() : Clock::time_point{};
     errors.run([&] {
       policy.load(members[e]);
       episode(static_cast<std::size_t>(e), policy, thread);
     });
+    if (timing != nullptr) {  // each thread adds to its own entry
+      timing->busy_seconds[static_cast<std::size_t>(thread)] +=
+          std::chrono::duration<double>(Clock::now() - begin).count();
+    }
   }
+  if (timing != nullptr) timing->wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   errors.rethrow_if_any();
 }
 
