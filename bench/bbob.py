@@ -473,7 +473,8 @@ def run_comocma(obj: Objective, seed: int) -> int:
     problem.initial_solution with sigma0 = 2 (the bench's, the domain of
     interest being [-5, 5]^D), the reference point is COCO's nadir
     (problem.largest_fvalues_of_interest); when every kernel has stopped, an
-    independent restart from a uniform x0 in [-4, 4]^D."""
+    independent restart from a uniform x0 in [-4, 4]^D. Sofomore's archive
+    option is off (see below): it only records, the run is the same."""
     import comocma
 
     rng = np.random.default_rng(seed)
@@ -487,7 +488,12 @@ def run_comocma(obj: Objective, seed: int) -> int:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
             kernels = comocma.get_cmas(COMO_KERNELS * [x0.tolist()], SIGMA0, opts)
-            moes = comocma.Sofomore(kernels, reference, {"verb_log": 0, "verb_disp": 0})
+            # archive=False: Sofomore's own record of the non-dominated points, which the algorithm
+            # does not use (COCO's observer keeps that archive); moarchiving 1.1.0's add_list,
+            # which keeps it, re-appends its previous `_removed` list at every insertion that
+            # removes nothing, so that list grows geometrically from tell to tell (18 GB within a
+            # minute on f11 at D = 2: the process was killed for memory)
+            moes = comocma.Sofomore(kernels, reference, {"verb_log": 0, "verb_disp": 0, "archive": False})
             run += 1
             while not moes.stop() and not obj.done:
                 X = moes.ask()
