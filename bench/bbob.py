@@ -112,6 +112,29 @@ CONSTRAINED_GROUPS = {f"f{k}-f{k + 5}": range(k, k + 6) for k in range(1, 55, 6)
 SUITES = ("bbob", "bbob-largescale", "bbob-mixint", "bbob-constrained", "bbob-biobj")
 #: The libraries that take two objectives (bbob-biobj only).
 BIOBJ_LIBRARIES = ("evokit-nsga2", "pymoo-nsga2", "comocma")
+
+
+def is_biobj_library(library: str) -> bool:
+    """One of BIOBJ_LIBRARIES, or an NSGA-II variant of the diagnostics
+    (evokit-nsga2-p20-b5: population 20 in the box [-5, 5]^D; see nsga2_variant)."""
+    return library in BIOBJ_LIBRARIES or nsga2_variant(library) is not None
+
+
+def nsga2_variant(library: str) -> Optional[tuple]:
+    """(implementation, population size, box half-width or None) of an NSGA-II
+    library name: evokit-nsga2 / pymoo-nsga2, optionally -p<population size>
+    (even) and -b<half-width> (the box [-b, b]^D within the problem's, for
+    the diagnostics; the campaign's libraries use the problem's box); None
+    for other names."""
+    import re
+
+    m = re.fullmatch(r"(evokit|pymoo)-nsga2(?:-p(\d+))?(?:-b(\d+(?:\.\d+)?))?", library)
+    if m is None:
+        return None
+    population = int(m.group(2)) if m.group(2) else NSGA2_POPULATION
+    if population < 4 or population % 2:
+        raise SystemExit(f"{library}: the population size must be even and >= 4")
+    return m.group(1), population, float(m.group(3)) if m.group(3) else None
 #: bbob-biobj's 55 functions pair the bbob functions f1, f2, f6, f8, f13, f14, f15, f17,
 #: f20, f21 (two of each bbob group), every pair once, in this order (f1: f1/f1, f2: f1/f2,
 #: ..., f55: f21/f21).
@@ -398,12 +421,17 @@ NSGA2_POPULATION = 100
 COMO_KERNELS = 11
 
 
-def _box(obj: Objective):
-    return (np.array(obj.problem.lower_bounds, dtype=np.float64),
-            np.array(obj.problem.upper_bounds, dtype=np.float64))
+def _box(obj: Objective, half_width: Optional[float] = None):
+    """The problem's box (bbob-biobj: [-100, 100]^D), or its intersection with [-half_width, half_width]^D."""
+    lo = np.array(obj.problem.lower_bounds, dtype=np.float64)
+    hi = np.array(obj.problem.upper_bounds, dtype=np.float64)
+    if half_width is not None:
+        lo, hi = np.maximum(lo, -half_width), np.minimum(hi, half_width)
+    return lo, hi
 
 
-def run_evokit_nsga2(obj: Objective, seed: int) -> int:
+def run_evokit_nsga2(obj: Objective, seed: int, population: int = NSGA2_POPULATION,
+                     box: Optional[float] = None) -> int:
     """EvoKit's NSGA2 with its defaults (population 100, SBX p_c 0.9 eta 15,
     polynomial mutation 1/n eta 20) in the problem's box; x0 =
     problem.initial_solution is the first member of P_0 of the first run.
@@ -412,12 +440,13 @@ def run_evokit_nsga2(obj: Objective, seed: int) -> int:
     followed by an independent one (P_0 uniform in the box)."""
     import evokit
 
-    lo, hi = _box(obj)
+    lo, hi = _box(obj, box)
     x0 = np.array(obj.problem.initial_solution, dtype=np.float64)
     run = 0
     while not obj.done:
         es = evokit.NSGA2(x0 if run == 0 else None, bounds=(lo, hi), seed=_seed(seed, run),
-                          max_evaluations=obj.remaining)
+                          max_evaluations=obj.remaining,
+                          **({} if population == NSGA2_POPULATION else {"population_size": population}))
         run += 1
         while not es.stop() and not obj.done:
             X = es.ask()
@@ -428,7 +457,8 @@ def run_evokit_nsga2(obj: Objective, seed: int) -> int:
     return run
 
 
-def run_pymoo_nsga2(obj: Objective, seed: int) -> int:
+def run_pymoo_nsga2(obj: Objective, seed: int, population: int = NSGA2_POPULATION,
+                    box: Optional[float] = None) -> int:
     """pymoo's NSGA2 with its defaults (RankAndCrowding survival, SBX eta 15,
     PM eta 20, duplicates eliminated) and pop_size = EvoKit's default, 100,
     ask/tell with every evaluation through the COCO problem; P_0 as EvoKit's:
@@ -440,7 +470,7 @@ def run_pymoo_nsga2(obj: Objective, seed: int) -> int:
     from pymoo.core.termination import NoTermination
     from pymoo.problems.static import StaticProblem
 
-    lo, hi = _box(obj)
+    lo, hi = _box(obj, box)
     n = obj.dimension
     rng = np.random.default_rng(seed)
     run = 0
@@ -448,10 +478,10 @@ def run_pymoo_nsga2(obj: Objective, seed: int) -> int:
         problem = Problem(n_var=n, n_obj=2, xl=lo, xu=hi)
         kwargs = {}
         if run == 0:
-            P0 = lo + (hi - lo) * rng.random((NSGA2_POPULATION, n))
+            P0 = lo + (hi - lo) * rng.random((population, n))
             P0[0] = np.array(obj.problem.initial_solution, dtype=np.float64)
             kwargs["sampling"] = P0
-        algorithm = NSGA2(pop_size=NSGA2_POPULATION, **kwargs)
+        algorithm = NSGA2(pop_size=population, **kwargs)
         algorithm.setup(problem, termination=NoTermination(), seed=_seed(seed, run), verbose=False)
         run += 1
         while algorithm.has_next() and not obj.done:
@@ -506,9 +536,13 @@ def run_comocma(obj: Objective, seed: int) -> int:
 
 
 def runner(library: str) -> Callable[[Objective, int], int]:
-    biobj = {"evokit-nsga2": run_evokit_nsga2, "pymoo-nsga2": run_pymoo_nsga2, "comocma": run_comocma}
-    if library in biobj:
-        return biobj[library]
+    if library == "comocma":
+        return run_comocma
+    variant = nsga2_variant(library)
+    if variant is not None:
+        impl, population, box = variant
+        run = run_evokit_nsga2 if impl == "evokit" else run_pymoo_nsga2
+        return lambda obj, seed: run(obj, seed, population, box)
     if library.startswith("evokit-"):
         variant = library[len("evokit-"):]
         if variant not in ("bipop", "ipop"):
@@ -715,7 +749,7 @@ def run_cell(data: str, suite: str, function: int, dimension: int, instance: int
         problem.free()
         s.free()
         raise SystemExit(f"{suite}: more than two objectives are not wired into this runner")
-    if biobj != (library in BIOBJ_LIBRARIES):
+    if biobj != is_biobj_library(library):
         problem.free()
         s.free()
         raise SystemExit(f"{library} on {suite}: the libraries of two objectives ({', '.join(BIOBJ_LIBRARIES)}) "
@@ -1168,7 +1202,7 @@ def cmd_summary_biobj(args, libs: List[str], name: str, report) -> None:
 
 def cmd_summary(args) -> None:
     libs = args.libraries.split(",")
-    name = args.suite.replace("-", "_")  # bbob.md, bbob_largescale.md, ...
+    name = args.name or args.suite.replace("-", "_")  # bbob.md, bbob_largescale.md, ...
     report = results.Report(name, f"COCO {args.suite}: {', '.join(libs)}", quiet=args.quiet)
     if args.suite == "bbob-biobj":
         return cmd_summary_biobj(args, libs, name, report)
@@ -1351,6 +1385,8 @@ def main(argv=None) -> None:
     results.add_out_argument(s, "bbob")
     s.add_argument("--no-figures", action="store_true")
     s.add_argument("--note", default="", help="a line for the report (how the run was made)")
+    s.add_argument("--name", default="",
+                   help="the result files' name (default: the suite's, bbob.md, bbob_biobj.md, ...)")
     s.add_argument("--target", type=float, default=1e-3,
                    help="bbob-biobj: the indicator target of the runs-reached and ERT columns (default 1e-3)")
     s.add_argument("--cocopp", action="store_true",
