@@ -120,21 +120,33 @@ def is_biobj_library(library: str) -> bool:
     return library in BIOBJ_LIBRARIES or nsga2_variant(library) is not None
 
 
+#: pymoo NSGA2 settings the diagnostics can set to EvoKit's: "rank": the binary tournament
+#: compares fronts (Deb's crowded comparison, EvoKit's) instead of Pareto dominance (pymoo's
+#: comp_by_dom_and_crowding); "pm1": polynomial mutation considers every child (EvoKit's)
+#: instead of 90 % of them (pymoo's PM(prob=0.9)); "dup": duplicates are kept (EvoKit's)
+#: instead of eliminated (pymoo's eliminate_duplicates=True).
+PYMOO_AS_EVOKIT = ("rank", "pm1", "dup")
+
+
 def nsga2_variant(library: str) -> Optional[tuple]:
-    """(implementation, population size, box half-width or None) of an NSGA-II
-    library name: evokit-nsga2 / pymoo-nsga2, optionally -p<population size>
-    (even) and -b<half-width> (the box [-b, b]^D within the problem's, for
-    the diagnostics; the campaign's libraries use the problem's box); None
-    for other names."""
+    """(implementation, population size, box half-width or None, pymoo settings)
+    of an NSGA-II library name: evokit-nsga2 / pymoo-nsga2, optionally
+    -p<population size> (even), -b<half-width> (the box [-b, b]^D within the
+    problem's) and, for pymoo, any of -rank, -pm1, -dup (PYMOO_AS_EVOKIT); for
+    the diagnostics: the campaign's libraries are the plain names. None for
+    other names."""
     import re
 
-    m = re.fullmatch(r"(evokit|pymoo)-nsga2(?:-p(\d+))?(?:-b(\d+(?:\.\d+)?))?", library)
+    m = re.fullmatch(r"(evokit|pymoo)-nsga2(?:-p(\d+))?(?:-b(\d+(?:\.\d+)?))?((?:-(?:rank|pm1|dup))*)", library)
     if m is None:
         return None
     population = int(m.group(2)) if m.group(2) else NSGA2_POPULATION
     if population < 4 or population % 2:
         raise SystemExit(f"{library}: the population size must be even and >= 4")
-    return m.group(1), population, float(m.group(3)) if m.group(3) else None
+    settings = tuple(x for x in m.group(4).split("-") if x)
+    if settings and m.group(1) != "pymoo":
+        raise SystemExit(f"{library}: -rank, -pm1 and -dup set pymoo's NSGA2 to EvoKit's choices")
+    return m.group(1), population, float(m.group(3)) if m.group(3) else None, settings
 #: bbob-biobj's 55 functions pair the bbob functions f1, f2, f6, f8, f13, f14, f15, f17,
 #: f20, f21 (two of each bbob group), every pair once, in this order (f1: f1/f1, f2: f1/f2,
 #: ..., f55: f21/f21).
@@ -458,7 +470,7 @@ def run_evokit_nsga2(obj: Objective, seed: int, population: int = NSGA2_POPULATI
 
 
 def run_pymoo_nsga2(obj: Objective, seed: int, population: int = NSGA2_POPULATION,
-                    box: Optional[float] = None) -> int:
+                    box: Optional[float] = None, settings: Sequence[str] = ()) -> int:
     """pymoo's NSGA2 with its defaults (RankAndCrowding survival, SBX eta 15,
     PM eta 20, duplicates eliminated) and pop_size = EvoKit's default, 100,
     ask/tell with every evaluation through the COCO problem; P_0 as EvoKit's:
@@ -481,7 +493,15 @@ def run_pymoo_nsga2(obj: Objective, seed: int, population: int = NSGA2_POPULATIO
             P0 = lo + (hi - lo) * rng.random((population, n))
             P0[0] = np.array(obj.problem.initial_solution, dtype=np.float64)
             kwargs["sampling"] = P0
+        if "pm1" in settings:
+            from pymoo.operators.mutation.pm import PM
+
+            kwargs["mutation"] = PM(eta=20, prob=1.0)
+        if "dup" in settings:
+            kwargs["eliminate_duplicates"] = False
         algorithm = NSGA2(pop_size=population, **kwargs)
+        if "rank" in settings:
+            algorithm.tournament_type = "comp_by_rank_and_crowding"
         algorithm.setup(problem, termination=NoTermination(), seed=_seed(seed, run), verbose=False)
         run += 1
         while algorithm.has_next() and not obj.done:
@@ -540,9 +560,10 @@ def runner(library: str) -> Callable[[Objective, int], int]:
         return run_comocma
     variant = nsga2_variant(library)
     if variant is not None:
-        impl, population, box = variant
-        run = run_evokit_nsga2 if impl == "evokit" else run_pymoo_nsga2
-        return lambda obj, seed: run(obj, seed, population, box)
+        impl, population, box, settings = variant
+        if impl == "evokit":
+            return lambda obj, seed: run_evokit_nsga2(obj, seed, population, box)
+        return lambda obj, seed: run_pymoo_nsga2(obj, seed, population, box, settings)
     if library.startswith("evokit-"):
         variant = library[len("evokit-"):]
         if variant not in ("bipop", "ipop"):

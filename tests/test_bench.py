@@ -398,12 +398,15 @@ def test_bbob_biobj_groups_and_targets(bench_module):
     assert len(module.BIOBJ_TARGETS) == 58 and module.BIOBJ_TARGETS[0] == 1 and module.BIOBJ_TARGETS[51] == 0
     assert module.biobj_target_index(1e-3) == 30 and module.sign_test(5, 0) == pytest.approx(0.0625)
     # the NSGA-II variants of the diagnostics: population and box
-    assert module.nsga2_variant("evokit-nsga2") == ("evokit", 100, None)
-    assert module.nsga2_variant("pymoo-nsga2-p20-b5") == ("pymoo", 20, 5.0)
+    assert module.nsga2_variant("evokit-nsga2") == ("evokit", 100, None, ())
+    assert module.nsga2_variant("pymoo-nsga2-p20-b5") == ("pymoo", 20, 5.0, ())
+    assert module.nsga2_variant("pymoo-nsga2-rank-pm1-dup") == ("pymoo", 100, None, ("rank", "pm1", "dup"))
     assert module.nsga2_variant("comocma") is None and module.is_biobj_library("comocma")
     assert not module.is_biobj_library("evokit-bipop")
     with pytest.raises(SystemExit, match="even"):
         module.nsga2_variant("evokit-nsga2-p21")
+    with pytest.raises(SystemExit, match="pymoo"):
+        module.nsga2_variant("evokit-nsga2-rank")
     # the normalised hypervolume: two points inside the box, one beyond the nadir
     ideal, nadir = np.array([0.0, 0.0]), np.array([2.0, 2.0])
     hv, nd = module.biobj_hypervolume([[0.0, 1.0], [1.0, 0.0], [3.0, 3.0], [1.0, 1.0]], ideal, nadir)
