@@ -1134,7 +1134,9 @@ def cmd_summary_biobj(args, libs: List[str], name: str, report) -> None:
     records = load_records(args.data, args.suite, libs)
     first = BIOBJ_FIRST if BIOBJ_FIRST in libs else libs[0]
     peers = [lib for lib in libs if lib != first]
-    cmp = compare_biobj(records, first, args.target)
+    targets = [float(t) for t in str(args.target).split(",")]
+    by_target = {t: compare_biobj(records, first, t) for t in targets}
+    cmp, target = by_target[targets[0]], targets[0]
     maps = [_by_cell(records[lib]) for lib in libs]
     common = set.intersection(*(set(m) for m in maps)) if maps else set()
     budgets = {r["budget"] / r["dimension"] for recs in records.values() for r in recs}
@@ -1152,7 +1154,7 @@ def cmd_summary_biobj(args, libs: List[str], name: str, report) -> None:
                  f"COCO's observer files (recomputed here from the evaluated objective vectors: largest difference "
                  f"{gap:.1e}). Median over the group's (function, instance) cells; better/worse: the cells where "
                  f"{first}'s final indicator is smaller/larger than the peer's; reached: runs reaching the target "
-                 f"{args.target:g}; ERT ratio: {first} / peer at that target, geometric mean over the functions both "
+                 f"{target:g}; ERT ratio: {first} / peer at that target, geometric mean over the functions both "
                  f"reach in at least half the runs (their count in brackets).\n")
     head = ["D", "group", "cells", *[f"median {lib}" for lib in libs],
             *[f"{first} better/worse than {p}" for p in peers], *[f"reached {lib}" for lib in libs],
@@ -1175,7 +1177,20 @@ def cmd_summary_biobj(args, libs: List[str], name: str, report) -> None:
             report.print(f"| {d} | {','.join(map(str, entry['instances']))} | "
                          + " | ".join(f"{entry['sign_test_p'][p]:.2g}" for p in peers) + " |")
         report.print()
-    report.print(f"Per function: the median final indicator over the instances (runs reaching {args.target:g} "
+    if len(targets) > 1:
+        report.print("Runs reaching each target (of the cells every library ran) and the ERT ratio there, "
+                     "over all functions:\n")
+        report.print("| D | target | runs | " + " | ".join(f"reached {lib}" for lib in libs) + " | "
+                     + " | ".join(f"ERT {first}/{p}" for p in peers) + " |")
+        report.print("|---|---|---|" + "---|" * (len(libs) + len(peers)))
+        for d in cmp["dimensions"]:
+            for t in targets:
+                row = by_target[t]["dimensions"][d]["groups"]["all"]
+                ratios = [f"{_fmt_ratio(row['ert_ratio'][p])} ({len(row['ert_ratio_functions'][p])})" for p in peers]
+                report.print(f"| {d} | {t:g} | {row['cells']} | " + " | ".join(str(row["reached"][lib]) for lib in libs)
+                             + " | " + " | ".join(ratios) + " |")
+        report.print()
+    report.print(f"Per function: the median final indicator over the instances (runs reaching {target:g} "
                  f"of runs):\n")
     report.print("| D | f | " + " | ".join(libs) + " |")
     report.print("|---|---|" + "---|" * len(libs))
@@ -1213,7 +1228,10 @@ def cmd_summary_biobj(args, libs: List[str], name: str, report) -> None:
         report.print("|---|" + "---|" * len(dims))
         for lib, t in per_eval.items():
             report.print(f"| {lib} | " + " | ".join(f"{t[d]:.2e}" if d in t else "-" for d in dims) + " |")
-    report.write(args.out, {"suite": args.suite, "comparison": cmp, "figures": figures,
+    keys = ("cells", "reached", "ert_ratio", "ert_ratio_functions")
+    reached = {f"{t:g}": {d: {k: e["groups"]["all"][k] for k in keys} for d, e in by_target[t]["dimensions"].items()}
+               for t in targets}
+    report.write(args.out, {"suite": args.suite, "comparison": cmp, "figures": figures, "reached_by_target": reached,
                             "cocopp_figures": cocopp_figures, "cocopp_error": cocopp_error,
                             "targets": list(BIOBJ_TARGETS), "indicator_recomputed_max_difference": gap,
                             "cpu_per_evaluation": {lib: {str(d): v for d, v in t.items()}
@@ -1408,8 +1426,9 @@ def main(argv=None) -> None:
     s.add_argument("--note", default="", help="a line for the report (how the run was made)")
     s.add_argument("--name", default="",
                    help="the result files' name (default: the suite's, bbob.md, bbob_biobj.md, ...)")
-    s.add_argument("--target", type=float, default=1e-3,
-                   help="bbob-biobj: the indicator target of the runs-reached and ERT columns (default 1e-3)")
+    s.add_argument("--target", default="1e-3",
+                   help="bbob-biobj: the indicator target(s) of the runs-reached and ERT columns, comma-separated "
+                        "(the first in the group table; default 1e-3)")
     s.add_argument("--cocopp", action="store_true",
                    help="bbob-biobj: also run cocopp on the observer folders (offline) and keep its ECDFs as PNG")
     t = sub.add_parser("timing", parents=[common], help="COCO's timing experiment")

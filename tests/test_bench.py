@@ -377,8 +377,10 @@ def test_bbob_biobj_runs_a_cell_per_library_and_summarises(bench_module, tmp_pat
         assert (coco / "1-separable_1-separable_hyp.info").exists()
     with pytest.raises(SystemExit, match="two objectives"):
         module.main(["run", *common[:-1], "evokit-bipop", "--functions", "1", "--dims", "2", "--instances", "1"])
-    module.main(["summary", *common, "--out", str(out), "--target", "1e-1"])
+    module.main(["summary", *common, "--out", str(out), "--target", "1e-1,1e-2"])
     results = assert_result_files(out, "bbob_biobj", "python bench/bbob.py")["results"]
+    assert set(results["reached_by_target"]) == {"0.1", "0.01"}
+    assert all(0 <= n <= 1 for n in results["reached_by_target"]["0.01"]["2"]["reached"].values())
     d2 = results["comparison"]["dimensions"]["2"]
     row = d2["groups"]["all"]
     assert row["cells"] == 1 and set(row["median_indicator"]) == set(libs.split(","))
