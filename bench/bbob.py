@@ -987,7 +987,8 @@ def draw_ecdf(records, dimension: int, common: set, path: str, budget: float, ti
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for lib, (x, y) in ecdf_curves(records, dimension, common).items():
-        ax.step(np.concatenate([[1.0], x, [budget]]), np.concatenate([[0.0], y, [y[-1] if len(y) else 0.0]]),
+        start = min(1.0, x[0]) if len(x) else 1.0  # bbob-biobj: a target can fall at evaluation 1 (1 / D)
+        ax.step(np.concatenate([[start], x, [budget]]), np.concatenate([[0.0], y, [y[-1] if len(y) else 0.0]]),
                 where="post", label=lib)
     ax.set_xscale("log")
     ax.set_ylim(0, 1)
