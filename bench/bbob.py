@@ -541,8 +541,8 @@ def run_comocma(obj: Objective, seed: int) -> int:
             # archive=False: Sofomore's own record of the non-dominated points, which the algorithm
             # does not use (COCO's observer keeps that archive); moarchiving 1.1.0's add_list,
             # which keeps it, re-appends its previous `_removed` list at every insertion that
-            # removes nothing, so that list grows geometrically from tell to tell (18 GB within a
-            # minute on f11 at D = 2: the process was killed for memory)
+            # removes nothing, so that list grows geometrically from tell to tell (14 GB resident within
+            # a minute on f11 at D = 2, when the kernel killed the process for memory)
             moes = comocma.Sofomore(kernels, reference, {"verb_log": 0, "verb_disp": 0, "archive": False})
             run += 1
             while not moes.stop() and not obj.done:
