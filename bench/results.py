@@ -42,7 +42,8 @@ DEFAULT_DIR = os.path.join(HERE, "results")
 
 #: Distributions whose versions the header records when installed.
 PACKAGES = ("evokit-es", "numpy", "gymnasium", "mujoco", "onnxruntime", "cma", "cmaes", "evosax", "jax",
-            "gymnax", "evotorch", "torch", "modcma", "pymoo", "ray", "envpool")
+            "gymnax", "evotorch", "torch", "modcma", "pymoo", "comocma", "coco-experiment", "cocopp", "ray",
+            "envpool")
 
 
 def cpu_model() -> str:

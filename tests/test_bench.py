@@ -352,3 +352,78 @@ def test_bbob_shards_cover_every_cell_once_with_each_problem_whole(bench_module)
 def test_bbob_fisher_test_is_scipys_one_sided(bench_module, table, p):
     """The values of scipy.stats.fisher_exact(table, alternative='less')."""
     assert bench_module("bbob").fisher_less(*table) == pytest.approx(p, rel=1e-12)
+
+
+def test_bbob_biobj_runs_a_cell_per_library_and_summarises(bench_module, tmp_path, capsys):
+    """bench/bbob.py on bbob-biobj, small: f1 (sphere/sphere), D = 2, instance
+    1, budget 300 x D, EvoKit's NSGA2, pymoo's and COMO-CMA-ES: each uses the
+    budget to the evaluation, COCO's observer logged every evaluation (its
+    indicator equals the one recomputed from the evaluated objective
+    vectors), the indicator only decreases and ends small, and the summary
+    writes its tables and figures."""
+    pytest.importorskip("pymoo")
+    pytest.importorskip("comocma")
+    data, out = tmp_path / "exdata", tmp_path / "results"
+    libs = "evokit-nsga2,pymoo-nsga2,comocma"
+    common = ["--data", str(data), "--suite", "bbob-biobj", "--libraries", libs]
+    run = ["run", *common, "--functions", "1", "--dims", "2", "--instances", "1", "--budget", "300"]
+    module = bench_module("bbob", *run)
+    module.main(run)
+    assert "3 cells run, 0 already done" in capsys.readouterr().out
+    for lib in libs.split(","):
+        with open(data / "bbob-biobj" / lib / "cells" / "bbob-biobj_f001_d02_x01.json") as f:
+            rec = json.load(f)
+        assert rec["problem"] == "bbob-biobj_f01_i01_d02" and rec["evaluations"] == rec["budget"] == 600
+        assert 0.5 < rec["reference_value"] < 1 and rec["nondominated"] >= 2
+        assert rec["indicator"] == pytest.approx(rec["indicator_here"], abs=1e-9)
+        assert rec["indicator"] == pytest.approx(rec["reference_value"] - rec["hypervolume"], abs=1e-9)
+        values = [v for _, v in rec["trace"]]
+        evaluations = [e for e, _ in rec["trace"]]
+        assert values == sorted(values, reverse=True) and evaluations == sorted(evaluations)
+        assert 0 < rec["indicator"] <= values[-1] < values[0] and rec["indicator"] < 0.2
+        hits = rec["target_hits"]  # the first evaluation reaching each of cocopp's 58 targets
+        assert len(hits) == 58 and hits[0] is not None and hits[-1] is None
+        reached = [h for h in hits if h is not None]
+        assert reached == sorted(reached) and all(h is None for h in hits[len(reached):])
+        coco = data / "bbob-biobj" / lib / "coco" / "exdata" / "bbob-biobj_f001_d02_x01"
+        assert (coco / "1-separable_1-separable_hyp.info").exists()
+    with pytest.raises(SystemExit, match="two objectives"):
+        module.main(["run", *common[:-1], "evokit-bipop", "--functions", "1", "--dims", "2", "--instances", "1"])
+    module.main(["summary", *common, "--out", str(out), "--target", "1e-1,1e-2"])
+    results = assert_result_files(out, "bbob_biobj", "python bench/bbob.py")["results"]
+    assert set(results["reached_by_target"]) == {"0.1", "0.01"}
+    assert all(0 <= n <= 1 for n in results["reached_by_target"]["0.01"]["2"]["reached"].values())
+    d2 = results["comparison"]["dimensions"]["2"]
+    row = d2["groups"]["all"]
+    assert row["cells"] == 1 and set(row["median_indicator"]) == set(libs.split(","))
+    for peer in ("pymoo-nsga2", "comocma"):
+        assert row["better"][peer] + row["worse"][peer] <= 1 and 0 < d2["sign_test_p"][peer] <= 1
+    assert results["indicator_recomputed_max_difference"] < 1e-9
+    assert (out / "bbob_biobj_ecdf_d2.png").stat().st_size > 0
+    assert "| 2 | all | 1 |" in (out / "bbob_biobj.md").read_text()
+
+
+def test_bbob_biobj_groups_and_targets(bench_module):
+    module = bench_module("bbob")
+    assert len(module.BIOBJ_PAIRS) == 55 and module.BIOBJ_PAIRS[1] == (1, 2) and module.BIOBJ_PAIRS[-1] == (21, 21)
+    assert len(module.BIOBJ_GROUPS) == 15
+    assert sorted(f for g in module.BIOBJ_GROUPS.values() for f in g) == list(range(1, 56))
+    assert module.BIOBJ_GROUPS["separable/separable"] == [1, 2, 11]
+    assert len(module.BIOBJ_TARGETS) == 58 and module.BIOBJ_TARGETS[0] == 1 and module.BIOBJ_TARGETS[51] == 0
+    assert module.biobj_target_index(1e-3) == 30 and module.sign_test(5, 0) == pytest.approx(0.0625)
+    # the NSGA-II variants of the diagnostics: population and box
+    assert module.nsga2_variant("evokit-nsga2") == ("evokit", 100, None, ())
+    assert module.nsga2_variant("pymoo-nsga2-p20-b5") == ("pymoo", 20, 5.0, ())
+    assert module.nsga2_variant("pymoo-nsga2-rank-pm1-dup") == ("pymoo", 100, None, ("rank", "pm1", "dup"))
+    assert module.nsga2_variant("comocma") is None and module.is_biobj_library("comocma")
+    assert not module.is_biobj_library("evokit-bipop")
+    with pytest.raises(SystemExit, match="even"):
+        module.nsga2_variant("evokit-nsga2-p21")
+    with pytest.raises(SystemExit, match="pymoo"):
+        module.nsga2_variant("evokit-nsga2-rank")
+    # the normalised hypervolume: two points inside the box, one beyond the nadir
+    ideal, nadir = np.array([0.0, 0.0]), np.array([2.0, 2.0])
+    hv, nd = module.biobj_hypervolume([[0.0, 1.0], [1.0, 0.0], [3.0, 3.0], [1.0, 1.0]], ideal, nadir)
+    assert hv == pytest.approx(0.5 * 0.5 + 0.5 * 1.0) and nd == 2  # (0, .5) and (.5, 0) normalised, reference (1, 1)
+    hv, nd = module.biobj_hypervolume([[4.0, 2.0]], ideal, nadir)  # (2, 1) normalised: 1 beyond the box
+    assert hv == pytest.approx(-1.0) and nd == 1

@@ -3,7 +3,7 @@ distance and hypervolume against brute-force NumPy references (ties and
 duplicates included), the SBX / polynomial-mutation formulas against scalar
 transcriptions of the papers, survival against a reference of Deb et al.'s
 main loop, ZDT1 convergence, determinism and pickling, error messages. The
-comparison with pymoo is bench/multiobjective.py (pymoo is not installed in CI)."""
+comparison with pymoo is bench/multiobjective.py and bench/bbob.py's bbob-biobj runs."""
 
 import itertools
 import pickle
