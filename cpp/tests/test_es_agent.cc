@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -21,6 +22,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -288,6 +290,90 @@ TEST(ESAgentPool, ManyClonesShareABoundedPoolAndEachSeesItsOwnParameters) {
     Gaussian(agent).sampler().perturb(centre.data(), infos[5].key[0],
                                       infos[5].mirrored ? -1.0f : 1.0f, want.data(), 1);
     EXPECT_TRUE(SameBits(clones[5]->params(), want));
+  }
+}
+
+// A lease pins its buffer: no other clone takes it, however small the pool;
+// when every buffer is leased the pool grows beyond its capacity, and shrinks
+// back when it next needs a buffer.
+TEST(ESAgentPool, ALeasedBufferIsNeverTakenAndThePoolShrinksBack) {
+  GaussianSolverOptions options = Options();
+  options.params_pool_bytes = kParams * sizeof(float);  // 1 buffer
+  ESAgent agent(options, RandomVector(kParams, 10));
+  auto clones = Clones(agent, 4);
+  AddNoise(clones);
+  std::vector<std::vector<float>> want;
+  for (auto& clone : clones) want.push_back(clone->params());  // serially, 1 buffer
+  EXPECT_EQ(agent.num_param_buffers(), 1u);
+  {
+    const ESAgent::ParamsLease lease = clones[0]->lease_params();
+    const float* held = lease.params().data();
+    for (int c = 1; c < 4; ++c) EXPECT_TRUE(SameBits(clones[c]->params(), want[c])) << c;
+    EXPECT_EQ(agent.num_param_buffers(), 2u);  // the leased one and one more
+    EXPECT_EQ(lease.params().data(), held);
+    EXPECT_TRUE(SameBits(lease.params(), want[0]));
+    // A second lease of the same clone shares the buffer.
+    ESAgent::ParamsLease again = clones[0]->lease_params();
+    EXPECT_EQ(again.params().data(), held);
+    // A lease moved keeps the pin.
+    ESAgent::ParamsLease moved(std::move(again));
+    EXPECT_TRUE(SameBits(clones[1]->params(), want[1]));
+    EXPECT_EQ(moved.params().data(), held);
+  }
+  EXPECT_TRUE(SameBits(clones[2]->params(), want[2]));  // needs a buffer: trims the other
+  EXPECT_EQ(agent.num_param_buffers(), 1u);
+  // The centre's lease holds nothing.
+  const ESAgent::ParamsLease centre = agent.lease_params();
+  EXPECT_EQ(centre.params().data(), agent.center().data());
+}
+
+TEST(ESAgentPool, SetParamsPoolBytesGrowsAndShrinksThePool) {
+  GaussianSolverOptions options = Options();
+  options.params_pool_bytes = 2 * kParams * sizeof(float);
+  ESAgent agent(options, RandomVector(kParams, 11));
+  auto clones = Clones(agent, 6);
+  AddNoise(clones);
+  EXPECT_EQ(agent.param_buffer_capacity(), 2u);
+  agent.set_params_pool_bytes(6 * kParams * sizeof(float) + 1);
+  EXPECT_EQ(agent.param_buffer_capacity(), 6u);
+  std::vector<const float*> buffers;
+  for (auto& clone : clones) buffers.push_back(clone->params().data());
+  EXPECT_EQ(agent.num_param_buffers(), 6u);
+  for (int c = 0; c < 6; ++c) EXPECT_EQ(clones[c]->params().data(), buffers[c]);  // all kept
+  agent.set_params_pool_bytes(0);
+  EXPECT_EQ(agent.param_buffer_capacity(), 1u);
+  EXPECT_EQ(agent.num_param_buffers(), 1u);  // the most recently used one kept
+  EXPECT_EQ(clones[5]->params().data(), buffers[5]);
+  EXPECT_THROW(clones[0]->set_params_pool_bytes(1), std::logic_error);
+}
+
+// Threads leasing the parameters of many clones from a pool of 2 buffers,
+// on distinct clones and on the same ones, read exactly the serial bits.
+TEST(ESAgentPool, ThreadsLeasingManyClonesReadTheSerialBits) {
+  for (bool cached : {true, false}) {
+    GaussianSolverOptions options = Options(cached);
+    options.params_pool_bytes = 2 * kParams * sizeof(float);
+    ESAgent agent(options, RandomVector(kParams, 12));
+    auto clones = Clones(agent, 16);
+    AddNoise(clones);
+    std::vector<std::vector<float>> want;
+    for (auto& clone : clones) want.push_back(clone->params());
+    std::atomic<int> mismatches{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int r = 0; r < 50; ++r) {
+          for (int i = 0; i < 16; ++i) {
+            const int c = (i + 5 * t) % 16;
+            const ESAgent::ParamsLease lease = clones[c]->lease_params();
+            if (!SameBits(lease.params(), want[c])) mismatches.fetch_add(1);
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(mismatches.load(), 0) << (cached ? "cached" : "counter-based");
+    EXPECT_LE(agent.num_param_buffers(), 6u);  // 2, and at most one more per thread
   }
 }
 

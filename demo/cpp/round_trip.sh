@@ -19,7 +19,10 @@
 #      and sampled by the C++ sampler;
 #   8. a CMA-ES warehouse (configs/cartpole_cma.prototxt): the C++ sampler
 #      draws the members of each generation, `evokit update` uses every
-#      record (checked against consumed.pb) for three iterations.
+#      record (checked against consumed.pb) for three iterations;
+#   9. the service loop: two threads serve requests from 8 clones, the logs
+#      rotate every 40 records, every record is read back and `evokit
+#      update` uses the 40 samples of the first log.
 #
 #   bash demo/cpp/round_trip.sh BUILD_DIR [CMAKE] [PYTHON]
 #
@@ -243,4 +246,29 @@ done
 evaluation=$("$evaluator" --warehouse "$W3" --episodes 5)
 echo "$evaluation"
 grep -q "model_iter_id 3$" <<<"$evaluation" || fail "the C++ evaluator did not load iteration 3 of the CMA warehouse"
+echo "== the service loop: clones served by threads, rotating logs"
+W4=$work/warehouse_service
+evokit init-solver --config "$src/configs/cartpole.prototxt" --model "$work/init_model.onnx" --warehouse "$W4"
+# 2 threads x 2,000 requests over 4 clones each, a sample every 50: 80 records, 2 logs of 40.
+"$work/demo-build/evokit_service_loop" --warehouse "$W4" --log-dir "$work/service_logs" --clones 8 \
+  --threads 2 --requests 4000 --episode-steps 50 --records-per-log 40 --append-every 3 --seed 5
+"$python" - "$work/service_logs" <<'PY' || fail "the service loop's logs are not 2 files of 40 whole records"
+import os, sys
+from evokit.online.samplelog import read_log
+d = sys.argv[1]
+names = sorted(os.listdir(d))
+assert names == ["service_log_00000", "service_log_00001"], names
+indices = []
+for name in names:
+    result = read_log(os.path.join(d, name))
+    assert not result.skipped, [str(s) for s in result.skipped]
+    assert len(result.records) == 40, (name, len(result.records))
+    assert {r.record.sampler_id for r in result.records} == {5}
+    assert {r.record.env_steps for r in result.records} == {50}
+    indices += [r.record.sample_index for r in result.records]
+assert sorted(indices) == list(range(80)), sorted(indices)
+print(f"the service loop wrote {len(names)} logs of 40 records, sample indices 0..79 once each")
+PY
+evokit update --warehouse "$W4" --log "$work/service_logs/service_log_00000" |
+  grep "update 0 -> 1: used 40 samples" || fail "evokit update did not use the 40 samples of the service loop's first log"
 echo "round trip OK"

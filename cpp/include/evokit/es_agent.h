@@ -28,6 +28,9 @@ struct GaussianSolverOptions;  // evokit/gaussian_solver.h
 inline constexpr std::size_t kDefaultParamsPoolBytes = std::size_t{256} << 20;
 
 class ESAgent {
+  struct Shared;
+  struct ParamsBuffer;
+
  public:
   // The original agent over `solver`: num_threads (>= 1) for materialising
   // clones' parameters; the pool holds at most
@@ -73,17 +76,55 @@ class ESAgent {
   // updates for the agent's lifetime. A clone's parameters live in a buffer
   // of the shared pool: params() materialises them there (once per noise and
   // centre) unless the clone's last buffer still holds them. A clone keeps
-  // its buffer, and refills it in place, until the pool is full and another
-  // clone takes it (least recently used first); the reference is valid until
-  // then. With params_pool_bytes below N clones' worth, callers must use the
-  // reference before asking another clone for its parameters, and concurrent
-  // params() calls must number at most the pool's capacity. Not noexcept:
-  // the first call may allocate a buffer.
+  // its buffer, and refills it in place, until another clone takes it (least
+  // recently used first, never one under a lease: see lease_params()) or the
+  // pool drops it (set_params_pool_bytes); the reference is valid until
+  // then. With params_pool_bytes below N clones' worth, callers that use
+  // clones from several threads must use lease_params() instead (predict of
+  // evokit::io::ESAgent does). Not noexcept: the first call may allocate a
+  // buffer.
   const std::vector<float>& params() const;
-  // How many parameter buffers the clones' pool holds now (<= capacity).
+
+  // params(), held: while the lease lives, the buffer it names is neither
+  // taken by another clone nor refilled nor dropped, so the parameters stay
+  // exactly as they are for as long as the caller reads them, however many
+  // clones other threads use meanwhile. When every buffer of a full pool is
+  // leased, a lease takes a new buffer beyond the capacity, dropped again
+  // when the pool next needs a buffer or set_params_pool_bytes() runs. A
+  // lease must not outlive its agent, and holds nothing for the centre.
+  class ParamsLease {
+   public:
+    ParamsLease(ParamsLease&& other) noexcept;
+    ParamsLease& operator=(ParamsLease&&) = delete;
+    ParamsLease(const ParamsLease&) = delete;
+    ParamsLease& operator=(const ParamsLease&) = delete;
+    ~ParamsLease();
+    const std::vector<float>& params() const noexcept { return *params_; }
+
+   private:
+    friend class ESAgent;
+    ParamsLease(const std::vector<float>* params, ParamsBuffer* buffer) noexcept
+        : params_(params), buffer_(buffer) {}
+    const std::vector<float>* params_;
+    ParamsBuffer* buffer_;  // null for the centre
+  };
+  // Threads: any number of threads may lease (and predict with) the
+  // parameters of distinct clones, or of the same clone, at once; a clone's
+  // parameters are materialised once however many threads ask for them (the
+  // others wait). Not concurrently with add_noise()/set_noise() on that
+  // clone, nor with update() or a load of the solver's state.
+  ParamsLease lease_params() const;
+  // How many parameter buffers the clones' pool holds now (<= capacity, but
+  // for leases taken while every buffer was leased).
   std::size_t num_param_buffers() const;
-  // The most buffers the pool will hold (from params_pool_bytes).
+  // The most buffers the pool will hold (from params_pool_bytes), leases
+  // aside (see lease_params()).
   std::size_t param_buffer_capacity() const noexcept;
+  // Original only: the pool's memory becomes params_pool_bytes (capacity
+  // max(1, params_pool_bytes / (4 * num_params)) buffers); buffers beyond
+  // it that no lease holds are dropped now (their clones materialise again
+  // when asked). Thread-safe.
+  void set_params_pool_bytes(std::size_t params_pool_bytes);
   const std::vector<float>& center() const noexcept;
   std::size_t num_params() const noexcept;
   std::int64_t model_iter_id() const noexcept;  // number of updates so far
@@ -112,8 +153,6 @@ class ESAgent {
   const Solver& solver() const noexcept;
 
  private:
-  struct Shared;
-  struct ParamsBuffer;
   ESAgent(std::shared_ptr<Shared> shared, int clone_id);
   void require_original(const char* what) const;
   void require_clone(const char* what) const;
@@ -124,6 +163,7 @@ class ESAgent {
   std::uint64_t noise_version_ = 0;  // bumped whenever info_ changes
   // The pool buffer this clone used last; it holds this clone's parameters
   // while its owner tag says so (another clone may have taken it since).
+  // Read and written under the pool's mutex only.
   mutable std::shared_ptr<ParamsBuffer> buffer_;
 };
 

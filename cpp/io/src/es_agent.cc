@@ -43,7 +43,7 @@ ESAgent::ESAgent(const Iteration& iteration) {
   config_ = std::make_shared<const proto::EvoKitConfig>(iteration.config);
   config_source_ = iteration.solver_path();
   model_ = iteration.model;
-  graph_ = iteration.graph;
+  set_graph(iteration.graph);
   initial_params_ = model_->parameters();
   restore_solver_state(iteration.state, config_source_);
 }
@@ -112,7 +112,7 @@ void ESAgent::load_inference_model(const std::string& path) {
   auto model = std::make_shared<const OnnxModel>(OnnxModel::load(file, pattern));
   auto graph = std::make_shared<const PolicyGraph>(model->graph());
   model_ = std::move(model);
-  graph_ = std::move(graph);
+  set_graph(std::move(graph));
   initial_params_ = model_->parameters();
   core_.reset();
 }
@@ -130,6 +130,7 @@ ESAgent ESAgent::clone() {
   c.config_source_ = config_source_;
   c.model_ = model_;
   c.graph_ = graph_;
+  c.plan1_ = plan1_;
   c.core_ = core_->clone();
   c.is_clone_ = true;
   return c;
@@ -177,17 +178,45 @@ void check_obs(const PolicyGraph& g, const std::vector<float>& obs, std::size_t 
 
 }  // namespace
 
+void ESAgent::set_graph(std::shared_ptr<const PolicyGraph> graph) {
+  std::shared_ptr<const PolicyGraph::Plan> plan;
+  try {
+    plan = std::make_shared<const PolicyGraph::Plan>(graph->compile(1));
+  } catch (const std::invalid_argument&) {
+    // predict() then runs the graph, which reports the problem.
+  }
+  graph_ = std::move(graph);
+  plan1_ = std::move(plan);
+}
+
+std::vector<float> ESAgent::forward(const float* obs, std::size_t batch,
+                                    const std::vector<float>& params, float* state) const {
+  const PolicyGraph& g = *graph_;
+  if (batch != 1 || !plan1_) return g.run(obs, batch, params.data(), params.size(), state);
+  // What run() does, without compiling the plan again: the same execute().
+  if (params.size() != g.num_params()) {
+    return g.run(obs, batch, params.data(), params.size(), state);  // throws
+  }
+  std::vector<float> workspace(plan1_->workspace_size());
+  std::vector<float> out(plan1_->output_size());
+  g.execute(*plan1_, obs, ParamView{params.data(), nullptr, 0.0f}, workspace.data(), out.data(),
+            state);
+  return out;
+}
+
 std::vector<float> ESAgent::predict(const std::vector<float>& obs, std::size_t batch) const {
   const PolicyGraph& g = graph();
   check_obs(g, obs, batch);
-  const std::vector<float>& p = params();
   if (g.recurrent()) {
     throw std::invalid_argument("predict(): the model is recurrent (state input '" +
                                 g.state_inputs()[0] +
                                 "'): call predict(obs, state, batch) with "
                                 "state = initial_state(batch) at each episode start");
   }
-  return g.run(obs.data(), batch, p.data(), p.size());
+  if (!core_) return forward(obs.data(), batch, params(), nullptr);
+  // Leased: no clone of another thread takes the buffer while the graph reads it.
+  const evokit::ESAgent::ParamsLease lease = core_->lease_params();
+  return forward(obs.data(), batch, lease.params(), nullptr);
 }
 
 std::vector<float> ESAgent::predict(const std::vector<float>& obs, std::vector<float>& state,
@@ -207,8 +236,9 @@ std::vector<float> ESAgent::predict(const std::vector<float>& obs, std::vector<f
                                 " * " + std::to_string(g.state_size()) + " = " +
                                 std::to_string(batch * g.state_size()));
   }
-  const std::vector<float>& p = params();
-  return g.run(obs.data(), batch, p.data(), p.size(), state.data());
+  if (!core_) return forward(obs.data(), batch, params(), state.data());
+  const evokit::ESAgent::ParamsLease lease = core_->lease_params();
+  return forward(obs.data(), batch, lease.params(), state.data());
 }
 
 std::vector<float> ESAgent::initial_state(std::size_t batch) const {

@@ -268,6 +268,44 @@ TEST(IoESAgent, RecurrentPoliciesCarryTheStateLikeTorch) {
   }
 }
 
+// predict() of one observation executes a plan compiled once (shared by the
+// clones) instead of PolicyGraph::run's plan per call: the same bits as run()
+// with the agent's parameters, for the centre and perturbed clones, call
+// after call, and for a recurrent model step after step.
+TEST(IoESAgent, PredictGivesTheBitsOfRunWithTheAgentsParameters) {
+  ESAgent agent = LoadIter1();
+  std::vector<ESAgent> agents;
+  agents.push_back(agent.clone());  // no noise: the centre
+  for (int i = 0; i < 3; ++i) {
+    agents.push_back(agent.clone());
+    agents.back().add_noise();
+  }
+  const PolicyGraph& g = agent.graph();
+  for (std::size_t a = 0; a < agents.size(); ++a) {
+    for (std::uint32_t j = 0; j < 5; ++j) {
+      for (const std::size_t batch : {std::size_t{1}, std::size_t{3}}) {
+        const std::vector<float> obs = evokit::testing::RandomVector(4 * batch, 50 + j);
+        const std::vector<float>& p = agents[a].params();
+        EXPECT_TRUE(evokit::testing::SameBits(agents[a].predict(obs, batch),
+                                              g.run(obs.data(), batch, p.data(), p.size())))
+            << "agent " << a << " obs " << j << " batch " << batch;
+      }
+    }
+  }
+  ESAgent recurrent;
+  recurrent.load_inference_model(std::string(EVOKIT_SOURCE_DIR) + "/tests/fixtures/recurrent_gru.onnx");
+  const PolicyGraph& rg = recurrent.graph();
+  std::vector<float> state = recurrent.initial_state(1), run_state = state;
+  for (std::uint32_t t = 0; t < 6; ++t) {
+    const std::vector<float> obs = evokit::testing::RandomVector(4, 70 + t);
+    const std::vector<float>& p = recurrent.params();
+    EXPECT_TRUE(evokit::testing::SameBits(recurrent.predict(obs, state),
+                                          rg.run(obs.data(), 1, p.data(), p.size(), run_state.data())))
+        << "step " << t;
+    EXPECT_TRUE(evokit::testing::SameBits(state, run_state)) << "step " << t;
+  }
+}
+
 TEST(IoESAgentErrors, CallsOutOfOrderOrOnTheWrongAgent) {
   ESAgent agent;
   EXPECT_THROW_WITH(agent.init_solver(), std::logic_error, "call load_config() first");

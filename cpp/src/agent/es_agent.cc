@@ -14,16 +14,31 @@
 //
 // Threading. clone() is thread-safe (the clone counter and the per-clone
 // sampling streams are guarded by a mutex), and so is the solver's draw();
-// add_noise/set_noise/params() on distinct clones may run concurrently with
-// each other (the pool's tags are guarded by a mutex, materialisation runs
-// outside it into a buffer tagged for the caller), but not with update() or
-// a load of the solver's state, which change the centre. A moved-from agent
-// may only be destroyed or assigned to.
+// add_noise/set_noise on distinct clones may run concurrently with each
+// other and with params()/lease_params() of other clones; lease_params() may
+// run on any clones, the same one too, from any number of threads (the
+// pool's tags, its pins and every clone's buffer_ are guarded by the pool's
+// mutex; materialisation runs outside it into a buffer tagged for the caller
+// and pinned; a second thread asking for the same clone's parameters waits
+// for the first to finish materialising them). None of these may run
+// concurrently with update() or a load of the solver's state, which change
+// the centre, and add_noise/set_noise not with anything else on the same
+// clone. A moved-from agent may only be destroyed or assigned to.
+//
+// Pins. A lease pins its buffer (pins > 0): no clone takes, refills or
+// drops a pinned buffer. pins only grows under the pool's mutex, and a
+// lease's end decrements it without the mutex (release order): a thread
+// that reads 0 under the mutex knows every reader of the data has finished.
+// A buffer is unpinned and not ready only before its filler pins it, so a
+// clone's own buffer that is current, not ready and pinned is being filled
+// by another thread of the same clone: the caller waits on pool_cv, which
+// the filler notifies once the buffer is ready (or, on failure, unpinned).
 #include "evokit/es_agent.h"
 
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <condition_variable>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -46,8 +61,9 @@ struct ESAgent::Shared {
   int num_clones = 0;
   std::vector<std::uint64_t> clone_streams;  // clone_streams[c]: the stream of clone c
 
-  std::mutex pool_mutex;  // guards pool, use_clock and every buffer's tags
-  std::size_t pool_capacity = 1;
+  std::mutex pool_mutex;  // guards pool, use_clock, pool_capacity's writes, every buffer's tags
+  std::condition_variable pool_cv;  // a buffer became ready, or its filler gave up
+  std::atomic<std::size_t> pool_capacity{1};
   std::vector<std::shared_ptr<ParamsBuffer>> pool;
   std::uint64_t use_clock = 0;
 };
@@ -60,14 +76,24 @@ struct ESAgent::ParamsBuffer {
   std::uint64_t center_version = 0;
   bool ready = false;  // data holds the tagged parameters
   std::uint64_t last_use = 0;
+  std::atomic<int> pins{0};  // leases held on it (see "Pins" above)
 };
+
+namespace {
+
+// The pool's capacity for params_pool_bytes (at least one buffer).
+std::size_t capacity_for(std::size_t params_pool_bytes, std::size_t num_params) {
+  const std::size_t buffer_bytes = std::max<std::size_t>(1, num_params * sizeof(float));
+  return std::max<std::size_t>(1, params_pool_bytes / buffer_bytes);
+}
+
+}  // namespace
 
 ESAgent::ESAgent(std::unique_ptr<Solver> solver, int num_threads, std::size_t params_pool_bytes) {
   detail::require_non_null(solver.get(), "solver");
   detail::require_num_threads(num_threads);
   shared_ = std::make_shared<Shared>(std::move(solver), num_threads);
-  const std::size_t buffer_bytes = shared_->solver->num_params() * sizeof(float);
-  shared_->pool_capacity = std::max<std::size_t>(1, params_pool_bytes / buffer_bytes);
+  shared_->pool_capacity = capacity_for(params_pool_bytes, shared_->solver->num_params());
 }
 
 ESAgent::ESAgent(const GaussianSolverOptions& options, std::vector<float> params)
@@ -147,45 +173,105 @@ bool ESAgent::has_noise() const noexcept {
   return has_info_ && info_.model_iter_id == model_iter_id();
 }
 
-const std::vector<float>& ESAgent::params() const {
-  if (!has_noise()) return center();
+ESAgent::ParamsLease::ParamsLease(ParamsLease&& other) noexcept
+    : params_(other.params_), buffer_(other.buffer_) {
+  other.buffer_ = nullptr;
+}
+
+ESAgent::ParamsLease::~ParamsLease() {
+  if (buffer_ != nullptr) buffer_->pins.fetch_sub(1, std::memory_order_release);
+}
+
+namespace {
+
+// Drops unpinned buffers, least recently used first, while the pool holds
+// more than its capacity (under the pool's mutex). A dropped buffer's data
+// is freed; the clone that last used it finds it no longer its own.
+template <class Pool>
+void trim_pool(Pool& pool, std::size_t capacity) {
+  while (pool.size() > capacity) {
+    auto victim = pool.end();
+    for (auto it = pool.begin(); it != pool.end(); ++it) {
+      if ((*it)->pins.load(std::memory_order_acquire) == 0 &&
+          (victim == pool.end() || (*it)->last_use < (*victim)->last_use)) {
+        victim = it;
+      }
+    }
+    if (victim == pool.end()) return;  // all leased
+    (*victim)->owner = -1;
+    (*victim)->ready = false;
+    std::vector<float>().swap((*victim)->data);
+    pool.erase(victim);
+  }
+}
+
+}  // namespace
+
+const std::vector<float>& ESAgent::params() const { return lease_params().params(); }
+
+ESAgent::ParamsLease ESAgent::lease_params() const {
+  if (!has_noise()) return ParamsLease(&center(), nullptr);
   Shared& s = *shared_;
   const std::uint64_t center_version = s.solver->center_version();
-  std::shared_ptr<ParamsBuffer> buffer;
-  {
-    std::lock_guard<std::mutex> lock(s.pool_mutex);
-    const bool mine = buffer_ != nullptr && buffer_->owner == clone_id_;
-    if (mine && buffer_->ready && buffer_->noise_version == noise_version_ &&
-        buffer_->center_version == center_version) {
+  std::unique_lock<std::mutex> lock(s.pool_mutex);
+  const auto is_current = [&](const ParamsBuffer& b) {
+    return b.owner == clone_id_ && b.noise_version == noise_version_ &&
+           b.center_version == center_version;
+  };
+  while (buffer_ != nullptr && is_current(*buffer_)) {
+    if (buffer_->ready) {
+      buffer_->pins.fetch_add(1, std::memory_order_relaxed);
       buffer_->last_use = ++s.use_clock;
-      return buffer_->data;
+      return ParamsLease(&buffer_->data, buffer_.get());
     }
-    if (mine) {
-      buffer = buffer_;  // refill this clone's own buffer in place
-    } else if (s.pool.size() < s.pool_capacity) {
-      s.pool.push_back(std::make_shared<ParamsBuffer>(num_params()));  // may throw: no change
+    if (buffer_->pins.load(std::memory_order_acquire) == 0) break;  // a filler gave up
+    s.pool_cv.wait(lock);  // another thread fills this clone's buffer
+  }
+  std::shared_ptr<ParamsBuffer> buffer;
+  if (buffer_ != nullptr && buffer_->owner == clone_id_ &&
+      buffer_->pins.load(std::memory_order_acquire) == 0) {
+    buffer = buffer_;  // refill this clone's own buffer in place
+  } else {
+    trim_pool(s.pool, s.pool_capacity.load());
+    // Unpinned before pinned, then least recently used.
+    const auto lru =
+        std::min_element(s.pool.begin(), s.pool.end(), [](const auto& a, const auto& b) {
+          const bool a_free = a->pins.load(std::memory_order_acquire) == 0;
+          const bool b_free = b->pins.load(std::memory_order_acquire) == 0;
+          return a_free != b_free ? a_free : a->last_use < b->last_use;
+        });
+    const bool free_one = lru != s.pool.end() && (*lru)->pins.load(std::memory_order_acquire) == 0;
+    if (s.pool.size() < s.pool_capacity.load() || !free_one) {
+      s.pool.push_back(std::make_shared<ParamsBuffer>(num_params()));  // may throw: no tag changed
       buffer = s.pool.back();
     } else {
-      buffer = *std::min_element(s.pool.begin(), s.pool.end(),
-                                 [](const auto& a, const auto& b) {
-                                   return a->last_use < b->last_use;
-                                 });
+      buffer = *lru;
     }
-    buffer->owner = clone_id_;
-    buffer->noise_version = noise_version_;
-    buffer->center_version = center_version;
-    buffer->ready = false;
-    buffer->last_use = ++s.use_clock;
   }
-  // Outside the lock: the buffer is tagged for this clone and most recently
-  // used, so no other clone takes it meanwhile (see the header).
-  s.solver->rebuild(info_, buffer->data.data(), s.num_threads);
-  {
-    std::lock_guard<std::mutex> lock(s.pool_mutex);
-    if (buffer->owner == clone_id_ && buffer->noise_version == noise_version_) buffer->ready = true;
+  buffer->owner = clone_id_;
+  buffer->noise_version = noise_version_;
+  buffer->center_version = center_version;
+  buffer->ready = false;
+  buffer->last_use = ++s.use_clock;
+  buffer->pins.fetch_add(1, std::memory_order_relaxed);
+  buffer_ = buffer;
+  lock.unlock();
+  // Outside the lock: the buffer is pinned, so no other clone takes it
+  // meanwhile, and tagged for this clone, so this clone's other threads wait.
+  try {
+    s.solver->rebuild(info_, buffer->data.data(), s.num_threads);
+  } catch (...) {
+    lock.lock();
+    buffer->pins.fetch_sub(1, std::memory_order_release);
+    lock.unlock();
+    s.pool_cv.notify_all();
+    throw;
   }
-  buffer_ = std::move(buffer);
-  return buffer_->data;
+  lock.lock();
+  buffer->ready = true;
+  lock.unlock();
+  s.pool_cv.notify_all();
+  return ParamsLease(&buffer->data, buffer.get());
 }
 
 std::size_t ESAgent::num_param_buffers() const {
@@ -193,7 +279,16 @@ std::size_t ESAgent::num_param_buffers() const {
   return shared_->pool.size();
 }
 
-std::size_t ESAgent::param_buffer_capacity() const noexcept { return shared_->pool_capacity; }
+std::size_t ESAgent::param_buffer_capacity() const noexcept {
+  return shared_->pool_capacity.load();
+}
+
+void ESAgent::set_params_pool_bytes(std::size_t params_pool_bytes) {
+  require_original("set_params_pool_bytes");
+  std::lock_guard<std::mutex> lock(shared_->pool_mutex);
+  shared_->pool_capacity = capacity_for(params_pool_bytes, num_params());
+  trim_pool(shared_->pool, shared_->pool_capacity.load());
+}
 
 const std::vector<float>& ESAgent::center() const noexcept { return shared_->solver->center(); }
 

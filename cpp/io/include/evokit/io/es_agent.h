@@ -37,7 +37,42 @@
 // which clone gets which member must be reproducible.
 //
 // The original agent owns the solver; clones share it (and the model graph)
-// and own only their SamplingInfo, exactly as the core's ESAgent::clone.
+// and own only their SamplingInfo, exactly as the core's ESAgent::clone. A
+// perturbed clone's parameters are materialised on demand into a buffer of
+// a pool shared by all clones (at most 256 MiB by default:
+// core().set_params_pool_bytes() changes it; a clone whose buffer another
+// clone took materialises again when it next predicts), so N clones cost N
+// SamplingInfos plus the pool, not N parameter copies. Clones may outlive
+// the original.
+//
+// Threads (cpp/io/tests/test_es_agent_threads.cc):
+//   - predict() may run on any number of threads at once, on distinct
+//     clones, on the same clone, and on the original: a perturbed clone
+//     leases its parameters for the forward pass (core ESAgent::
+//     lease_params: a buffer being read is never taken by another clone, and
+//     a clone's parameters are materialised once however many threads ask);
+//     a recurrent model's callers each pass their own state;
+//   - add_noise() and set_noise() may run concurrently on distinct clones,
+//     and with predict() on other clones and the original, but not with any
+//     other call on the same clone (they change its noise);
+//   - clone() on the original may run concurrently with clone() and with the
+//     calls above;
+//   - update(), and load_config, set_config, load_inference_model,
+//     init_solver, load_solver and load_solver_state on the original, change
+//     the solver, centre or model that every clone reads: call them only
+//     while no other call runs on the original or any of its clones (an
+//     update drops every clone's noise: clones then predict the new centre
+//     until their next add_noise);
+//   - params() of a perturbed clone is a reference into its pool buffer
+//     without a lease: valid until another clone takes the buffer (use
+//     predict, or core().lease_params(), while other threads use clones);
+//   - anything else (shortfall, solver_state, the savers, core()'s solver):
+//     not concurrently with add_noise, set_noise or the calls that change the
+//     solver;
+//   - an agent is not moved or destroyed while another thread uses it.
+// A materialisation runs on solver.num_threads OpenMP threads: a service
+// that predicts from several threads of its own keeps that at 1.
+//
 // Errors are exceptions (ConfigError, ModelError, SolverFileError;
 // std::logic_error for a call out of order or on the wrong kind of agent).
 // Agents are movable, not copyable.
@@ -133,7 +168,10 @@ class ESAgent {
   // ---- inference ----
   // The first model output for `batch` observations (obs.size() must be
   // batch * obs_size()), computed natively with this agent's parameters:
-  // the member's for a clone with current noise, else the centre.
+  // the member's for a clone with current noise, else the centre. The same
+  // bits as graph().run() with params(); one observation runs a plan
+  // compiled once when the model was loaded (shared by the clones), a batch
+  // compiles one per call. Thread-safe as the header says ("Threads").
   // A recurrent model (model().recurrent()) is refused here: use the
   // overload with a state.
   std::vector<float> predict(const std::vector<float>& obs, std::size_t batch = 1) const;
@@ -238,12 +276,21 @@ class ESAgent {
   // Restores a state check_solver_state() accepted for this agent: into the
   // agent's solver, or into a new one kept only if the state loads.
   void restore_solver_state(const proto::SolverState& state, const std::string& path);
+  // Sets graph_ and compiles plan1_ for it.
+  void set_graph(std::shared_ptr<const PolicyGraph> graph);
+  // The forward pass of predict(): plan1_ for one observation, else run().
+  std::vector<float> forward(const float* obs, std::size_t batch, const std::vector<float>& params,
+                             float* state) const;
 
   std::shared_ptr<const proto::EvoKitConfig> config_;
   std::string config_source_;
   std::string config_text_;  // the loaded file's text (validate_config's line numbers)
   std::shared_ptr<const OnnxModel> model_;
   std::shared_ptr<const PolicyGraph> graph_;
+  // graph_ compiled for one observation (null if it does not compile):
+  // predict() of one observation executes it instead of compiling a plan per
+  // call. Immutable, shared by the clones.
+  std::shared_ptr<const PolicyGraph::Plan> plan1_;
   std::vector<float> initial_params_;       // the model's, until the solver is built
   std::unique_ptr<evokit::ESAgent> core_;   // the original or a clone
   bool is_clone_ = false;
