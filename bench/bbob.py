@@ -1131,6 +1131,19 @@ def _fmt_indicator(v: float) -> str:
     return f"{v:.2e}"
 
 
+def _summary_head(args, records: Dict[str, List[dict]], report) -> tuple:
+    """Prints the runs that recorded the cells and the --note; returns the
+    cells every library ran and the budgets (x D) among the records."""
+    maps = [_by_cell(recs) for recs in records.values()]
+    common = set.intersection(*(set(m) for m in maps)) if maps else set()
+    budgets = {r["budget"] / r["dimension"] for recs in records.values() for r in recs}
+    for line in run_lines(args.data, args.suite, records):
+        report.print(line)
+    if args.note:
+        report.print(args.note + "\n")
+    return common, budgets
+
+
 def cmd_summary_biobj(args, libs: List[str], name: str, report) -> None:
     records = load_records(args.data, args.suite, libs)
     first = BIOBJ_FIRST if BIOBJ_FIRST in libs else libs[0]
@@ -1138,13 +1151,7 @@ def cmd_summary_biobj(args, libs: List[str], name: str, report) -> None:
     targets = [float(t) for t in str(args.target).split(",")]
     by_target = {t: compare_biobj(records, first, t) for t in targets}
     cmp, target = by_target[targets[0]], targets[0]
-    maps = [_by_cell(records[lib]) for lib in libs]
-    common = set.intersection(*(set(m) for m in maps)) if maps else set()
-    budgets = {r["budget"] / r["dimension"] for recs in records.values() for r in recs}
-    for line in run_lines(args.data, args.suite, records):
-        report.print(line)
-    if args.note:
-        report.print(args.note + "\n")
+    common, budgets = _summary_head(args, records, report)
     # the indicator recomputed here from every evaluated objective vector against COCO's
     gap = max((abs(r["indicator"] - r["indicator_here"]) for recs in records.values() for r in recs), default=0.0)
     report.print(f"Cells every library ran: {len(common)}; budget {', '.join(f'{b:g}' for b in sorted(budgets))} x D "
@@ -1250,13 +1257,7 @@ def cmd_summary(args) -> None:
     cmp = compare(records, FIRST if FIRST in libs else libs[0], args.suite)
     first = FIRST if FIRST in libs else libs[0]
     peers = [lib for lib in libs if lib != first]
-    maps = [_by_cell(records[lib]) for lib in libs]
-    common = set.intersection(*(set(m) for m in maps)) if maps else set()
-    budgets = {r["budget"] / r["dimension"] for recs in records.values() for r in recs}
-    for line in run_lines(args.data, args.suite, records):
-        report.print(line)
-    if args.note:
-        report.print(args.note + "\n")
+    common, budgets = _summary_head(args, records, report)
     report.print(f"Cells every library ran: {len(common)}; budget {', '.join(f'{b:g}' for b in sorted(budgets))} "
                  f"x D evaluations; solved: f - f_opt < 1e-8 (runs solved / runs). ERT ratio: {first} / peer, "
                  f"geometric mean over the functions both solve in at least half the runs (their count in "
